@@ -1,0 +1,27 @@
+// Runs node's test runner over test/<suite>/**/*.test.ts (Node 20 has no --test glob support).
+import { readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { spawnSync } from 'node:child_process';
+
+const suites = process.argv.slice(2);
+const roots = (suites.length ? suites : ['unit', 'e2e']).map((s) => join('test', s));
+
+function collect(dir) {
+  const out = [];
+  for (const name of readdirSync(dir).sort()) {
+    const p = join(dir, name);
+    if (statSync(p).isDirectory()) out.push(...collect(p));
+    else if (name.endsWith('.test.ts')) out.push(p);
+  }
+  return out;
+}
+
+const files = roots.flatMap(collect);
+if (files.length === 0) {
+  console.error('no test files found under', roots.join(', '));
+  process.exit(1);
+}
+const r = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-concurrency=2', ...files], {
+  stdio: 'inherit',
+});
+process.exit(r.status ?? 1);
