@@ -1,0 +1,96 @@
+// Read-only git queries used by Latch: workspace root detection and a compact
+// fingerprint of the repository state (HEAD, branch, porcelain status).
+//
+// Every git invocation runs with GIT_OPTIONAL_LOCKS=0 so that read-only
+// commands such as `git status` never take (or contend for) the index lock
+// while the agent itself may be running git.
+
+import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { realpathSync } from 'node:fs';
+
+export interface GitState {
+  isRepo: boolean;
+  /** Full object id of HEAD, or null when not a repo or the branch is unborn (no commits). */
+  head: string | null;
+  /** Short branch name (also for an unborn branch); null when HEAD is detached or not a repo. */
+  branch: string | null;
+  /** sha256 (hex) of `git status --porcelain=v1 -z --untracked-files=all`; null when not a repo. */
+  statusSha256: string | null;
+}
+
+export interface GitResult {
+  status: number | null;
+  stdout: Buffer;
+  stderr: string;
+}
+
+/** Output of one git call may be large (ls-files on a big repo); allow up to 1 GiB. */
+const MAX_BUFFER = 1024 * 1024 * 1024;
+
+let gitEnv: NodeJS.ProcessEnv | undefined;
+function env(): NodeJS.ProcessEnv {
+  if (!gitEnv) gitEnv = { ...process.env, GIT_OPTIONAL_LOCKS: '0', GIT_TERMINAL_PROMPT: '0', LC_ALL: 'C' };
+  return gitEnv;
+}
+
+/** Run git synchronously in `cwd`. Never throws for a non-zero exit; throws only if git cannot be spawned at all. */
+export function runGit(cwd: string, args: string[]): GitResult {
+  const r = spawnSync('git', args, {
+    cwd,
+    env: env(),
+    maxBuffer: MAX_BUFFER,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    windowsHide: true,
+  });
+  if (r.error) {
+    const code = (r.error as NodeJS.ErrnoException).code;
+    // ENOENT: git not installed, or cwd does not exist. Report as a failed call.
+    if (code === 'ENOENT' || code === 'ENOTDIR') return { status: null, stdout: Buffer.alloc(0), stderr: String(r.error) };
+    throw r.error;
+  }
+  return { status: r.status, stdout: r.stdout ?? Buffer.alloc(0), stderr: r.stderr ? r.stderr.toString('utf8') : '' };
+}
+
+/** Run git and return stdout (trimmed of one trailing newline) or null on failure. */
+function gitLine(cwd: string, args: string[]): string | null {
+  const r = runGit(cwd, args);
+  if (r.status !== 0) return null;
+  return r.stdout.toString('utf8').replace(/\r?\n$/, '');
+}
+
+/** True when `dir` is inside a git work tree (not inside the .git directory itself). */
+export function isInsideWorkTree(dir: string): boolean {
+  return gitLine(dir, ['rev-parse', '--is-inside-work-tree']) === 'true';
+}
+
+/**
+ * The workspace root for `cwd`: the git top-level directory (realpath) when
+ * `cwd` is inside a git work tree, otherwise realpath(cwd).
+ */
+export function workspaceRoot(cwd: string): string {
+  const top = gitLine(cwd, ['rev-parse', '--show-toplevel']);
+  if (top) {
+    try {
+      return realpathSync(top);
+    } catch {
+      // fall through to cwd
+    }
+  }
+  return realpathSync(cwd);
+}
+
+/** Snapshot of HEAD / branch / working-tree status for the repository containing `root`. */
+export function gitState(root: string): GitState {
+  if (!isInsideWorkTree(root)) return { isRepo: false, head: null, branch: null, statusSha256: null };
+
+  // Unborn branch (empty repo): --verify fails -> null.
+  const head = gitLine(root, ['rev-parse', '-q', '--verify', 'HEAD^{commit}']);
+  // Detached HEAD: symbolic-ref -q exits 1 without output -> null.
+  const branch = gitLine(root, ['symbolic-ref', '-q', '--short', 'HEAD']);
+
+  const st = runGit(root, ['status', '--porcelain=v1', '-z', '--untracked-files=all']);
+  const statusSha256 = st.status === 0 ? createHash('sha256').update(st.stdout).digest('hex') : null;
+
+  return { isRepo: true, head: head || null, branch: branch || null, statusSha256 };
+}
