@@ -1,15 +1,25 @@
-// Bundles the CLI and the hook into one CommonJS file (dist/latch.cjs) for a fast start.
+// Bundles the hook entry (dist/latch.cjs) and the CLI (dist/cli.cjs, loaded lazily by the entry)
+// as CommonJS for a fast start. better-sqlite3 stays external: it carries a native addon.
+import { readFileSync } from 'node:fs';
 import { build } from 'esbuild';
 
-await build({
-  entryPoints: ['src/main.ts'],
-  outfile: 'dist/latch.cjs',
+const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
+
+const common = {
   bundle: true,
   platform: 'node',
   target: 'node20',
   format: 'cjs',
   sourcemap: 'linked',
-  external: ['better-sqlite3'],
+  external: ['better-sqlite3', './cli.cjs'],
   logLevel: 'warning',
   legalComments: 'none',
-});
+  // ESM sources use import.meta.url; in the CommonJS bundle it is the bundle's own file URL.
+  define: { __LATCH_VERSION__: JSON.stringify(version), 'import.meta.url': '__latch_import_meta_url' },
+  banner: { js: "const __latch_import_meta_url = require('url').pathToFileURL(__filename).href;" },
+};
+
+await Promise.all([
+  build({ ...common, entryPoints: ['src/main.ts'], outfile: 'dist/latch.cjs' }),
+  build({ ...common, entryPoints: ['src/cli.ts'], outfile: 'dist/cli.cjs' }),
+]);

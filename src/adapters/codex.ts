@@ -1,0 +1,110 @@
+// Codex adapter: Codex hook payload (stdin JSON) -> Observation + LatchEvent; Decision -> Codex reply.
+// Reply formats are the ones Codex 0.169.0 accepts (see docs/codex-notes.md); tests check every reply
+// against the hook output schemas extracted from the binary.
+import * as v from 'valibot';
+import type { Decision, LatchEvent, Observation } from '../core/guard.js';
+import { classifyTool } from '../core/tools.js';
+
+const Str = v.string();
+const OptStr = v.optional(v.string());
+const NullableStr = v.nullable(v.string());
+
+const Common = {
+  session_id: v.pipe(Str, v.minLength(1)),
+  cwd: v.pipe(Str, v.minLength(1)),
+  transcript_path: v.optional(NullableStr, null),
+  model: OptStr,
+  turn_id: OptStr,
+  permission_mode: OptStr,
+  agent_id: OptStr,
+  agent_type: OptStr,
+};
+
+// Unknown keys are tolerated (newer Codex versions add fields); known keys must have the right types.
+export const CodexPayload = v.variant('hook_event_name', [
+  v.looseObject({ ...Common, hook_event_name: v.literal('PreToolUse'), tool_name: v.pipe(Str, v.minLength(1)), tool_input: v.unknown(), tool_use_id: OptStr }),
+  v.looseObject({ ...Common, hook_event_name: v.literal('PostToolUse'), tool_name: Str, tool_input: v.unknown(), tool_response: v.unknown(), tool_use_id: OptStr }),
+  v.looseObject({ ...Common, hook_event_name: v.literal('SessionStart'), source: v.picklist(['startup', 'resume', 'clear', 'compact', 'fork']) }),
+  v.looseObject({ ...Common, hook_event_name: v.literal('PreCompact'), trigger: v.optional(NullableStr, null) }),
+  v.looseObject({ ...Common, hook_event_name: v.literal('PostCompact'), trigger: v.optional(NullableStr, null) }),
+  v.looseObject({
+    ...Common,
+    hook_event_name: v.picklist(['UserPromptSubmit', 'Stop', 'SubagentStart', 'SubagentStop', 'SessionEnd', 'Interrupt', 'PermissionRequest']),
+  }),
+]);
+
+export type CodexPayload = v.InferOutput<typeof CodexPayload>;
+
+export type Parsed =
+  | { ok: true; payload: CodexPayload; obs: Observation; event: LatchEvent | null }
+  | { ok: false; error: string; eventName: string | null; toolName: string | null };
+
+/** Parses and validates one hook payload. Never throws. */
+export function parseCodexPayload(text: string): Parsed {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (err) {
+    return { ok: false, error: `hook payload is not JSON (${(err as Error).message})`, eventName: null, toolName: null };
+  }
+  const hint = raw && typeof raw === 'object' ? (raw as Record<string, unknown>) : {};
+  const eventName = typeof hint.hook_event_name === 'string' ? hint.hook_event_name : null;
+  const toolName = typeof hint.tool_name === 'string' ? hint.tool_name : null;
+  const r = v.safeParse(CodexPayload, raw);
+  if (!r.success) {
+    const issue = r.issues[0];
+    const where = issue.path?.map((p: { key: unknown }) => String(p.key)).join('.') ?? '';
+    return { ok: false, error: `invalid hook payload: ${where ? where + ': ' : ''}${issue.message}`, eventName, toolName };
+  }
+  const p = r.output;
+  const obs: Observation = {
+    sessionId: p.session_id,
+    turnId: p.turn_id ?? null,
+    cwd: p.cwd,
+    transcriptPath: p.transcript_path ?? null,
+    model: p.model ?? null,
+    permissionMode: p.permission_mode ?? null,
+    agentId: p.agent_id ?? null,
+  };
+  return { ok: true, payload: p, obs, event: toEvent(p) };
+}
+
+function toEvent(p: CodexPayload): LatchEvent | null {
+  switch (p.hook_event_name) {
+    case 'PreToolUse':
+      return { type: 'pre_tool', call: classifyTool(p.tool_name, p.tool_input, p.tool_use_id ?? null) };
+    case 'SessionStart':
+      return { type: 'session_start', source: p.source };
+    case 'PreCompact':
+      return { type: 'pre_compact', trigger: p.trigger ?? null };
+    case 'PostCompact':
+      return { type: 'post_compact', trigger: p.trigger ?? null };
+    default:
+      return null;
+  }
+}
+
+export interface HookReply {
+  /** JSON for stdout, or null for no output. */
+  stdout: string | null;
+  exitCode: 0 | 2;
+  stderr?: string;
+}
+
+export function codexDeny(reason: string): HookReply {
+  return {
+    stdout: JSON.stringify({ hookSpecificOutput: { hookEventName: 'PreToolUse', permissionDecision: 'deny', permissionDecisionReason: reason } }),
+    exitCode: 0,
+  };
+}
+
+/** Formats a Decision as Codex's reply for the given event. */
+export function codexReply(eventName: string, d: Decision): HookReply {
+  if (eventName === 'PreToolUse') {
+    return d.verdict === 'deny' ? codexDeny(d.message ?? 'Latch blocked this call.') : { stdout: null, exitCode: 0 };
+  }
+  if (eventName === 'SessionStart' && d.message) {
+    return { stdout: JSON.stringify({ hookSpecificOutput: { hookEventName: 'SessionStart', additionalContext: d.message } }), exitCode: 0 };
+  }
+  return { stdout: null, exitCode: 0 };
+}

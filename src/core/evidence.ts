@@ -1,0 +1,138 @@
+// Re-verification evidence: does the workspace still match the checkpoint(s) of the current latch?
+import { existsSync, lstatSync, statSync } from 'node:fs';
+import type { CheckpointRow } from './checkpoint.js';
+import { hashPrefix } from './checkpoint.js';
+import { errorMessage } from './errors.js';
+import { gitState } from './git.js';
+import type { SessionRow } from './records.js';
+import type { Db } from './store.js';
+import { decodeListing, diffTrees, snapshotTree, SqliteStatCache, type TreeEntry } from './tree.js';
+
+export interface Check {
+  name: 'checkpoint' | 'tree' | 'git' | 'transcript';
+  ok: boolean;
+  detail: string;
+}
+
+export interface Change {
+  path: string;
+  change: 'added' | 'removed' | 'modified';
+  /** The checkpoint that first shows the change, or null when it came after the last one. */
+  first_seen_at_checkpoint: string | null;
+  while_latched: boolean;
+}
+
+export interface Evidence {
+  session_id: string;
+  baseline: { id: string; created_at: string; tree_sha256: string; tree_files: number } | null;
+  checkpoints: string[];
+  current: { tree_sha256: string; tree_files: number; git_head: string | null; git_branch: string | null };
+  checks: Check[];
+  changes: Change[];
+  holds: boolean;
+}
+
+/** Checkpoints of the current latch episode (oldest first); for an inherited latch, the parent's latest. */
+export function episodeCheckpoints(db: Db, row: SessionRow): CheckpointRow[] {
+  const own = row.episode_started_at
+    ? (db
+        .prepare(
+          `SELECT c.* FROM checkpoints c JOIN compactions k ON k.session_id = c.session_id AND k.seq = c.compaction_seq
+           WHERE c.session_id = ? AND k.tripped_at >= ? ORDER BY c.compaction_seq`,
+        )
+        .all(row.session_id, row.episode_started_at) as CheckpointRow[])
+    : [];
+  if (own.length > 0) return own;
+  const ids = [row.session_id, row.parent_session_id].filter((x): x is string => !!x);
+  for (const id of ids) {
+    const last = db.prepare('SELECT * FROM checkpoints WHERE session_id = ? ORDER BY compaction_seq DESC LIMIT 1').get(id) as CheckpointRow | undefined;
+    if (last) return [last];
+  }
+  return [];
+}
+
+export function evaluateEvidence(db: Db, row: SessionRow): Evidence {
+  const cps = episodeCheckpoints(db, row);
+  const git = gitState(row.workspace);
+  const tree = snapshotTree(row.workspace, { cache: new SqliteStatCache(db), isGit: git.isRepo });
+  const checks: Check[] = [];
+  const changes: Change[] = [];
+  const baseline = cps[0];
+  const current = { tree_sha256: tree.sha256, tree_files: tree.files, git_head: git.head, git_branch: git.branch };
+  if (!baseline) {
+    checks.push({ name: 'checkpoint', ok: false, detail: 'no checkpoint was recorded for this latch, so nothing proves the workspace is unchanged' });
+    return { session_id: row.session_id, baseline: null, checkpoints: [], current, checks, changes, holds: false };
+  }
+  checks.push({ name: 'checkpoint', ok: true, detail: `${cps.length} checkpoint(s) since the latch: ${cps.map((c) => c.id).join(', ')}` });
+
+  if (tree.sha256 === baseline.tree_sha256) {
+    checks.push({ name: 'tree', ok: true, detail: `workspace tree unchanged: ${tree.files} files, sha256 ${tree.sha256}` });
+  } else {
+    const diff = diffTrees(decodeListing(baseline.tree_listing), tree.entries);
+    const later = cps.slice(1).map((c) => ({ id: c.id, byPath: indexByPath(decodeListing(c.tree_listing)) }));
+    const firstSeen = (path: string, after: TreeEntry | undefined): string | null => {
+      for (const c of later) {
+        const e = c.byPath.get(path);
+        if ((after === undefined && e === undefined) || (after && e && e.sha256 === after.sha256 && e.mode === after.mode)) return c.id;
+      }
+      return null;
+    };
+    for (const e of diff.added) changes.push({ path: e.path, change: 'added', first_seen_at_checkpoint: firstSeen(e.path, e), while_latched: true });
+    for (const e of diff.removed) changes.push({ path: e.path, change: 'removed', first_seen_at_checkpoint: firstSeen(e.path, undefined), while_latched: true });
+    for (const m of diff.modified) changes.push({ path: m.after.path, change: 'modified', first_seen_at_checkpoint: firstSeen(m.after.path, m.after), while_latched: true });
+    changes.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+    checks.push({
+      name: 'tree',
+      ok: false,
+      detail: `workspace tree changed since checkpoint ${baseline.id}: ${changes.length} path(s) (${baseline.tree_files} -> ${tree.files} files)`,
+    });
+  }
+
+  if (!git.isRepo) {
+    checks.push({ name: 'git', ok: true, detail: 'not a git repository' });
+  } else if (git.head === baseline.git_head && git.branch === baseline.git_branch) {
+    checks.push({ name: 'git', ok: true, detail: `HEAD ${git.head ?? '(none)'} on ${git.branch ?? '(detached)'}, as at the checkpoint` });
+  } else {
+    checks.push({
+      name: 'git',
+      ok: false,
+      detail: `git moved: HEAD ${baseline.git_head ?? '(none)'} on ${baseline.git_branch ?? '(detached)'} -> ${git.head ?? '(none)'} on ${git.branch ?? '(detached)'}`,
+    });
+  }
+
+  checks.push(transcriptCheck(cps));
+  return { session_id: row.session_id, baseline: pickBaseline(baseline), checkpoints: cps.map((c) => c.id), current, checks, changes, holds: checks.every((c) => c.ok) };
+}
+
+function pickBaseline(c: CheckpointRow): Evidence['baseline'] {
+  return { id: c.id, created_at: c.created_at, tree_sha256: c.tree_sha256, tree_files: c.tree_files };
+}
+
+function indexByPath(entries: TreeEntry[]): Map<string, TreeEntry> {
+  return new Map(entries.map((e) => [e.path, e]));
+}
+
+/** The transcript must be the same file as recorded at every checkpoint, and only appended to. */
+function transcriptCheck(cps: CheckpointRow[]): Check {
+  const recorded = cps.filter((c) => c.transcript_path);
+  if (recorded.length === 0) return { name: 'transcript', ok: true, detail: 'no transcript was recorded at the checkpoint(s)' };
+  const missingHash = recorded.find((c) => !c.transcript_sha256);
+  if (missingHash) return { name: 'transcript', ok: false, detail: `checkpoint ${missingHash.id} could not hash the transcript` };
+  for (const c of recorded) {
+    const path = c.transcript_path!;
+    if (!existsSync(path)) return { name: 'transcript', ok: false, detail: `transcript ${path} no longer exists` };
+    if (lstatSync(path).isSymbolicLink()) return { name: 'transcript', ok: false, detail: `transcript ${path} is now a symlink` };
+    try {
+      const st = statSync(path, { bigint: true });
+      const now = { dev: String(st.dev), ino: String(st.ino), size: Number(st.size) };
+      if (now.dev !== c.transcript_dev || now.ino !== c.transcript_ino) return { name: 'transcript', ok: false, detail: `transcript ${path} was replaced (device/inode changed)` };
+      if (now.size < c.transcript_size!) return { name: 'transcript', ok: false, detail: `transcript ${path} shrank (${c.transcript_size} -> ${now.size} bytes)` };
+      const prefix = hashPrefix(path, c.transcript_size!);
+      if (prefix.sha256 !== c.transcript_sha256) return { name: 'transcript', ok: false, detail: `transcript ${path} was rewritten within its first ${c.transcript_size} bytes` };
+    } catch (err) {
+      return { name: 'transcript', ok: false, detail: `transcript ${path} cannot be read: ${errorMessage(err)}` };
+    }
+  }
+  const last = recorded[recorded.length - 1]!;
+  return { name: 'transcript', ok: true, detail: `transcript ${last.transcript_path} is the same file and was only appended to` };
+}

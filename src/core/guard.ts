@@ -1,0 +1,374 @@
+// The guard: one agent-neutral core that turns hook observations into records and decisions.
+// Adapters (src/adapters/*) translate an agent's payloads into an Observation + LatchEvent and the
+// Decision back into the agent's reply format.
+import { resolve } from 'node:path';
+import { compactionEvent, mayMutate, type AuthState } from './authority.js';
+import { checkpointRow, collectEvidence, hashPrefix, insertCheckpoint, type WorkspaceEvidence } from './checkpoint.js';
+import { resolvePolicy, type ResolvedPolicy } from './config.js';
+import { errorMessage } from './errors.js';
+import { workspaceRoot } from './git.js';
+import { classifyCommand } from './readonly.js';
+import {
+  getCompaction,
+  getSession,
+  insertSession,
+  observeCompaction,
+  recordDenial,
+  saveScanState,
+  scanStateOf,
+  SEEN_COLUMN,
+  sessionsIn,
+  transition,
+  type CompactionSource,
+  type SessionRow,
+} from './records.js';
+import { immediate, type Db } from './store.js';
+import { summarizeCall, type ToolCall } from './tools.js';
+import { EMPTY_SCAN, scanTranscript, type ScanResult, type ScanState } from './transcript.js';
+
+export interface Observation {
+  sessionId: string;
+  turnId: string | null;
+  cwd: string;
+  transcriptPath: string | null;
+  model: string | null;
+  permissionMode: string | null;
+  agentId: string | null;
+}
+
+export type StartSource = 'startup' | 'resume' | 'clear' | 'compact' | 'fork';
+
+export type LatchEvent =
+  | { type: 'session_start'; source: StartSource }
+  | { type: 'pre_compact'; trigger: string | null }
+  | { type: 'post_compact'; trigger: string | null }
+  | { type: 'pre_tool'; call: ToolCall };
+
+export interface Reason {
+  code: string;
+  message: string;
+}
+
+export interface Decision {
+  verdict: 'allow' | 'deny' | 'observe';
+  reasons: Reason[];
+  /** For deny: the text the agent sees. For session_start: context to hand the agent. */
+  message: string | null;
+  state: AuthState | null;
+}
+
+export interface GuardContext {
+  home: string;
+  openDb(): Db;
+  now(): string;
+}
+
+const allow = (reasons: Reason[] = [], state: AuthState | null = null): Decision => ({ verdict: 'allow', reasons, message: null, state });
+
+export function denyDecision(reasons: Reason[], state: AuthState | null = null): Decision {
+  return { verdict: 'deny', reasons, message: denialText(reasons), state };
+}
+
+export function denialText(reasons: Reason[]): string {
+  return `Latch blocked this call. ${reasons.map((r) => r.message).join(' ')}`;
+}
+
+/** Handles one event. Throws on internal errors; the adapter turns a throw on a tracked tool into a deny. */
+export function handle(ctx: GuardContext, obs: Observation, ev: LatchEvent): Decision {
+  if (ev.type === 'pre_tool') {
+    const early = preToolShortcut(ctx, ev.call);
+    if (early) return early;
+  }
+  const db = ctx.openDb();
+  try {
+    return handleWithDb(ctx, db, obs, ev);
+  } finally {
+    db.close();
+  }
+}
+
+/** Decisions that need no store: untracked tools run; commands that touch Latch itself never do. */
+function preToolShortcut(ctx: GuardContext, call: ToolCall): Decision | null {
+  if (call.kind === null) return allow([{ code: 'untracked', message: `${call.name} is not a tracked tool.` }]);
+  if (call.kind === 'shell') {
+    const v = classifyCommand(call.command ?? '', { latchHome: ctx.home });
+    if (v.touchesLatch) {
+      return denyDecision([
+        {
+          code: 'touches_latch',
+          message:
+            'This command would change or read Latch’s own state (latch verify/resume/setup, or the Latch state directory); only a human may do that, outside the agent.',
+        },
+      ]);
+    }
+  }
+  return null;
+}
+
+function handleWithDb(ctx: GuardContext, db: Db, obs: Observation, ev: LatchEvent): Decision {
+  let row = getSession(db, obs.sessionId) ?? createSession(ctx, db, obs, ev);
+
+  // Phase 1, outside any transaction: read the new transcript bytes, and take the workspace
+  // evidence if a checkpoint will be needed (the slow part: hashing).
+  const scan = readTranscript(obs, row, ev);
+  const hookSource = hookSourceOf(ev);
+  const hookSeq = hookSource ? row[SEEN_COLUMN[hookSource]] + 1 : null;
+  const newTranscript = scan.result?.compactions.filter((c) => c.index > row.transcript_compactions) ?? [];
+  const needEvidence =
+    newTranscript.some((c) => !getCompaction(db, row.session_id, c.index)?.checkpoint_id) ||
+    (hookSeq !== null && !getCompaction(db, row.session_id, hookSeq)?.checkpoint_id);
+  const evidence = needEvidence ? collectEvidence(db, row.workspace, null) : null;
+
+  // Phase 2: apply everything under one write lock. Every step is idempotent against a concurrent hook
+  // (compactions are keyed by per-source counters that only grow).
+  return immediate(db, () => {
+    const now = ctx.now();
+    row = getSession(db, obs.sessionId)!;
+    if (scan.result && scan.result.state.offset >= row.transcript_offset) {
+      for (const c of scan.result.compactions) {
+        if (c.index <= row.transcript_compactions) continue;
+        const comp = observeCompaction(db, row.session_id, c.index, 'transcript', { transcript_offset: c.endOffset, summary_kind: c.summaryKind, turn_id: obs.turnId }, now);
+        ensureCheckpoint(db, row, comp.seq, comp.checkpoint_id, evidence, { path: obs.transcriptPath!, size: c.endOffset }, obs, comp.trigger, now);
+        trip(db, row, comp.seq, 'transcript', now);
+      }
+      saveScanState(db, row.session_id, mergeScan(row, scan.result.state), now);
+      row = getSession(db, obs.sessionId)!;
+    }
+
+    if (hookSource && hookSeq !== null) {
+      const seq = Math.max(hookSeq, row[SEEN_COLUMN[hookSource]] + 1);
+      const trigger = ev.type === 'pre_compact' || ev.type === 'post_compact' ? ev.trigger : null;
+      const comp = observeCompaction(db, row.session_id, seq, hookSource, { trigger, turn_id: obs.turnId }, now);
+      db.prepare(`UPDATE sessions SET ${SEEN_COLUMN[hookSource]} = ? WHERE session_id = ?`).run(seq, row.session_id);
+      const transcript = obs.transcriptPath && hookSource === 'pre_compact' ? { path: obs.transcriptPath, size: null } : null;
+      ensureCheckpoint(db, row, seq, comp.checkpoint_id, evidence, transcript, obs, trigger, now);
+      if (hookSource !== 'pre_compact') trip(db, row, seq, hookSource, now);
+      row = getSession(db, obs.sessionId)!;
+    }
+
+    switch (ev.type) {
+      case 'pre_tool':
+        return decideTool(db, row, obs, ev.call, scan, now);
+      case 'session_start':
+        return { verdict: 'observe', reasons: [], message: sessionContext(db, row), state: row.state };
+      default:
+        return { verdict: 'observe', reasons: [], message: null, state: row.state };
+    }
+  });
+}
+
+function hookSourceOf(ev: LatchEvent): Exclude<CompactionSource, 'transcript'> | null {
+  if (ev.type === 'pre_compact') return 'pre_compact';
+  if (ev.type === 'post_compact') return 'post_compact';
+  if (ev.type === 'session_start' && ev.source === 'compact') return 'session_start';
+  return null;
+}
+
+interface TranscriptRead {
+  result: ScanResult | null;
+  /** Why the transcript could not be checked (a tracked tool is then denied, unless policy allows). */
+  problem: string | null;
+}
+
+function readTranscript(obs: Observation, row: SessionRow, ev: LatchEvent): TranscriptRead {
+  const path = obs.transcriptPath ?? row.transcript_path;
+  if (!path) return { result: null, problem: 'the session has no transcript (transcript_path is null), so compaction cannot be ruled out' };
+  if (row.transcript_path && resolve(path) !== resolve(row.transcript_path)) {
+    // A resumed session may get a new rollout file; the scan then starts over for that file.
+    return safeScan(path, { ...EMPTY_SCAN, compactions: row.transcript_compactions }, row, ev);
+  }
+  return safeScan(path, scanStateOf(row), row, ev);
+}
+
+function safeScan(path: string, prev: ScanState, row: SessionRow, ev: LatchEvent): TranscriptRead {
+  try {
+    return { result: scanTranscript(path, prev), problem: null };
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    // Codex writes the rollout lazily: a file that never existed holds no compaction yet.
+    if (code === 'ENOENT' && prev.dev === null && row.transcript_compactions === 0) return { result: null, problem: null };
+    void ev;
+    return { result: null, problem: `the transcript ${path} cannot be read (${errorMessage(err)})` };
+  }
+}
+
+function mergeScan(row: SessionRow, st: ScanState): ScanState {
+  return { ...st, compactions: Math.max(st.compactions, row.transcript_compactions) };
+}
+
+function ensureCheckpoint(
+  db: Db,
+  row: SessionRow,
+  seq: number,
+  existing: string | null,
+  evidence: WorkspaceEvidence | null,
+  transcript: { path: string; size: number | null } | null,
+  obs: Observation,
+  trigger: string | null,
+  now: string,
+): void {
+  if (existing || !evidence) return;
+  let prefix = null;
+  if (transcript) {
+    try {
+      prefix = hashPrefix(transcript.path, transcript.size);
+    } catch {
+      prefix = null; // recorded as unknown; verify then cannot prove the transcript and says so
+    }
+  }
+  const comp = getCompaction(db, row.session_id, seq)!;
+  const cp = checkpointRow(
+    { ...evidence, transcript: prefix },
+    {
+      session_id: row.session_id,
+      compaction_seq: seq,
+      created_at: now,
+      turn_id: obs.turnId,
+      trigger: trigger ?? comp.trigger,
+      observed_via: comp.observed_via,
+      workspace: row.workspace,
+      cli_version: row.cli_version,
+      model: obs.model ?? row.model,
+      permission_mode: obs.permissionMode ?? row.permission_mode,
+    },
+  );
+  insertCheckpoint(db, cp);
+  db.prepare('UPDATE compactions SET checkpoint_id = ? WHERE session_id = ? AND seq = ?').run(cp.id, row.session_id, seq);
+}
+
+/** The first tripping source of a compaction applies the policy's event; later sources only add to observed_via. */
+function trip(db: Db, row: SessionRow, seq: number, source: CompactionSource, now: string): void {
+  const comp = getCompaction(db, row.session_id, seq)!;
+  if (comp.tripped_at) return;
+  db.prepare('UPDATE compactions SET tripped_at = ? WHERE session_id = ? AND seq = ?').run(now, row.session_id, seq);
+  const reason = `context compaction #${seq} observed via ${source} (checkpoint ${comp.checkpoint_id ?? 'none'})`;
+  transition(db, row, compactionEvent(row.policy), { compaction_seq: seq, observed_via: source, checkpoint_id: comp.checkpoint_id, policy: row.policy }, reason, now);
+}
+
+function createSession(ctx: GuardContext, db: Db, obs: Observation, ev: LatchEvent): SessionRow {
+  const workspace = safeWorkspaceRoot(obs.cwd);
+  let initial: ScanResult | null = null;
+  if (obs.transcriptPath) {
+    try {
+      initial = scanTranscript(obs.transcriptPath, EMPTY_SCAN);
+    } catch {
+      initial = null;
+    }
+  }
+  const meta = initial?.meta ?? null;
+  const parentId = meta?.forkedFrom && meta.forkedFrom !== obs.sessionId ? meta.forkedFrom : null;
+  const parent = parentId ? getSession(db, parentId) : undefined;
+  const policy: ResolvedPolicy = parent ? (JSON.parse(parent.policy_json) as ResolvedPolicy) : resolvePolicy(ctx.home, workspace);
+
+  // Compactions already in the transcript when Latch first sees the session. A fork inherits its
+  // parent's decisions about them; otherwise the transcript scan will trip on them (fail closed).
+  // Hook sources start from the same count so they do not claim those again; a post-compaction hook
+  // that creates the session reports the newest of them.
+  const c0 = initial?.state.compactions ?? 0;
+  const reportsLatest = ev.type === 'post_compact' || (ev.type === 'session_start' && ev.source === 'compact');
+  const hookBase = reportsLatest ? Math.max(0, c0 - 1) : c0;
+  return immediate(db, () => {
+    const now = ctx.now();
+    const created = insertSession(
+      db,
+      {
+        session_id: obs.sessionId,
+        workspace,
+        cwd: obs.cwd,
+        policy,
+        parent_session_id: parentId,
+        agent_id: obs.agentId,
+        transcript_path: obs.transcriptPath,
+        cli_version: meta?.cliVersion ?? null,
+        model: obs.model,
+        permission_mode: obs.permissionMode,
+        hookBaseline: { pre: hookBase, post: hookBase, start: hookBase },
+      },
+      now,
+    );
+    const row = getSession(db, obs.sessionId)!;
+    if (created && parent && initial) {
+      // The parent's compactions were the parent's to verify: count them as seen, inherit its state.
+      saveScanState(db, row.session_id, initial.state, now);
+      if (!mayMutate(parent.state)) {
+        transition(db, row, parent.state === 'paused' ? 'inherit:paused' : 'inherit:latched', { parent_session_id: parent.session_id }, `forked from ${parent.state} session ${parent.session_id}`, now);
+      }
+    }
+    return getSession(db, obs.sessionId)!;
+  });
+}
+
+function safeWorkspaceRoot(cwd: string): string {
+  try {
+    return workspaceRoot(cwd);
+  } catch {
+    return resolve(cwd);
+  }
+}
+
+/** Sessions whose latch covers `row`: itself, and workspace-scoped latches of other sessions. */
+export function blockers(db: Db, row: SessionRow): SessionRow[] {
+  const out: SessionRow[] = [];
+  if (!mayMutate(row.state)) out.push(row);
+  for (const other of sessionsIn(db, row.workspace)) {
+    if (other.session_id !== row.session_id && other.scope === 'workspace' && !mayMutate(other.state)) out.push(other);
+  }
+  return out;
+}
+
+function decideTool(db: Db, row: SessionRow, obs: Observation, call: ToolCall, scan: TranscriptRead, now: string): Decision {
+  const policy = JSON.parse(row.policy_json) as ResolvedPolicy;
+  const reasons: Reason[] = [];
+  const transcriptOptional = policy.transcript === 'optional' && !obs.transcriptPath;
+  if (scan.problem && !transcriptOptional) {
+    reasons.push({ code: 'transcript_unchecked', message: `Latch cannot tell whether the context was compacted: ${scan.problem}.` });
+  }
+  for (const s of blockers(db, row)) reasons.push(latchReason(db, s, row));
+  if (reasons.length === 0) return allow([], row.state);
+  const readOnly = readOnlyCall(call, policy);
+  if (readOnly) return allow([readOnly], row.state);
+  recordDenial(db, { session_id: row.session_id, turn_id: obs.turnId, tool_name: call.name, tool_use_id: call.toolUseId, summary: summarizeCall(call), reasons }, now);
+  return denyDecision(reasons, row.state);
+}
+
+/** Calls that stay allowed while latched: read-only shell inspection and read-only MCP servers. */
+function readOnlyCall(call: ToolCall, policy: ResolvedPolicy): Reason | null {
+  if (call.kind === 'shell' && classifyCommand(call.command ?? '', { latchHome: '' }).readOnly) {
+    return { code: 'read_only', message: 'Read-only inspection is allowed while latched.' };
+  }
+  if (call.kind === 'mcp' && call.mcpServer && policy.readOnlyMcpServers.includes(call.mcpServer)) {
+    return { code: 'read_only_mcp', message: `MCP server ${call.mcpServer} is configured read-only.` };
+  }
+  return null;
+}
+
+function latestCheckpoint(db: Db, sessionId: string): { id: string; created_at: string; compaction_seq: number } | undefined {
+  return db
+    .prepare('SELECT id, created_at, compaction_seq FROM checkpoints WHERE session_id = ? ORDER BY compaction_seq DESC, created_at DESC LIMIT 1')
+    .get(sessionId) as { id: string; created_at: string; compaction_seq: number } | undefined;
+}
+
+function latchReason(db: Db, holder: SessionRow, self: SessionRow): Reason {
+  const cp = latestCheckpoint(db, holder.session_id);
+  const cpText = cp ? `checkpoint ${cp.id} (compaction #${cp.compaction_seq}, ${cp.created_at})` : 'no checkpoint';
+  const whose = holder.session_id === self.session_id ? 'This session' : `Session ${holder.session_id} (workspace-scoped latch)`;
+  if (holder.state === 'paused') {
+    return {
+      code: 'paused',
+      message: `${whose} is paused since its context was compacted (${cpText}). Writes stay blocked until a human runs \`latch resume\` in ${holder.workspace}. Read-only commands (ls, cat, rg, git status/diff/log/show, latch status) still work.`,
+    };
+  }
+  return {
+    code: 'latched',
+    message: `${whose} is latched: its context was compacted (${cpText}), so its picture of the task may be incomplete and its authority to change files is revoked. Do not retry; read-only commands (ls, cat, rg, git status/diff/log/show, latch status) still work. A human must run \`latch verify\` in ${holder.workspace} to check the workspace against the checkpoint and restore authority.`,
+  };
+}
+
+/** What SessionStart tells the agent about its authority. */
+function sessionContext(db: Db, row: SessionRow): string | null {
+  const held = blockers(db, row);
+  if (held.length === 0) return null;
+  const lines = ['Latch: mutation authority for this session is revoked.', ...held.map((s) => latchReason(db, s, row).message)];
+  lines.push('Until a human restores authority, only inspect (read-only commands) and report what you would do next.');
+  return lines.join('\n');
+}

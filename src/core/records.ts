@@ -1,0 +1,212 @@
+// Typed access to the session, compaction, transition and denial records.
+import type { AuthEvent, AuthState, Policy } from './authority.js';
+import { step } from './authority.js';
+import type { ResolvedPolicy, Scope } from './config.js';
+import type { Db } from './store.js';
+import type { MarkerGroup, ScanState } from './transcript.js';
+
+export interface SessionRow {
+  session_id: string;
+  workspace: string;
+  cwd: string;
+  policy: Policy;
+  scope: Scope;
+  policy_json: string;
+  state: AuthState;
+  state_reason: string | null;
+  episode_started_at: string | null;
+  parent_session_id: string | null;
+  agent_id: string | null;
+  transcript_path: string | null;
+  transcript_dev: string | null;
+  transcript_ino: string | null;
+  transcript_offset: number;
+  transcript_compactions: number;
+  transcript_group: string | null;
+  seen_pre_compact: number;
+  seen_post_compact: number;
+  seen_start_compact: number;
+  cli_version: string | null;
+  model: string | null;
+  permission_mode: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface CompactionRow {
+  session_id: string;
+  seq: number;
+  trigger: string | null;
+  observed_via: string;
+  turn_id: string | null;
+  transcript_offset: number | null;
+  summary_kind: string | null;
+  checkpoint_id: string | null;
+  tripped_at: string | null;
+  first_seen_at: string;
+}
+
+export type CompactionSource = 'pre_compact' | 'post_compact' | 'session_start' | 'transcript';
+
+export const SEEN_COLUMN: Record<Exclude<CompactionSource, 'transcript'>, 'seen_pre_compact' | 'seen_post_compact' | 'seen_start_compact'> = {
+  pre_compact: 'seen_pre_compact',
+  post_compact: 'seen_post_compact',
+  session_start: 'seen_start_compact',
+};
+
+export function getSession(db: Db, id: string): SessionRow | undefined {
+  return db.prepare('SELECT * FROM sessions WHERE session_id = ?').get(id) as SessionRow | undefined;
+}
+
+export function sessionsIn(db: Db, workspace: string): SessionRow[] {
+  return db.prepare('SELECT * FROM sessions WHERE workspace = ? ORDER BY created_at, session_id').all(workspace) as SessionRow[];
+}
+
+export function allSessions(db: Db): SessionRow[] {
+  return db.prepare('SELECT * FROM sessions ORDER BY created_at, session_id').all() as SessionRow[];
+}
+
+export function scanStateOf(row: SessionRow): ScanState {
+  return {
+    offset: row.transcript_offset,
+    dev: row.transcript_dev,
+    ino: row.transcript_ino,
+    compactions: row.transcript_compactions,
+    group: row.transcript_group ? (JSON.parse(row.transcript_group) as MarkerGroup) : null,
+  };
+}
+
+export interface NewSession {
+  session_id: string;
+  workspace: string;
+  cwd: string;
+  policy: ResolvedPolicy;
+  parent_session_id: string | null;
+  agent_id: string | null;
+  transcript_path: string | null;
+  cli_version: string | null;
+  model: string | null;
+  permission_mode: string | null;
+  /** Compactions already in the transcript that the hook sources should not claim again. */
+  hookBaseline: { pre: number; post: number; start: number };
+}
+
+export function insertSession(db: Db, s: NewSession, now: string): boolean {
+  const r = db
+    .prepare(
+      `INSERT OR IGNORE INTO sessions (session_id, workspace, cwd, policy, scope, policy_json, state, parent_session_id, agent_id,
+         transcript_path, seen_pre_compact, seen_post_compact, seen_start_compact, cli_version, model, permission_mode, created_at, updated_at)
+       VALUES (?, ?, ?, ?, ?, ?, 'mutable', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    )
+    .run(
+      s.session_id,
+      s.workspace,
+      s.cwd,
+      s.policy.policy,
+      s.policy.scope,
+      JSON.stringify(s.policy),
+      s.parent_session_id,
+      s.agent_id,
+      s.transcript_path,
+      s.hookBaseline.pre,
+      s.hookBaseline.post,
+      s.hookBaseline.start,
+      s.cli_version,
+      s.model,
+      s.permission_mode,
+      now,
+      now,
+    );
+  return r.changes === 1;
+}
+
+export function saveScanState(db: Db, sessionId: string, st: ScanState, now: string): void {
+  db.prepare(
+    `UPDATE sessions SET transcript_offset = ?, transcript_dev = ?, transcript_ino = ?, transcript_compactions = ?,
+       transcript_group = ?, updated_at = ? WHERE session_id = ?`,
+  ).run(st.offset, st.dev, st.ino, st.compactions, st.group ? JSON.stringify(st.group) : null, now, sessionId);
+}
+
+export function getCompaction(db: Db, sessionId: string, seq: number): CompactionRow | undefined {
+  return db.prepare('SELECT * FROM compactions WHERE session_id = ? AND seq = ?').get(sessionId, seq) as CompactionRow | undefined;
+}
+
+export function compactionsOf(db: Db, sessionId: string): CompactionRow[] {
+  return db.prepare('SELECT * FROM compactions WHERE session_id = ? ORDER BY seq').all(sessionId) as CompactionRow[];
+}
+
+/** Records that `source` observed compaction `seq`; returns the row as it is now. */
+export function observeCompaction(
+  db: Db,
+  sessionId: string,
+  seq: number,
+  source: CompactionSource,
+  fields: { trigger?: string | null; turn_id?: string | null; transcript_offset?: number | null; summary_kind?: string | null },
+  now: string,
+): CompactionRow {
+  const existing = getCompaction(db, sessionId, seq);
+  if (!existing) {
+    db.prepare(
+      `INSERT INTO compactions (session_id, seq, trigger, observed_via, turn_id, transcript_offset, summary_kind, first_seen_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+    ).run(sessionId, seq, fields.trigger ?? null, JSON.stringify([source]), fields.turn_id ?? null, fields.transcript_offset ?? null, fields.summary_kind ?? null, now);
+  } else {
+    const via = JSON.parse(existing.observed_via) as string[];
+    if (!via.includes(source)) via.push(source);
+    db.prepare(
+      `UPDATE compactions SET observed_via = ?, trigger = COALESCE(trigger, ?), turn_id = COALESCE(turn_id, ?),
+         transcript_offset = COALESCE(transcript_offset, ?), summary_kind = COALESCE(summary_kind, ?)
+       WHERE session_id = ? AND seq = ?`,
+    ).run(JSON.stringify(via), fields.trigger ?? null, fields.turn_id ?? null, fields.transcript_offset ?? null, fields.summary_kind ?? null, sessionId, seq);
+  }
+  return getCompaction(db, sessionId, seq)!;
+}
+
+/**
+ * Applies an authority event to a session through the state machine and records the transition
+ * with its evidence. Returns the new state, or throws with the table's refusal.
+ */
+export function transition(db: Db, row: SessionRow, event: AuthEvent, evidence: Record<string, unknown>, reason: string, now: string): AuthState {
+  const r = step(row.state, event);
+  if ('refuse' in r) throw new RefusedTransition(r.refuse);
+  const to = r.to;
+  const startsEpisode = row.state === 'mutable' && to !== 'mutable';
+  const endsEpisode = to === 'mutable';
+  db.prepare(
+    `UPDATE sessions SET state = ?, state_reason = ?, episode_started_at = CASE WHEN ? THEN ? WHEN ? THEN NULL ELSE episode_started_at END,
+       updated_at = ? WHERE session_id = ?`,
+  ).run(to, endsEpisode ? null : reason, startsEpisode ? 1 : 0, now, endsEpisode ? 1 : 0, now, row.session_id);
+  db.prepare('INSERT INTO transitions (session_id, at, event, from_state, to_state, evidence_json) VALUES (?, ?, ?, ?, ?, ?)').run(
+    row.session_id,
+    now,
+    event,
+    row.state,
+    to,
+    JSON.stringify({ reason, ...evidence }),
+  );
+  row.state = to;
+  row.state_reason = endsEpisode ? null : reason;
+  if (startsEpisode) row.episode_started_at = now;
+  if (endsEpisode) row.episode_started_at = null;
+  return to;
+}
+
+export class RefusedTransition extends Error {
+  override name = 'RefusedTransition';
+}
+
+export function recordDenial(
+  db: Db,
+  d: { session_id: string; turn_id: string | null; tool_name: string; tool_use_id: string | null; summary: string; reasons: unknown },
+  now: string,
+): void {
+  db.prepare('INSERT INTO denials (session_id, at, turn_id, tool_name, tool_use_id, summary, reasons_json) VALUES (?, ?, ?, ?, ?, ?, ?)').run(
+    d.session_id,
+    now,
+    d.turn_id,
+    d.tool_name,
+    d.tool_use_id,
+    d.summary,
+    JSON.stringify(d.reasons),
+  );
+}

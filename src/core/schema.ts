@@ -1,0 +1,100 @@
+// Schema migrations, applied in order; PRAGMA user_version = number applied.
+import { TREE_CACHE_SQL } from './tree.js';
+
+export const MIGRATIONS: readonly string[] = [
+  `
+  CREATE TABLE sessions (
+    session_id            TEXT PRIMARY KEY,
+    workspace             TEXT NOT NULL,
+    cwd                   TEXT NOT NULL,
+    policy                TEXT NOT NULL,           -- continue | pause | fail_closed (fixed at first sight)
+    scope                 TEXT NOT NULL,           -- session | workspace
+    policy_json           TEXT NOT NULL,           -- the whole resolved policy and where it came from
+    state                 TEXT NOT NULL,           -- mutable | latched | paused
+    state_reason          TEXT,
+    episode_started_at    TEXT,                    -- when the current latch/pause began
+    parent_session_id     TEXT,
+    agent_id              TEXT,
+    transcript_path       TEXT,
+    transcript_dev        TEXT,
+    transcript_ino        TEXT,
+    transcript_offset     INTEGER NOT NULL DEFAULT 0,  -- bytes consumed by the incremental scan
+    transcript_compactions INTEGER NOT NULL DEFAULT 0, -- compactions the transcript scan has seen
+    transcript_group      TEXT,                    -- JSON: markers of the compaction the scan is inside
+    seen_pre_compact      INTEGER NOT NULL DEFAULT 0,  -- compactions each hook source has seen
+    seen_post_compact     INTEGER NOT NULL DEFAULT 0,
+    seen_start_compact    INTEGER NOT NULL DEFAULT 0,
+    cli_version           TEXT,
+    model                 TEXT,
+    permission_mode       TEXT,
+    created_at            TEXT NOT NULL,
+    updated_at            TEXT NOT NULL
+  );
+  CREATE INDEX sessions_workspace ON sessions(workspace);
+
+  CREATE TABLE compactions (
+    session_id        TEXT NOT NULL REFERENCES sessions(session_id),
+    seq               INTEGER NOT NULL,            -- 1-based, per session
+    trigger           TEXT,                        -- auto | manual | null when unknown
+    observed_via      TEXT NOT NULL,               -- JSON array: pre_compact, post_compact, session_start, transcript
+    turn_id           TEXT,
+    transcript_offset INTEGER,                     -- end of the compacted line, when the transcript showed it
+    summary_kind      TEXT,                        -- local | remote | null
+    checkpoint_id     TEXT,
+    tripped_at        TEXT,
+    first_seen_at     TEXT NOT NULL,
+    PRIMARY KEY (session_id, seq)
+  );
+
+  CREATE TABLE checkpoints (
+    id                TEXT PRIMARY KEY,
+    session_id        TEXT NOT NULL REFERENCES sessions(session_id),
+    compaction_seq    INTEGER NOT NULL,
+    created_at        TEXT NOT NULL,
+    turn_id           TEXT,
+    trigger           TEXT,
+    observed_via      TEXT NOT NULL,
+    workspace         TEXT NOT NULL,
+    git_head          TEXT,
+    git_branch        TEXT,
+    git_status_sha256 TEXT,
+    tree_sha256       TEXT NOT NULL,
+    tree_files        INTEGER NOT NULL,
+    tree_listing      BLOB NOT NULL,
+    transcript_path   TEXT,
+    transcript_dev    TEXT,
+    transcript_ino    TEXT,
+    transcript_size   INTEGER,
+    transcript_sha256 TEXT,
+    cli_version       TEXT,
+    model             TEXT,
+    permission_mode   TEXT
+  );
+  CREATE INDEX checkpoints_session ON checkpoints(session_id, created_at);
+
+  CREATE TABLE transitions (
+    id            INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id    TEXT NOT NULL,
+    at            TEXT NOT NULL,
+    event         TEXT NOT NULL,
+    from_state    TEXT NOT NULL,
+    to_state      TEXT NOT NULL,
+    evidence_json TEXT NOT NULL
+  );
+  CREATE INDEX transitions_session ON transitions(session_id, id);
+
+  CREATE TABLE denials (
+    id           INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id   TEXT NOT NULL,
+    at           TEXT NOT NULL,
+    turn_id      TEXT,
+    tool_name    TEXT NOT NULL,
+    tool_use_id  TEXT,
+    summary      TEXT,
+    reasons_json TEXT NOT NULL
+  );
+  CREATE INDEX denials_session ON denials(session_id, id);
+
+  ${TREE_CACHE_SQL}
+  `,
+];

@@ -1,0 +1,139 @@
+// The state store: one SQLite file under LATCH_HOME, WAL, busy timeout, BEGIN IMMEDIATE writes.
+import { closeSync, chmodSync, lstatSync, mkdirSync, openSync, type Stats } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import type BetterSqlite3 from 'better-sqlite3';
+import { StoreError, errorMessage } from './errors.js';
+import { dbPath } from './paths.js';
+import { MIGRATIONS } from './schema.js';
+
+export type Db = BetterSqlite3.Database;
+
+export interface OpenOptions {
+  /** Create the directory and database when missing (setup, CLI). The hook passes false: a missing store denies. */
+  create: boolean;
+  /** Milliseconds to wait for a lock before failing (SQLITE_BUSY). */
+  busyTimeoutMs?: number;
+  readonly?: boolean;
+}
+
+let sqliteCtor: typeof BetterSqlite3 | undefined;
+
+function loadSqlite(): typeof BetterSqlite3 {
+  if (sqliteCtor) return sqliteCtor;
+  // Resolved at run time from node_modules; the native addon is given by path so `bindings` need not search.
+  const req = createRequire(import.meta.url);
+  const pkgDir = dirname(req.resolve('better-sqlite3/package.json'));
+  const Ctor = req('better-sqlite3') as typeof BetterSqlite3;
+  const native = join(pkgDir, 'build', 'Release', 'better_sqlite3.node');
+  const Wrapped = function (file: string, opts?: BetterSqlite3.Options) {
+    return new Ctor(file, { nativeBinding: native, ...opts });
+  } as unknown as typeof BetterSqlite3;
+  sqliteCtor = Wrapped;
+  return Wrapped;
+}
+
+function uid(): number | undefined {
+  return typeof process.getuid === 'function' ? process.getuid() : undefined;
+}
+
+function lstatOrNull(p: string): Stats | null {
+  try {
+    return lstatSync(p);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw err;
+  }
+}
+
+/** Refuse a state path that is a symlink or not owned by the current user. */
+function checkOwned(p: string, st: Stats, kind: 'directory' | 'file'): void {
+  if (st.isSymbolicLink()) throw new StoreError(`Latch ${kind} ${p} is a symlink; refusing to use it`);
+  if (kind === 'directory' ? !st.isDirectory() : !st.isFile()) {
+    throw new StoreError(`Latch ${kind} ${p} is not a ${kind}`);
+  }
+  const me = uid();
+  if (me !== undefined && st.uid !== me) {
+    throw new StoreError(`Latch ${kind} ${p} is owned by uid ${st.uid}, not by you (uid ${me}); refusing to use it`);
+  }
+}
+
+export function ensureHomeDir(home: string, create: boolean): void {
+  let st = lstatOrNull(home);
+  if (!st) {
+    if (!create) throw new StoreError(`Latch store directory ${home} does not exist (run \`latch setup codex\`)`);
+    mkdirSync(home, { recursive: true, mode: 0o700 });
+    st = lstatSync(home);
+  }
+  checkOwned(home, st, 'directory');
+  if ((st.mode & 0o077) !== 0) chmodSync(home, 0o700);
+}
+
+export function openStore(home: string, opts: OpenOptions): Db {
+  ensureHomeDir(home, opts.create);
+  const file = dbPath(home);
+  let st = lstatOrNull(file);
+  if (!st) {
+    if (!opts.create) throw new StoreError(`Latch store ${file} is missing (run \`latch setup codex\` or \`latch doctor\`)`);
+    closeSync(openSync(file, 'wx', 0o600));
+    st = lstatSync(file);
+  }
+  checkOwned(file, st, 'file');
+  if ((st.mode & 0o077) !== 0) chmodSync(file, 0o600);
+
+  const Sqlite = loadSqlite();
+  let db: Db;
+  try {
+    db = new Sqlite(file, { fileMustExist: true, timeout: opts.busyTimeoutMs ?? 3000, readonly: opts.readonly ?? false });
+  } catch (err) {
+    throw new StoreError(`cannot open Latch store ${file}: ${errorMessage(err)}`, { cause: err });
+  }
+  try {
+    if (!opts.readonly) {
+      db.pragma('journal_mode = WAL');
+      db.pragma('synchronous = NORMAL');
+    }
+    db.pragma('foreign_keys = ON');
+    migrate(db, file, opts.readonly ?? false);
+  } catch (err) {
+    db.close();
+    throw new StoreError(`Latch store ${file} is unusable: ${errorMessage(err)}`, { cause: err });
+  }
+  return db;
+}
+
+export const SCHEMA_VERSION = MIGRATIONS.length;
+
+function migrate(db: Db, file: string, readonly: boolean): void {
+  const version = db.pragma('user_version', { simple: true }) as number;
+  if (version === SCHEMA_VERSION) return;
+  if (version > SCHEMA_VERSION) {
+    throw new StoreError(`${file} has schema version ${version}, newer than this Latch (${SCHEMA_VERSION}); upgrade Latch`);
+  }
+  if (readonly) throw new StoreError(`${file} needs a schema migration (${version} -> ${SCHEMA_VERSION}); open it writable`);
+  immediate(db, () => {
+    // Re-read under the write lock: another process may have migrated meanwhile.
+    let v = db.pragma('user_version', { simple: true }) as number;
+    for (; v < SCHEMA_VERSION; v++) {
+      db.exec(MIGRATIONS[v]!);
+      db.pragma(`user_version = ${v + 1}`);
+    }
+  });
+}
+
+/** Runs fn inside BEGIN IMMEDIATE ... COMMIT (rolls back on throw). */
+export function immediate<T>(db: Db, fn: () => T): T {
+  db.exec('BEGIN IMMEDIATE');
+  try {
+    const out = fn();
+    db.exec('COMMIT');
+    return out;
+  } catch (err) {
+    if (db.inTransaction) db.exec('ROLLBACK');
+    throw err;
+  }
+}
+
+export function nowIso(): string {
+  return new Date().toISOString();
+}

@@ -1,0 +1,226 @@
+// Incremental scan of a Codex rollout (transcript_path) for compaction markers.
+// Reads only the bytes appended since the last scan; consumes whole lines only.
+import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+
+/** Markers of one compaction that may arrive as several lines (item started/completed, compacted, legacy). */
+export interface MarkerGroup {
+  itemId: string | null;
+  hasCompacted: boolean;
+  hasLegacy: boolean;
+  hasItem: boolean;
+}
+
+export interface ScanState {
+  offset: number;
+  dev: string | null;
+  ino: string | null;
+  compactions: number;
+  group: MarkerGroup | null;
+}
+
+export interface TranscriptCompaction {
+  /** 1-based count of this compaction within the transcript. */
+  index: number;
+  /** Byte offset just past the line that first showed it. */
+  endOffset: number;
+  via: 'compacted' | 'context_compaction_item' | 'context_compacted';
+  summaryKind: 'local' | 'remote' | null;
+}
+
+export interface SessionMeta {
+  id: string | null;
+  cliVersion: string | null;
+  cwd: string | null;
+  forkedFrom: string | null;
+}
+
+export interface ScanResult {
+  state: ScanState;
+  compactions: TranscriptCompaction[];
+  meta: SessionMeta | null;
+  /** The file was replaced or shrank since the last scan; it was rescanned from the start. */
+  reset: string | null;
+  badLines: number;
+  bytesRead: number;
+}
+
+export const EMPTY_SCAN: ScanState = { offset: 0, dev: null, ino: null, compactions: 0, group: null };
+
+const CHUNK = 1 << 16;
+const NL = 0x0a;
+
+/** Scan `path` from `prev.offset`. Throws when the file cannot be read (callers fail closed). */
+export function scanTranscript(path: string, prev: ScanState): ScanResult {
+  const fd = openSync(path, 'r');
+  try {
+    const st = fstatSync(fd, { bigint: true });
+    if (!st.isFile()) throw new Error(`transcript ${path} is not a regular file`);
+    const dev = String(st.dev);
+    const ino = String(st.ino);
+    const size = Number(st.size);
+    let reset: string | null = null;
+    let start: ScanState = prev;
+    if (prev.dev !== null && (prev.dev !== dev || prev.ino !== ino)) {
+      reset = `transcript ${path} was replaced (device/inode changed)`;
+    } else if (size < prev.offset) {
+      reset = `transcript ${path} shrank from ${prev.offset} to ${size} bytes`;
+    }
+    if (reset) start = { ...EMPTY_SCAN };
+    const scanner = new LineScanner(start);
+    const bytesRead = scanner.run(fd, size);
+    const state: ScanState = {
+      offset: scanner.offset,
+      dev,
+      ino,
+      compactions: Math.max(scanner.count, reset ? prev.compactions : 0),
+      group: scanner.group,
+    };
+    // After a reset only compactions beyond what was already counted are new.
+    const compactions = reset ? scanner.found.filter((c) => c.index > prev.compactions) : scanner.found;
+    return { state, compactions, meta: scanner.meta, reset, badLines: scanner.badLines, bytesRead };
+  } finally {
+    closeSync(fd);
+  }
+}
+
+class LineScanner {
+  offset: number;
+  count: number;
+  group: MarkerGroup | null;
+  found: TranscriptCompaction[] = [];
+  meta: SessionMeta | null = null;
+  badLines = 0;
+
+  constructor(s: ScanState) {
+    this.offset = s.offset;
+    this.count = s.compactions;
+    this.group = s.group ? { ...s.group } : null;
+  }
+
+  run(fd: number, size: number): number {
+    let pos = this.offset;
+    let carry: Buffer | null = null;
+    let read = 0;
+    const buf = Buffer.allocUnsafe(CHUNK);
+    while (pos < size) {
+      const n = readSync(fd, buf, 0, Math.min(CHUNK, size - pos), pos);
+      if (n <= 0) break;
+      read += n;
+      pos += n;
+      const data: Buffer = carry ? Buffer.concat([carry, buf.subarray(0, n)]) : buf.subarray(0, n);
+      // Offset of data[0] in the file.
+      const base = pos - data.length;
+      let lineStart = 0;
+      for (;;) {
+        const nl = data.indexOf(NL, lineStart);
+        if (nl < 0) break;
+        this.line(data.subarray(lineStart, nl), base + nl + 1);
+        lineStart = nl + 1;
+      }
+      this.offset = base + lineStart;
+      carry = lineStart < data.length ? Buffer.from(data.subarray(lineStart)) : null;
+    }
+    return read;
+  }
+
+  private line(line: Buffer, end: number): void {
+    if (line.length === 0) return;
+    const type = topLevelType(line);
+    const mentionsCompact = line.indexOf('ompact') >= 0;
+    if (type === 'response_item') {
+      // The model spoke again: the next marker belongs to a new compaction. (Codex 0.169 writes
+      // compacted, world_state, turn_context, ... then item_completed{ContextCompaction} for ONE
+      // compaction, so only a response_item closes the group.)
+      this.group = null;
+      return;
+    }
+    if (!mentionsCompact && type !== 'session_meta') return;
+    let obj: { type?: unknown; payload?: Record<string, unknown> };
+    try {
+      obj = JSON.parse(line.toString('utf8'));
+    } catch {
+      this.badLines++;
+      // A line that mentions compaction but cannot be read is counted as one (fail closed).
+      if (mentionsCompact) this.marker('compacted', null, end, null);
+      return;
+    }
+    const payload = (obj && typeof obj.payload === 'object' && obj.payload) || {};
+    switch (obj.type) {
+      case 'session_meta':
+        if (!this.meta) this.meta = readMeta(payload);
+        return;
+      case 'compacted': {
+        const msg = payload.message;
+        const kind = typeof msg === 'string' ? (msg.length === 0 ? 'remote' : 'local') : null;
+        this.marker('compacted', null, end, kind);
+        return;
+      }
+      case 'event_msg': {
+        const t = payload.type;
+        if (t === 'context_compacted') this.marker('context_compacted', null, end, null);
+        else if (t === 'item_started' || t === 'item_completed') {
+          const item = payload.item as Record<string, unknown> | undefined;
+          if (item && item.type === 'ContextCompaction') {
+            this.marker('context_compaction_item', typeof item.id === 'string' ? item.id : null, end, null);
+          }
+        }
+        return;
+      }
+      default:
+        return;
+    }
+  }
+
+  private marker(via: TranscriptCompaction['via'], itemId: string | null, end: number, kind: 'local' | 'remote' | null): void {
+    const g = this.group;
+    const joins =
+      g !== null &&
+      (via === 'compacted'
+        ? !g.hasCompacted
+        : via === 'context_compacted'
+          ? !g.hasLegacy
+          : !g.hasItem || g.itemId === null || itemId === null || g.itemId === itemId);
+    if (!joins) {
+      this.count++;
+      this.group = { itemId: null, hasCompacted: false, hasLegacy: false, hasItem: false };
+      this.found.push({ index: this.count, endOffset: end, via, summaryKind: kind });
+    } else if (kind) {
+      const last = this.found[this.found.length - 1];
+      if (last && last.index === this.count) last.summaryKind = kind;
+    }
+    const group = this.group!;
+    if (via === 'compacted') group.hasCompacted = true;
+    if (via === 'context_compacted') group.hasLegacy = true;
+    if (via === 'context_compaction_item') {
+      group.hasItem = true;
+      group.itemId = group.itemId ?? itemId;
+    }
+  }
+}
+
+function str(x: unknown): string | null {
+  return typeof x === 'string' ? x : null;
+}
+
+function readMeta(p: Record<string, unknown>): SessionMeta {
+  const base = p.history_base as Record<string, unknown> | undefined;
+  return {
+    id: str(p.id) ?? str(p.session_id),
+    cliVersion: str(p.cli_version),
+    cwd: str(p.cwd),
+    forkedFrom: str(p.forked_from_id) ?? str(base?.thread_id) ?? str(base?.session_id) ?? str(base?.id) ?? null,
+  };
+}
+
+const TYPE_KEY = Buffer.from('"type":"');
+
+/** The record type of a rollout line, read from its first bytes without parsing the whole line. */
+export function topLevelType(line: Buffer): string | null {
+  const head = line.subarray(0, 160);
+  const i = head.indexOf(TYPE_KEY);
+  if (i < 0) return null;
+  const s = i + TYPE_KEY.length;
+  const e = head.indexOf(0x22, s);
+  if (e < 0) return null;
+  return head.toString('latin1', s, e);
+}

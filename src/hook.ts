@@ -1,0 +1,82 @@
+// The hook hot path: `latch hook codex [--event NAME]`. Reads one payload on stdin, replies on stdout.
+// Fails closed: any internal error on a tracked tool's PreToolUse becomes a deny (Codex fails OPEN on
+// crashes, timeouts and invalid output, so this function must always produce a valid reply).
+import { readFileSync, writeSync } from 'node:fs';
+import { codexDeny, codexReply, parseCodexPayload, type HookReply } from './adapters/codex.js';
+import { handle } from './core/guard.js';
+import { ConfigError } from './core/config.js';
+import { errorMessage, StoreError } from './core/errors.js';
+import { latchHome } from './core/paths.js';
+import { openStore } from './core/store.js';
+import { classifyTool } from './core/tools.js';
+
+export function runCodexHook(stdin: string, expectedEvent: string | null, env: NodeJS.ProcessEnv = process.env): HookReply {
+  const parsed = parseCodexPayload(stdin);
+  const eventName = parsed.ok ? parsed.payload.hook_event_name : (parsed.eventName ?? expectedEvent);
+  const isPreTool = eventName === 'PreToolUse' || expectedEvent === 'PreToolUse';
+  const failure = (why: string): HookReply => {
+    if (!isPreTool) return { stdout: null, exitCode: 0, stderr: `latch: ${why}\n` };
+    const toolName = parsed.ok ? ('tool_name' in parsed.payload ? String(parsed.payload.tool_name) : null) : parsed.toolName;
+    // Untracked tools keep working whatever is wrong with Latch.
+    if (toolName && classifyTool(toolName, null).kind === null) return { stdout: null, exitCode: 0, stderr: `latch: ${why}\n` };
+    return codexDeny(
+      `Latch blocked this call because it could not check it (fail closed): ${why}. A human should run \`latch doctor\`.`,
+    );
+  };
+  if (!parsed.ok) return failure(parsed.error);
+  if (!parsed.event) return { stdout: null, exitCode: 0 };
+  try {
+    const home = latchHome(env);
+    const decision = handle(
+      { home, openDb: () => openStore(home, { create: false, busyTimeoutMs: busyTimeout(env) }), now: () => new Date().toISOString() },
+      parsed.obs,
+      parsed.event,
+    );
+    return codexReply(parsed.payload.hook_event_name, decision);
+  } catch (err) {
+    return failure(describeFailure(err));
+  }
+}
+
+function describeFailure(err: unknown): string {
+  if (err instanceof StoreError) return `the Latch state store is unusable: ${err.message}`;
+  if (err instanceof ConfigError) return `the Latch configuration is invalid: ${err.message}`;
+  const code = (err as { code?: unknown }).code;
+  if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED') return `the Latch state store is locked by another process (waited too long): ${errorMessage(err)}`;
+  if (typeof code === 'string' && code.startsWith('SQLITE_')) return `the Latch state store failed (${code}): ${errorMessage(err)}`;
+  return `internal error: ${errorMessage(err)}`;
+}
+
+/** LATCH_BUSY_TIMEOUT_MS: how long a hook waits for the store's write lock before denying (default 5000). */
+function busyTimeout(env: NodeJS.ProcessEnv): number {
+  const n = Number(env.LATCH_BUSY_TIMEOUT_MS);
+  return Number.isInteger(n) && n >= 0 && n <= 60_000 ? n : 5000;
+}
+
+/** Process entry for the hook. Exit 2 with a reason on stderr if even writing the reply fails. */
+export function hookMain(argv: string[]): void {
+  const agent = argv[0];
+  const evIdx = argv.indexOf('--event');
+  const expected = evIdx >= 0 ? (argv[evIdx + 1] ?? null) : null;
+  try {
+    if (agent !== 'codex') {
+      process.stderr.write(`latch hook: unknown agent ${agent ?? '(none)'}; expected \`latch hook codex\`\n`);
+      process.exitCode = 2;
+      return;
+    }
+    let input = '';
+    try {
+      input = readFileSync(0, 'utf8');
+    } catch (err) {
+      input = '';
+      void err;
+    }
+    const reply = runCodexHook(input, expected);
+    if (reply.stderr) process.stderr.write(reply.stderr);
+    if (reply.stdout !== null) writeSync(1, reply.stdout + '\n');
+    process.exitCode = reply.exitCode;
+  } catch (err) {
+    process.stderr.write(`Latch blocked this call: internal error (${errorMessage(err)})\n`);
+    process.exitCode = 2;
+  }
+}

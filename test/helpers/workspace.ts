@@ -1,0 +1,63 @@
+// Temp workspaces, Latch homes and Codex-shaped payloads for unit tests (the acceptance tests use the real Codex).
+import { execFileSync } from 'node:child_process';
+import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { openStore } from '../../src/core/store.js';
+
+export interface Sandbox {
+  base: string;
+  work: string;
+  home: string;
+  transcript: string;
+  env: NodeJS.ProcessEnv;
+  cleanup(): void;
+}
+
+export function sandbox(opts: { git?: boolean; store?: boolean } = {}): Sandbox {
+  const base = mkdtempSync(join(tmpdir(), 'latch-test-'));
+  const work = join(base, 'work');
+  const home = join(base, 'state');
+  mkdirSync(work);
+  if (opts.git !== false) {
+    execFileSync('git', ['init', '-q', '-b', 'main'], { cwd: work });
+    writeFileSync(join(work, 'README.md'), '# test\n');
+    execFileSync('git', ['add', '.'], { cwd: work });
+    execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.invalid', 'commit', '-qm', 'init'], { cwd: work });
+  }
+  if (opts.store !== false) openStore(home, { create: true }).close();
+  const transcript = join(base, 'rollout.jsonl');
+  writeFileSync(transcript, rolloutLine('session_meta', { id: 'S', session_id: 'S', cwd: work, cli_version: '0.169.0' }));
+  return { base, work, home, transcript, env: { ...process.env, LATCH_HOME: home }, cleanup: () => rmSync(base, { recursive: true, force: true }) };
+}
+
+export function rolloutLine(type: string, payload: unknown): string {
+  return JSON.stringify({ timestamp: new Date().toISOString(), type, payload }) + '\n';
+}
+
+/** Appends what Codex 0.169 writes for one local compaction. */
+export function appendCompaction(transcript: string, id = 'cc-' + Math.random().toString(16).slice(2)): void {
+  appendFileSync(
+    transcript,
+    rolloutLine('response_item', { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'summary' }] }) +
+      rolloutLine('compacted', { message: 'Another language model started...\nsummary', replacement_history: [] }) +
+      rolloutLine('turn_context', { cwd: '/', model: 'gpt-5.5' }) +
+      rolloutLine('event_msg', { type: 'item_completed', item: { type: 'ContextCompaction', id } }),
+  );
+}
+
+export function appendModelTurn(transcript: string): void {
+  appendFileSync(transcript, rolloutLine('response_item', { type: 'function_call', name: 'exec_command', arguments: '{}' }));
+}
+
+const FIX = join('test', 'fixtures', 'codex-payloads');
+
+/** A captured real payload, re-pointed at this sandbox. */
+export function payload(name: string, sb: Sandbox, over: Record<string, unknown> = {}): Record<string, unknown> {
+  const p = JSON.parse(readFileSync(join(FIX, `${name}.json`), 'utf8')) as Record<string, unknown>;
+  return { ...p, session_id: 'S', cwd: sb.work, transcript_path: sb.transcript, ...over };
+}
+
+export function bash(sb: Sandbox, command: string, over: Record<string, unknown> = {}): Record<string, unknown> {
+  return payload('pre-tool-use-bash', sb, { tool_input: { command }, tool_use_id: 'call_' + Math.random().toString(16).slice(2), ...over });
+}
