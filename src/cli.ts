@@ -1,0 +1,164 @@
+// The command surface, declared in one place. Each command lazy-loads its module.
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { ConfigError } from './core/config.js';
+import { ExitError, EXIT, StoreError } from './core/errors.js';
+import { processIo, type Io } from './commands/io.js';
+
+type Options = NonNullable<ParseArgsConfig['options']>;
+
+interface Command {
+  usage: string;
+  summary: string;
+  options: Options;
+  positionals?: boolean;
+  run(io: Io, values: Record<string, string | boolean | undefined>, positionals: string[]): Promise<number>;
+}
+
+const cwdOpt = { cwd: { type: 'string' } } as const;
+const sessionOpt = { session: { type: 'string' } } as const;
+const jsonOpt = { json: { type: 'boolean' } } as const;
+const homeOpts = { 'codex-home': { type: 'string' }, project: { type: 'string' } } as const;
+
+const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
+
+function needAgent(positionals: string[], cmd: string): void {
+  if (positionals[0] !== 'codex') throw new ExitError(EXIT.usage, `usage: latch ${cmd} codex [options] (only Codex is supported for now)`);
+}
+
+export const COMMANDS: Record<string, Command> = {
+  setup: {
+    usage: 'latch setup codex [--codex-home DIR] [--project DIR] [--dry-run]',
+    summary: "Install Latch's hook handlers into Codex's hooks.json (user or project); idempotent.",
+    options: { ...homeOpts, 'dry-run': { type: 'boolean' } },
+    positionals: true,
+    async run(io, v, p) {
+      needAgent(p, 'setup');
+      const { setupCodex } = await import('./commands/setup.js');
+      return setupCodex(io, { codexHome: str(v['codex-home']), project: str(v.project), dryRun: v['dry-run'] === true });
+    },
+  },
+  uninstall: {
+    usage: 'latch uninstall codex [--codex-home DIR] [--project DIR] [--dry-run]',
+    summary: "Remove only Latch's handlers from hooks.json.",
+    options: { ...homeOpts, 'dry-run': { type: 'boolean' } },
+    positionals: true,
+    async run(io, v, p) {
+      needAgent(p, 'uninstall');
+      const { uninstallCodex } = await import('./commands/setup.js');
+      return uninstallCodex(io, { codexHome: str(v['codex-home']), project: str(v.project), dryRun: v['dry-run'] === true });
+    },
+  },
+  doctor: {
+    usage: 'latch doctor [--codex-home DIR] [--project DIR] [--json]',
+    summary: 'Check the installation: hooks installed and trusted, binary resolves, Codex version, store health.',
+    options: { ...homeOpts, ...jsonOpt },
+    async run(io, v) {
+      const { doctor } = await import('./commands/doctor.js');
+      return doctor(io, { codexHome: str(v['codex-home']), project: str(v.project), json: v.json === true });
+    },
+  },
+  status: {
+    usage: 'latch status [--cwd DIR] [--session ID] [--json]',
+    summary: 'Show sessions, their authority state, checkpoints and reasons.',
+    options: { ...cwdOpt, ...sessionOpt, ...jsonOpt },
+    async run(io, v) {
+      const { status } = await import('./commands/status.js');
+      return status(io, { cwd: str(v.cwd), session: str(v.session), json: v.json === true });
+    },
+  },
+  verify: {
+    usage: 'latch verify [--cwd DIR] [--session ID] [--yes] [--accept-changes] [--json]',
+    summary: 'Check the evidence against the checkpoint and, with human confirmation, restore authority. Exit 0 restored, 65 evidence does not hold, 2 no confirmation.',
+    options: { ...cwdOpt, ...sessionOpt, ...jsonOpt, yes: { type: 'boolean', short: 'y' }, 'accept-changes': { type: 'boolean' } },
+    async run(io, v) {
+      const { verify } = await import('./commands/verify.js');
+      return verify(io, { cwd: str(v.cwd), session: str(v.session), yes: v.yes === true, json: v.json === true, acceptChanges: v['accept-changes'] === true });
+    },
+  },
+  resume: {
+    usage: 'latch resume [--cwd DIR] [--session ID] [--json]',
+    summary: 'Lift a pause (policy `pause`). A fail_closed latch needs `latch verify`.',
+    options: { ...cwdOpt, ...sessionOpt, ...jsonOpt },
+    async run(io, v) {
+      const { resume } = await import('./commands/verify.js');
+      return resume(io, { cwd: str(v.cwd), session: str(v.session), json: v.json === true });
+    },
+  },
+  exec: {
+    usage: 'latch exec [--cwd DIR] -- CMD [ARGS...]',
+    summary: 'Run CMD unless the workspace has a latched session (then exit 73 without running it).',
+    options: { ...cwdOpt },
+    positionals: true,
+    async run(io, v, p) {
+      const { execGuarded } = await import('./commands/exec.js');
+      return execGuarded(io, { cwd: str(v.cwd), command: p });
+    },
+  },
+  demo: {
+    usage: 'latch demo [--keep] [--json]',
+    summary: 'Run a real Codex session over a loopback fake model across an auto-compaction and show the latch at work.',
+    options: { keep: { type: 'boolean' }, ...jsonOpt },
+    async run(io, v) {
+      const { demo } = await import('./commands/demo.js');
+      return demo(io, { keep: v.keep === true, json: v.json === true });
+    },
+  },
+};
+
+function help(io: Io): number {
+  const lines = [
+    'latch: a fail-closed compaction latch for coding agents (Codex)',
+    '',
+    'Usage:',
+    ...Object.values(COMMANDS).map((c) => `  ${c.usage}\n      ${c.summary}`),
+    '  latch hook codex --event NAME   (run by Codex; reads a hook payload on stdin)',
+    '',
+    'State: $LATCH_HOME (default ${XDG_STATE_HOME:-~/.local/state}/latch).',
+    'Run `latch COMMAND --help` for one command.',
+    '',
+  ];
+  io.out(lines.join('\n'));
+  return EXIT.ok;
+}
+
+export async function cliMain(argv: string[], io: Io = processIo()): Promise<number> {
+  const [name, ...rest] = argv;
+  if (!name || name === '--help' || name === '-h' || name === 'help') return help(io);
+  if (name === '--version' || name === '-V' || name === 'version') {
+    io.out(`${VERSION}\n`);
+    return EXIT.ok;
+  }
+  const cmd = COMMANDS[name];
+  if (!cmd) {
+    io.err(`latch: unknown command \`${name}\`\n\n`);
+    help({ ...io, out: io.err });
+    return EXIT.usage;
+  }
+  if (rest.includes('--help') || rest.includes('-h')) {
+    io.out(`usage: ${cmd.usage}\n\n${cmd.summary}\n`);
+    return EXIT.ok;
+  }
+  let parsed: ReturnType<typeof parseArgs>;
+  try {
+    parsed = parseArgs({ args: rest, options: cmd.options, allowPositionals: cmd.positionals ?? false, strict: true });
+  } catch (err) {
+    io.err(`latch ${name}: ${(err as Error).message}\nusage: ${cmd.usage}\n`);
+    return EXIT.usage;
+  }
+  try {
+    return await cmd.run(io, parsed.values as Record<string, string | boolean | undefined>, parsed.positionals);
+  } catch (err) {
+    if (err instanceof ExitError) {
+      io.err(`latch ${name}: ${err.message}\n`);
+      return err.code;
+    }
+    if (err instanceof StoreError || err instanceof ConfigError) {
+      io.err(`latch ${name}: ${err.message}\n`);
+      return EXIT.failure;
+    }
+    throw err;
+  }
+}
+
+declare const __LATCH_VERSION__: string | undefined;
+const VERSION = typeof __LATCH_VERSION__ === 'string' ? __LATCH_VERSION__ : '0.0.0-dev';

@@ -1,0 +1,53 @@
+// What a command needs from the outside world, injected so tests can call commands directly.
+import { createInterface } from 'node:readline';
+import { latchHome } from '../core/paths.js';
+import { openStore, type Db } from '../core/store.js';
+
+export interface Io {
+  out(text: string): void;
+  err(text: string): void;
+  env: NodeJS.ProcessEnv;
+  cwd: string;
+  /** True when a human can answer a prompt. */
+  interactive: boolean;
+  ask(question: string): Promise<string>;
+  now(): string;
+}
+
+export function processIo(): Io {
+  return {
+    out: (t) => process.stdout.write(t),
+    err: (t) => process.stderr.write(t),
+    env: process.env,
+    cwd: process.cwd(),
+    interactive: Boolean(process.stdin.isTTY && process.stdout.isTTY),
+    ask: (q) =>
+      new Promise((resolve) => {
+        const rl = createInterface({ input: process.stdin, output: process.stdout });
+        rl.question(q, (a) => {
+          rl.close();
+          resolve(a);
+        });
+      }),
+    now: () => new Date().toISOString(),
+  };
+}
+
+export function homeOf(io: Pick<Io, 'env'>): string {
+  return latchHome(io.env);
+}
+
+/** Opens the store for a command (creating it when missing) and closes it afterwards. */
+export function withStore<T>(io: Pick<Io, 'env'>, fn: (db: Db, home: string) => T, opts: { create?: boolean } = {}): T {
+  const home = homeOf(io);
+  const db = openStore(home, { create: opts.create ?? true });
+  try {
+    return fn(db, home);
+  } finally {
+    db.close();
+  }
+}
+
+export function json(io: Pick<Io, 'out'>, value: unknown): void {
+  io.out(JSON.stringify(value, null, 2) + '\n');
+}

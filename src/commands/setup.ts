@@ -1,0 +1,195 @@
+// `latch setup codex` / `latch uninstall codex`: merge Latch's handlers into a Codex hooks.json.
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ExitError, EXIT } from '../core/errors.js';
+import { openStore } from '../core/store.js';
+import { TRACKED_TOOL_MATCHER } from '../core/tools.js';
+import { homeOf, type Io } from './io.js';
+
+export interface SetupOptions {
+  codexHome?: string;
+  project?: string;
+  dryRun?: boolean;
+  /** Absolute path of the bundled entry (dist/latch.cjs); defaults to the running one. */
+  entry?: string;
+  /** Node binary for the hook command; defaults to the running one. */
+  node?: string;
+}
+
+/** The events Latch listens to, with their matchers. */
+export const LATCH_EVENTS: readonly { event: string; matcher: string | null; timeout: number; status: string }[] = [
+  { event: 'SessionStart', matcher: null, timeout: 60, status: 'Latch: checking session authority' },
+  { event: 'PreToolUse', matcher: TRACKED_TOOL_MATCHER, timeout: 120, status: 'Latch: checking mutation authority' },
+  { event: 'PreCompact', matcher: null, timeout: 120, status: 'Latch: writing checkpoint' },
+  { event: 'PostCompact', matcher: null, timeout: 60, status: 'Latch: latching after compaction' },
+];
+
+const MARK = / hook codex --event /;
+
+type Handler = { type?: string; command?: string; [k: string]: unknown };
+type Group = { matcher?: string; hooks?: Handler[]; [k: string]: unknown };
+type HooksFile = { hooks?: Record<string, Group[]>; [k: string]: unknown };
+
+export function isLatchHandler(h: unknown): boolean {
+  return !!h && typeof h === 'object' && typeof (h as Handler).command === 'string' && MARK.test((h as Handler).command!) && /latch/.test((h as Handler).command!);
+}
+
+/** The bundled hook entry: dist/latch.cjs beside the running bundle, else in the package root. */
+export function defaultEntry(): string {
+  const here = dirname(fileURLToPath(import.meta.url));
+  for (const p of [join(here, 'latch.cjs'), join(here, '..', '..', 'dist', 'latch.cjs')]) if (existsSync(p)) return p;
+  return join(here, 'latch.cjs');
+}
+
+function shq(s: string): string {
+  return `'${s.replace(/'/g, `'\\''`)}'`;
+}
+
+/** The command text for one event. The PreToolUse one denies (exit 2) if Latch is missing or crashes. */
+export function hookCommand(event: string, node: string, entry: string): string {
+  const run = `${shq(node)} ${shq(entry)} hook codex --event ${event}`;
+  if (event !== 'PreToolUse') return run;
+  const script =
+    `${run}; s=$?; if [ "$s" -ne 0 ] && [ "$s" -ne 2 ]; then ` +
+    `echo "Latch could not check this call (hook exited $s); blocking it. Run: latch doctor" >&2; exit 2; fi; exit "$s"`;
+  return `/bin/sh -c ${shq(script)}`;
+}
+
+export function hooksFilePath(opts: Pick<SetupOptions, 'codexHome' | 'project'>, env: NodeJS.ProcessEnv): string {
+  if (opts.project) return join(resolve(opts.project), '.codex', 'hooks.json');
+  const home = opts.codexHome ? resolve(opts.codexHome) : env.CODEX_HOME ? resolve(env.CODEX_HOME) : join(homedir(), '.codex');
+  return join(home, 'hooks.json');
+}
+
+function readHooks(file: string): HooksFile {
+  if (!existsSync(file)) return {};
+  let data: unknown;
+  try {
+    data = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (err) {
+    throw new ExitError(EXIT.failure, `${file} is not valid JSON (${(err as Error).message}); fix it first, Latch will not overwrite it`);
+  }
+  if (!data || typeof data !== 'object' || Array.isArray(data)) throw new ExitError(EXIT.failure, `${file} is not a JSON object`);
+  const hooks = (data as HooksFile).hooks;
+  if (hooks !== undefined && (typeof hooks !== 'object' || hooks === null || Array.isArray(hooks))) {
+    throw new ExitError(EXIT.failure, `${file}: "hooks" is not an object`);
+  }
+  return data as HooksFile;
+}
+
+function writeAtomic(file: string, text: string): void {
+  mkdirSync(dirname(file), { recursive: true });
+  const tmp = `${file}.latch-${process.pid}.tmp`;
+  writeFileSync(tmp, text, { mode: 0o644 });
+  renameSync(tmp, file);
+}
+
+export interface MergeResult {
+  file: HooksFile;
+  changes: { event: string; action: 'added' | 'updated' | 'unchanged' | 'removed' }[];
+}
+
+/** Puts Latch's handler for each event in place (where it was, or appended), keeping all others and their order. */
+export function mergeLatchHooks(input: HooksFile, node: string, entry: string): MergeResult {
+  const file: HooksFile = structuredClone(input);
+  const hooks = (file.hooks ??= {});
+  const changes: MergeResult['changes'] = [];
+  for (const spec of LATCH_EVENTS) {
+    const handler: Handler = { type: 'command', command: hookCommand(spec.event, node, entry), timeout: spec.timeout, statusMessage: spec.status };
+    const groups = (hooks[spec.event] ??= []);
+    let placed = false;
+    let action: 'added' | 'updated' | 'unchanged' = 'added';
+    for (const g of groups) {
+      if (!Array.isArray(g.hooks)) continue;
+      const next: Handler[] = [];
+      for (const h of g.hooks) {
+        if (!isLatchHandler(h)) {
+          next.push(h);
+          continue;
+        }
+        if (placed) continue; // drop duplicates
+        placed = true;
+        const same = JSON.stringify(h) === JSON.stringify(handler) && (g.matcher ?? null) === spec.matcher;
+        action = same ? 'unchanged' : 'updated';
+        if (spec.matcher === null) delete g.matcher;
+        else g.matcher = spec.matcher;
+        next.push(handler);
+      }
+      g.hooks = next;
+    }
+    if (!placed) groups.push(spec.matcher === null ? { hooks: [handler] } : { matcher: spec.matcher, hooks: [handler] });
+    hooks[spec.event] = groups.filter((g) => !Array.isArray(g.hooks) || g.hooks.length > 0);
+    changes.push({ event: spec.event, action });
+  }
+  return { file, changes };
+}
+
+export function removeLatchHooks(input: HooksFile): MergeResult {
+  const file: HooksFile = structuredClone(input);
+  const changes: MergeResult['changes'] = [];
+  for (const [event, groups] of Object.entries(file.hooks ?? {})) {
+    if (!Array.isArray(groups)) continue;
+    let removed = false;
+    const kept = groups
+      .map((g) => {
+        if (!Array.isArray(g.hooks)) return g;
+        const hs = g.hooks.filter((h) => !isLatchHandler(h));
+        if (hs.length !== g.hooks.length) removed = true;
+        return { ...g, hooks: hs };
+      })
+      .filter((g) => !Array.isArray(g.hooks) || g.hooks.length > 0);
+    if (removed) changes.push({ event, action: 'removed' });
+    if (kept.length > 0) file.hooks![event] = kept;
+    else delete file.hooks![event];
+  }
+  return { file, changes };
+}
+
+export async function setupCodex(io: Io, opts: SetupOptions): Promise<number> {
+  const file = hooksFilePath(opts, io.env);
+  const entry = resolve(opts.entry ?? defaultEntry());
+  const node = opts.node ?? process.execPath;
+  if (!existsSync(entry)) throw new ExitError(EXIT.failure, `Latch entry ${entry} does not exist; run \`npm run build\` first`);
+  const before = readHooks(file);
+  const { file: after, changes } = mergeLatchHooks(before, node, entry);
+  const text = JSON.stringify(after, null, 2) + '\n';
+  const home = homeOf(io);
+  io.out(`${opts.dryRun ? 'Would update' : 'Updated'} ${file}\n`);
+  for (const c of changes) io.out(`  ${c.event}: ${c.action}\n`);
+  if (!opts.dryRun) {
+    writeAtomic(file, text);
+    openStore(home, { create: true }).close();
+    io.out(`State store: ${home}\n`);
+  } else {
+    io.out(text);
+  }
+  io.out(
+    [
+      '',
+      'Next step (required): Codex runs a hook only after you trust it.',
+      '  Start `codex`, open /hooks, review the Latch handlers and trust them.',
+      '  (Codex skips untrusted hooks silently; `latch doctor` tells you whether they are trusted.)',
+      '',
+    ].join('\n'),
+  );
+  return EXIT.ok;
+}
+
+export async function uninstallCodex(io: Io, opts: Pick<SetupOptions, 'codexHome' | 'project' | 'dryRun'>): Promise<number> {
+  const file = hooksFilePath(opts, io.env);
+  if (!existsSync(file)) {
+    io.out(`${file} does not exist; nothing to remove\n`);
+    return EXIT.ok;
+  }
+  const { file: after, changes } = removeLatchHooks(readHooks(file));
+  if (changes.length === 0) {
+    io.out(`No Latch handlers in ${file}\n`);
+    return EXIT.ok;
+  }
+  if (!opts.dryRun) writeAtomic(file, JSON.stringify(after, null, 2) + '\n');
+  io.out(`${opts.dryRun ? 'Would remove' : 'Removed'} Latch handlers from ${file}: ${changes.map((c) => c.event).join(', ')}\n`);
+  io.out('The state store is kept; existing latches still hold for `latch exec` and `latch status`.\n');
+  return EXIT.ok;
+}

@@ -1,0 +1,234 @@
+// Acceptance: the real Codex 0.169.0 over the loopback fake model, hooks installed by `latch setup codex`.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { snapshotTree } from '../../src/core/tree.js';
+import { BIG, LATCH, PATCH, outputsContaining, setupEnv } from '../helpers/e2e.js';
+
+const T = { timeout: 300_000 };
+
+test('A: no compaction: Bash and apply_patch run; nothing latched', T, async (t) => {
+  const env = await setupEnv([
+    { items: [{ type: 'bash', cmd: 'echo one > one.txt' }] },
+    { items: [{ type: 'patch', patch: PATCH('two.txt', 'two') }] },
+    { items: [{ type: 'message', text: 'done' }] },
+  ]);
+  t.after(() => env.cleanup());
+  const r = await env.codex('write two files');
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(env.file('one.txt'), 'one\n');
+  assert.equal(env.file('two.txt'), 'two\n');
+  const st = env.statusJson();
+  assert.equal(st.sessions.length, 1);
+  assert.equal(st.sessions[0]!.state, 'mutable');
+  assert.equal(st.sessions[0]!.checkpoints.length, 0);
+  assert.equal(outputsContaining(env, 'Latch blocked').length, 0);
+});
+
+test('B-E: auto-compaction latches; resume stays latched; read-only allowed; verify restores', T, async (t) => {
+  const env = await setupEnv([
+    /* 0 */ { items: [{ type: 'bash', cmd: 'echo step1 > a.txt' }], inputTokens: 200 },
+    /* 1 */ { items: [{ type: 'bash', cmd: 'echo step2 >> a.txt' }], inputTokens: BIG },
+    /* 2 */ { items: [{ type: 'bash', cmd: 'echo again > a.txt' }, { type: 'bash', cmd: 'touch b.txt' }, { type: 'patch', patch: PATCH('c.txt') }] },
+    /* 3 */ { items: [{ type: 'message', text: 'blocked' }] },
+    /* 4 */ { items: [{ type: 'bash', cmd: 'echo resumed > d.txt' }] },
+    /* 5 */ { items: [{ type: 'message', text: 'still blocked' }] },
+    /* 6 */ {
+      items: [
+        { type: 'bash', cmd: 'ls -a' },
+        { type: 'bash', cmd: 'cat a.txt' },
+        { type: 'bash', cmd: 'git status --short' },
+        { type: 'bash', cmd: `node ${LATCH} verify --yes` },
+        { type: 'bash', cmd: 'latch resume' },
+        { type: 'bash', cmd: 'touch "$LATCH_HOME/owned"' },
+      ],
+    },
+    /* 7 */ { items: [{ type: 'message', text: 'inspected' }] },
+    /* 8 */ { items: [{ type: 'bash', cmd: 'echo verified > e.txt' }] },
+    /* 9 */ { items: [{ type: 'message', text: 'done' }] },
+  ]);
+  t.after(() => env.cleanup());
+  const first = await env.codex('do the task');
+  assert.equal(first.code, 0, first.stderr);
+  const thread = first.threadId!;
+
+  await t.test('B: every post-compaction Bash and apply_patch is denied; workspace unchanged from the checkpoint', () => {
+    assert.ok(env.fake.requests.some((r) => r.isCompaction), 'Codex compacted');
+    assert.equal(env.file('a.txt'), 'step1\nstep2\n');
+    assert.equal(env.file('b.txt'), null);
+    assert.equal(env.file('c.txt'), null);
+    const s = env.statusJson().sessions[0]!;
+    assert.equal(s.session_id, thread);
+    assert.equal(s.state, 'latched');
+    assert.equal(s.may_mutate, false);
+    assert.equal(s.checkpoints.length, 1);
+    const cp = s.checkpoints[0]!;
+    assert.equal(cp.trigger, 'auto');
+    for (const via of ['pre_compact', 'post_compact', 'session_start']) assert.ok(cp.observed_via.includes(via), via);
+    const now = snapshotTree(env.work);
+    assert.equal(now.sha256, cp.tree.sha256, 'tree digest equal to the checkpoint');
+    assert.equal(now.files, cp.tree.files);
+    const denials = new Set(outputsContaining(env, 'Latch blocked'));
+    assert.ok(denials.size >= 3, `the model received the denial for each call (${denials.size})`);
+    assert.ok([...denials].every((d) => d.includes(cp.id) && d.includes('latch verify')));
+  });
+
+  await t.test('C: a new process resuming the session is still latched', async () => {
+    const r = await env.codex('continue', { resume: thread });
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(env.file('d.txt'), null);
+    assert.equal(env.statusJson().sessions[0]!.state, 'latched');
+  });
+
+  await t.test('D: read-only commands run; latch verify/resume and $LATCH_HOME writes via the agent are denied', async () => {
+    const r = await env.codex('inspect', { resume: thread });
+    assert.equal(r.code, 0, r.stderr);
+    const saw = env.modelSaw();
+    assert.ok(saw.some((x) => x.includes('README.md') && !x.includes('Latch blocked')), 'ls output reached the model');
+    assert.ok(saw.some((x) => x.includes('step1\nstep2') && !x.includes('Latch blocked')), 'cat output reached the model');
+    const blocked = outputsContaining(env, 'Latch blocked');
+    assert.ok(blocked.some((x) => x.includes('verify --yes')), 'latch verify denied');
+    assert.ok(blocked.some((x) => x.includes('latch resume')), 'latch resume denied');
+    assert.ok(blocked.some((x) => x.includes('owned')), '$LATCH_HOME write denied');
+    assert.equal(existsSync(join(env.latchHome, 'owned')), false);
+    assert.equal(env.statusJson().sessions[0]!.state, 'latched');
+  });
+
+  await t.test('E: after `latch verify --yes` the resumed session may mutate; the record shows the evidence', async () => {
+    const noConfirm = env.latch(['verify']);
+    assert.equal(noConfirm.code, 2, 'no TTY and no --yes: no confirmation');
+    const v = env.latch(['verify', '--yes', '--json']);
+    assert.equal(v.code, 0, v.stdout + v.stderr);
+    const out = JSON.parse(v.stdout);
+    assert.equal(out.restored, true);
+    assert.deepEqual(out.sessions[0].evidence.checks.map((c: { ok: boolean }) => c.ok), [true, true, true, true]);
+    const r = await env.codex('go on', { resume: thread });
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(env.file('e.txt'), 'verified\n');
+    const db = new Database(join(env.latchHome, 'latch.db'), { readonly: true });
+    const row = db.prepare("SELECT * FROM transitions WHERE event = 'verify'").get() as { from_state: string; to_state: string; evidence_json: string };
+    db.close();
+    assert.equal(row.from_state, 'latched');
+    assert.equal(row.to_state, 'mutable');
+    const ev = JSON.parse(row.evidence_json);
+    assert.equal(ev.confirmed_by, '--yes');
+    assert.ok(ev.checks.some((c: { name: string }) => c.name === 'tree'));
+  });
+});
+
+test('F: policy continue records but denies nothing', T, async (t) => {
+  const env = await setupEnv(
+    [
+      { items: [{ type: 'bash', cmd: 'echo step1 > a.txt' }], inputTokens: BIG },
+      { items: [{ type: 'bash', cmd: 'echo after > after.txt' }] },
+      { items: [{ type: 'message', text: 'done' }] },
+    ],
+    { latchConfig: 'policy = "continue"\n' },
+  );
+  t.after(() => env.cleanup());
+  const r = await env.codex('task');
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(env.file('after.txt'), 'after\n');
+  const s = env.statusJson().sessions[0]!;
+  assert.equal(s.policy, 'continue');
+  assert.equal(s.state, 'mutable');
+  assert.equal(s.checkpoints.length, 1);
+});
+
+test('F: policy pause holds until `latch resume`', T, async (t) => {
+  const env = await setupEnv(
+    [
+      { items: [{ type: 'bash', cmd: 'echo step1 > a.txt' }], inputTokens: BIG },
+      { items: [{ type: 'bash', cmd: 'echo after > after.txt' }] },
+      { items: [{ type: 'message', text: 'paused' }] },
+      { items: [{ type: 'bash', cmd: 'echo resumed > resumed.txt' }] },
+      { items: [{ type: 'message', text: 'done' }] },
+    ],
+    { latchConfig: 'policy = "pause"\n' },
+  );
+  t.after(() => env.cleanup());
+  const r = await env.codex('task');
+  assert.equal(env.file('after.txt'), null);
+  assert.ok(outputsContaining(env, 'latch resume').length > 0);
+  assert.equal(env.statusJson().sessions[0]!.state, 'paused');
+  const res = env.latch(['resume']);
+  assert.equal(res.code, 0, res.stderr);
+  const r2 = await env.codex('continue', { resume: r.threadId! });
+  assert.equal(r2.code, 0, r2.stderr);
+  assert.equal(env.file('resumed.txt'), 'resumed\n');
+});
+
+test('G: with only the PreToolUse handler, the transcript scan trips before the first post-compaction mutation', T, async (t) => {
+  const env = await setupEnv([
+    { items: [{ type: 'bash', cmd: 'echo step1 > a.txt' }], inputTokens: BIG },
+    { items: [{ type: 'bash', cmd: 'echo after > after.txt' }] },
+    { items: [{ type: 'message', text: 'done' }] },
+  ]);
+  t.after(() => env.cleanup());
+  const hooksFile = join(env.codexHome, 'hooks.json');
+  const hooks = JSON.parse(readFileSync(hooksFile, 'utf8'));
+  hooks.hooks = { PreToolUse: hooks.hooks.PreToolUse };
+  writeFileSync(hooksFile, JSON.stringify(hooks, null, 2));
+  const r = await env.codex('task');
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(env.file('after.txt'), null);
+  const s = env.statusJson().sessions[0]!;
+  assert.equal(s.state, 'latched');
+  assert.deepEqual(s.checkpoints[0]!.observed_via, ['transcript']);
+  assert.equal(snapshotTree(env.work).sha256, s.checkpoints[0]!.tree.sha256);
+});
+
+test('H: a corrupt or missing store denies tracked tools; untracked tools are unaffected', T, async (t) => {
+  const env = await setupEnv([
+    { items: [{ type: 'bash', cmd: 'echo x > corrupt.txt' }, { type: 'raw', item: { type: 'function_call', name: 'view_image', call_id: 'vi_1', arguments: JSON.stringify({ path: 'README.md' }) } }] },
+    { items: [{ type: 'message', text: 'done' }] },
+    { items: [{ type: 'bash', cmd: 'echo x > missing.txt' }] },
+    { items: [{ type: 'message', text: 'done' }] },
+  ]);
+  t.after(() => env.cleanup());
+  const db = join(env.latchHome, 'latch.db');
+  writeFileSync(db, 'garbage '.repeat(1000));
+  for (const f of ['-wal', '-shm']) rmSync(db + f, { force: true });
+  const r = await env.codex('task');
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(env.file('corrupt.txt'), null);
+  const blocked = outputsContaining(env, 'Latch blocked');
+  assert.ok(blocked.some((x) => /fail closed/.test(x)), 'denied with a fail-closed reason');
+  const viewImage = env.fake.requests.flatMap((q) => q.body?.input ?? []).filter((i: { call_id?: string; type?: string }) => i.call_id === 'vi_1' && i.type === 'function_call_output');
+  assert.ok(viewImage.length > 0, 'view_image ran and answered');
+  assert.ok(viewImage.every((i: { output?: unknown }) => !JSON.stringify(i.output).includes('PreToolUse hook')), 'untracked tool not blocked');
+
+  rmSync(env.latchHome, { recursive: true, force: true });
+  const r2 = await env.codex('again', { resume: r.threadId! });
+  assert.equal(r2.code, 0, r2.stderr);
+  assert.equal(env.file('missing.txt'), null);
+});
+
+test('I: two compactions give two checkpoints; one verify covers both; changes block verify (65)', T, async (t) => {
+  const env = await setupEnv([
+    { items: [{ type: 'bash', cmd: 'echo step1 > a.txt' }], inputTokens: BIG },
+    { items: [{ type: 'bash', cmd: 'ls' }], inputTokens: BIG },
+    { items: [{ type: 'bash', cmd: 'echo late > late.txt' }] },
+    { items: [{ type: 'message', text: 'done' }] },
+  ]);
+  t.after(() => env.cleanup());
+  const r = await env.codex('task');
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(env.fake.requests.filter((q) => q.isCompaction).length, 2);
+  const s = env.statusJson().sessions[0]!;
+  assert.equal(s.checkpoints.length, 2);
+  assert.equal(s.state, 'latched');
+  assert.equal(env.file('late.txt'), null);
+
+  writeFileSync(join(env.work, 'hand-edit.txt'), 'a human wrote this while latched\n');
+  const bad = env.latch(['verify', '--yes', '--json']);
+  assert.equal(bad.code, 65, bad.stdout + bad.stderr);
+  const out = JSON.parse(bad.stdout);
+  assert.deepEqual(out.sessions[0].evidence.changes.map((c: { path: string; change: string }) => `${c.change} ${c.path}`), ['added hand-edit.txt']);
+  rmSync(join(env.work, 'hand-edit.txt'));
+  const ok = env.latch(['verify', '--yes']);
+  assert.equal(ok.code, 0, ok.stdout + ok.stderr);
+  assert.equal(env.statusJson().sessions[0]!.state, 'mutable');
+});
