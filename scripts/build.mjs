@@ -19,7 +19,16 @@ const common = {
   banner: { js: "const __latch_import_meta_url = require('url').pathToFileURL(__filename).href;" },
 };
 
+// The hook bundle loads the slow path (checkpoints, git, TOML) from its own file on first use.
+const lazySlow = {
+  name: 'lazy-slow',
+  setup(b) {
+    b.onResolve({ filter: /\/slow\.js$/ }, () => ({ path: './slow.cjs', external: true }));
+  },
+};
+
 await Promise.all([
-  build({ ...common, entryPoints: ['src/main.ts'], outfile: 'dist/latch.cjs' }),
+  build({ ...common, entryPoints: ['src/main.ts'], outfile: 'dist/latch.cjs', plugins: [lazySlow] }),
+  build({ ...common, entryPoints: ['src/core/slow.ts'], outfile: 'dist/slow.cjs' }),
   build({ ...common, entryPoints: ['src/cli.ts'], outfile: 'dist/cli.cjs' }),
 ]);

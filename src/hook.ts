@@ -4,13 +4,12 @@
 import { readFileSync, writeSync } from 'node:fs';
 import { codexDeny, codexReply, parseCodexPayload, type HookReply } from './adapters/codex.js';
 import { handle } from './core/guard.js';
-import { ConfigError } from './core/config.js';
 import { errorMessage, StoreError } from './core/errors.js';
 import { latchHome } from './core/paths.js';
 import { openStore } from './core/store.js';
 import { classifyTool } from './core/tools.js';
 
-export function runCodexHook(stdin: string, expectedEvent: string | null, env: NodeJS.ProcessEnv = process.env): HookReply {
+export async function runCodexHook(stdin: string, expectedEvent: string | null, env: NodeJS.ProcessEnv = process.env): Promise<HookReply> {
   const parsed = parseCodexPayload(stdin);
   const eventName = parsed.ok ? parsed.payload.hook_event_name : (parsed.eventName ?? expectedEvent);
   const isPreTool = eventName === 'PreToolUse' || expectedEvent === 'PreToolUse';
@@ -27,7 +26,7 @@ export function runCodexHook(stdin: string, expectedEvent: string | null, env: N
   if (!parsed.event) return { stdout: null, exitCode: 0 };
   try {
     const home = latchHome(env);
-    const decision = handle(
+    const decision = await handle(
       { home, openDb: () => openStore(home, { create: false, busyTimeoutMs: busyTimeout(env) }), now: () => new Date().toISOString() },
       parsed.obs,
       parsed.event,
@@ -40,7 +39,7 @@ export function runCodexHook(stdin: string, expectedEvent: string | null, env: N
 
 function describeFailure(err: unknown): string {
   if (err instanceof StoreError) return `the Latch state store is unusable: ${err.message}`;
-  if (err instanceof ConfigError) return `the Latch configuration is invalid: ${err.message}`;
+  if (err instanceof Error && err.name === 'ConfigError') return `the Latch configuration is invalid: ${err.message}`;
   const code = (err as { code?: unknown }).code;
   if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED') return `the Latch state store is locked by another process (waited too long): ${errorMessage(err)}`;
   if (typeof code === 'string' && code.startsWith('SQLITE_')) return `the Latch state store failed (${code}): ${errorMessage(err)}`;
@@ -54,7 +53,7 @@ function busyTimeout(env: NodeJS.ProcessEnv): number {
 }
 
 /** Process entry for the hook. Exit 2 with a reason on stderr if even writing the reply fails. */
-export function hookMain(argv: string[]): void {
+export async function hookMain(argv: string[]): Promise<void> {
   const agent = argv[0];
   const evIdx = argv.indexOf('--event');
   const expected = evIdx >= 0 ? (argv[evIdx + 1] ?? null) : null;
@@ -71,7 +70,7 @@ export function hookMain(argv: string[]): void {
       input = '';
       void err;
     }
-    const reply = runCodexHook(input, expected);
+    const reply = await runCodexHook(input, expected);
     if (reply.stderr) process.stderr.write(reply.stderr);
     if (reply.stdout !== null) writeSync(1, reply.stdout + '\n');
     process.exitCode = reply.exitCode;

@@ -11,7 +11,11 @@ if (argv[0] === 'hook') {
     process.stderr.write(`Latch hook internal error: ${err instanceof Error ? err.message : String(err)}\n`);
     process.exit(blocking ? 2 : 0);
   });
-  hookMain(argv.slice(1));
+  process.on('unhandledRejection', (err) => {
+    process.stderr.write(`Latch hook internal error: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exit(blocking ? 2 : 0);
+  });
+  void hookMain(argv.slice(1));
 } else {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const cli = require('./cli.cjs') as { cliMain(argv: string[]): Promise<number> };

@@ -3,10 +3,9 @@
 // Decision back into the agent's reply format.
 import { resolve } from 'node:path';
 import { compactionEvent, mayMutate, type AuthState } from './authority.js';
-import { checkpointRow, collectEvidence, hashPrefix, insertCheckpoint, type WorkspaceEvidence } from './checkpoint.js';
-import { resolvePolicy, type ResolvedPolicy } from './config.js';
+import type { WorkspaceEvidence } from './checkpoint.js';
+import type { ResolvedPolicy } from './config.js';
 import { errorMessage } from './errors.js';
-import { workspaceRoot } from './git.js';
 import { classifyCommand } from './readonly.js';
 import {
   getCompaction,
@@ -57,6 +56,13 @@ export interface Decision {
   state: AuthState | null;
 }
 
+type Slow = typeof import('./slow.js');
+let slowModule: Promise<Slow> | undefined;
+/** Loads the slow path once (a separate file in the bundle; see scripts/build.mjs). */
+export function loadSlow(): Promise<Slow> {
+  return (slowModule ??= import('./slow.js'));
+}
+
 export interface GuardContext {
   home: string;
   openDb(): Db;
@@ -74,14 +80,14 @@ export function denialText(reasons: Reason[]): string {
 }
 
 /** Handles one event. Throws on internal errors; the adapter turns a throw on a tracked tool into a deny. */
-export function handle(ctx: GuardContext, obs: Observation, ev: LatchEvent): Decision {
+export async function handle(ctx: GuardContext, obs: Observation, ev: LatchEvent): Promise<Decision> {
   if (ev.type === 'pre_tool') {
     const early = preToolShortcut(ctx, ev.call);
     if (early) return early;
   }
   const db = ctx.openDb();
   try {
-    return handleWithDb(ctx, db, obs, ev);
+    return await handleWithDb(ctx, db, obs, ev);
   } finally {
     db.close();
   }
@@ -105,8 +111,8 @@ function preToolShortcut(ctx: GuardContext, call: ToolCall): Decision | null {
   return null;
 }
 
-function handleWithDb(ctx: GuardContext, db: Db, obs: Observation, ev: LatchEvent): Decision {
-  let row = getSession(db, obs.sessionId) ?? createSession(ctx, db, obs, ev);
+async function handleWithDb(ctx: GuardContext, db: Db, obs: Observation, ev: LatchEvent): Promise<Decision> {
+  let row = getSession(db, obs.sessionId) ?? (await createSession(ctx, db, obs, ev));
 
   // Phase 1, outside any transaction: read the new transcript bytes, and take the workspace
   // evidence if a checkpoint will be needed (the slow part: hashing).
@@ -117,7 +123,8 @@ function handleWithDb(ctx: GuardContext, db: Db, obs: Observation, ev: LatchEven
   const needEvidence =
     newTranscript.some((c) => !getCompaction(db, row.session_id, c.index)?.checkpoint_id) ||
     (hookSeq !== null && !getCompaction(db, row.session_id, hookSeq)?.checkpoint_id);
-  const evidence = needEvidence ? collectEvidence(db, row.workspace, null) : null;
+  const slow = needEvidence ? await loadSlow() : null;
+  const evidence = slow ? slow.collectEvidence(db, row.workspace, null) : null;
 
   // Phase 2: apply everything under one write lock. Every step is idempotent against a concurrent hook
   // (compactions are keyed by per-source counters that only grow).
@@ -128,7 +135,7 @@ function handleWithDb(ctx: GuardContext, db: Db, obs: Observation, ev: LatchEven
       for (const c of scan.result.compactions) {
         if (c.index <= row.transcript_compactions) continue;
         const comp = observeCompaction(db, row.session_id, c.index, 'transcript', { transcript_offset: c.endOffset, summary_kind: c.summaryKind, turn_id: obs.turnId }, now);
-        ensureCheckpoint(db, row, comp.seq, comp.checkpoint_id, evidence, { path: obs.transcriptPath!, size: c.endOffset }, obs, comp.trigger, now);
+        ensureCheckpoint(slow, db, row, comp.seq, comp.checkpoint_id, evidence, { path: obs.transcriptPath!, size: c.endOffset }, obs, comp.trigger, now);
         trip(db, row, comp.seq, 'transcript', now);
       }
       saveScanState(db, row.session_id, mergeScan(row, scan.result.state), now);
@@ -141,7 +148,7 @@ function handleWithDb(ctx: GuardContext, db: Db, obs: Observation, ev: LatchEven
       const comp = observeCompaction(db, row.session_id, seq, hookSource, { trigger, turn_id: obs.turnId }, now);
       db.prepare(`UPDATE sessions SET ${SEEN_COLUMN[hookSource]} = ? WHERE session_id = ?`).run(seq, row.session_id);
       const transcript = obs.transcriptPath && hookSource === 'pre_compact' ? { path: obs.transcriptPath, size: null } : null;
-      ensureCheckpoint(db, row, seq, comp.checkpoint_id, evidence, transcript, obs, trigger, now);
+      ensureCheckpoint(slow, db, row, seq, comp.checkpoint_id, evidence, transcript, obs, trigger, now);
       if (hookSource !== 'pre_compact') trip(db, row, seq, hookSource, now);
       row = getSession(db, obs.sessionId)!;
     }
@@ -197,6 +204,7 @@ function mergeScan(row: SessionRow, st: ScanState): ScanState {
 }
 
 function ensureCheckpoint(
+  slow: Slow | null,
   db: Db,
   row: SessionRow,
   seq: number,
@@ -207,17 +215,17 @@ function ensureCheckpoint(
   trigger: string | null,
   now: string,
 ): void {
-  if (existing || !evidence) return;
+  if (existing || !evidence || !slow) return;
   let prefix = null;
   if (transcript) {
     try {
-      prefix = hashPrefix(transcript.path, transcript.size);
+      prefix = slow.hashPrefix(transcript.path, transcript.size);
     } catch {
       prefix = null; // recorded as unknown; verify then cannot prove the transcript and says so
     }
   }
   const comp = getCompaction(db, row.session_id, seq)!;
-  const cp = checkpointRow(
+  const cp = slow.checkpointRow(
     { ...evidence, transcript: prefix },
     {
       session_id: row.session_id,
@@ -232,7 +240,7 @@ function ensureCheckpoint(
       permission_mode: obs.permissionMode ?? row.permission_mode,
     },
   );
-  insertCheckpoint(db, cp);
+  slow.insertCheckpoint(db, cp);
   db.prepare('UPDATE compactions SET checkpoint_id = ? WHERE session_id = ? AND seq = ?').run(cp.id, row.session_id, seq);
 }
 
@@ -245,8 +253,9 @@ function trip(db: Db, row: SessionRow, seq: number, source: CompactionSource, no
   transition(db, row, compactionEvent(row.policy), { compaction_seq: seq, observed_via: source, checkpoint_id: comp.checkpoint_id, policy: row.policy }, reason, now);
 }
 
-function createSession(ctx: GuardContext, db: Db, obs: Observation, ev: LatchEvent): SessionRow {
-  const workspace = safeWorkspaceRoot(obs.cwd);
+async function createSession(ctx: GuardContext, db: Db, obs: Observation, ev: LatchEvent): Promise<SessionRow> {
+  const slow = await loadSlow();
+  const workspace = safeWorkspaceRoot(slow, obs.cwd);
   let initial: ScanResult | null = null;
   if (obs.transcriptPath) {
     try {
@@ -258,7 +267,7 @@ function createSession(ctx: GuardContext, db: Db, obs: Observation, ev: LatchEve
   const meta = initial?.meta ?? null;
   const parentId = meta?.forkedFrom && meta.forkedFrom !== obs.sessionId ? meta.forkedFrom : null;
   const parent = parentId ? getSession(db, parentId) : undefined;
-  const policy: ResolvedPolicy = parent ? (JSON.parse(parent.policy_json) as ResolvedPolicy) : resolvePolicy(ctx.home, workspace);
+  const policy: ResolvedPolicy = parent ? (JSON.parse(parent.policy_json) as ResolvedPolicy) : slow.resolvePolicy(ctx.home, workspace);
 
   // Compactions already in the transcript when Latch first sees the session. A fork inherits its
   // parent's decisions about them; otherwise the transcript scan will trip on them (fail closed).
@@ -298,9 +307,9 @@ function createSession(ctx: GuardContext, db: Db, obs: Observation, ev: LatchEve
   });
 }
 
-function safeWorkspaceRoot(cwd: string): string {
+function safeWorkspaceRoot(slow: Slow, cwd: string): string {
   try {
-    return workspaceRoot(cwd);
+    return slow.workspaceRoot(cwd);
   } catch {
     return resolve(cwd);
   }

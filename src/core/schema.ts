@@ -1,5 +1,6 @@
 // Schema migrations, applied in order; PRAGMA user_version = number applied.
-import { TREE_CACHE_SQL } from './tree.js';
+// The stat cache of src/core/tree.ts (kept here so the hook path does not load tree.ts).
+export const TREE_CACHE_SQL = `CREATE TABLE IF NOT EXISTS tree_cache (root TEXT NOT NULL, path TEXT NOT NULL, dev TEXT NOT NULL, ino TEXT NOT NULL, size INTEGER NOT NULL, mtime_ns TEXT NOT NULL, ctime_ns TEXT NOT NULL, mode INTEGER NOT NULL, sha256 TEXT NOT NULL, cached_at_ns TEXT NOT NULL, PRIMARY KEY (root, path)) WITHOUT ROWID;`;
 
 export const MIGRATIONS: readonly string[] = [
   `

@@ -112,7 +112,7 @@ export const MODE_SYMLINK = 120000;
 export const MODE_GITLINK = 160000;
 export const GITLINK_SHA256 = '0'.repeat(64);
 
-export const TREE_CACHE_SQL = `CREATE TABLE IF NOT EXISTS tree_cache (root TEXT NOT NULL, path TEXT NOT NULL, dev TEXT NOT NULL, ino TEXT NOT NULL, size INTEGER NOT NULL, mtime_ns TEXT NOT NULL, ctime_ns TEXT NOT NULL, mode INTEGER NOT NULL, sha256 TEXT NOT NULL, cached_at_ns TEXT NOT NULL, PRIMARY KEY (root, path)) WITHOUT ROWID;`;
+export { TREE_CACHE_SQL } from './schema.js';
 
 // ---------------------------------------------------------------------------
 // Stat cache implementations

@@ -10,8 +10,8 @@ import { dbPath } from '../../src/core/paths.js';
 import { assertValidReply } from '../helpers/schemas.js';
 import { appendCompaction, appendModelTurn, bash, payload, sandbox, type Sandbox } from '../helpers/workspace.js';
 
-function hook(sb: Sandbox, p: Record<string, unknown>, expected: string | null = null) {
-  const r = runCodexHook(JSON.stringify(p), expected, sb.env);
+async function hook(sb: Sandbox, p: Record<string, unknown>, expected: string | null = null) {
+  const r = await runCodexHook(JSON.stringify(p), expected, sb.env);
   const event = String(p.hook_event_name ?? expected);
   const parsed = assertValidReply(event, r.stdout) as { hookSpecificOutput?: { permissionDecision?: string; permissionDecisionReason?: string; additionalContext?: string } } | null;
   return { ...r, parsed, denied: parsed?.hookSpecificOutput?.permissionDecision === 'deny', reason: parsed?.hookSpecificOutput?.permissionDecisionReason ?? '' };
@@ -33,30 +33,30 @@ function counts(sb: Sandbox) {
   }
 }
 
-test('no compaction: tracked tools are allowed with no output', (t) => {
+test('no compaction: tracked tools are allowed with no output', async (t) => {
   const sb = sandbox();
   t.after(sb.cleanup);
-  assert.equal(hook(sb, payload('session-start-startup', sb)).stdout, null);
-  const r = hook(sb, bash(sb, 'echo hi > a.txt'));
+  assert.equal((await hook(sb, payload('session-start-startup', sb))).stdout, null);
+  const r = await hook(sb, bash(sb, 'echo hi > a.txt'));
   assert.equal(r.exitCode, 0);
   assert.equal(r.stdout, null);
-  assert.equal(hook(sb, payload('pre-tool-use-apply-patch', sb)).stdout, null);
+  assert.equal((await hook(sb, payload('pre-tool-use-apply-patch', sb))).stdout, null);
   assert.equal(counts(sb).state, 'mutable');
 });
 
-test('compaction seen by PreCompact, PostCompact, SessionStart(compact) and the transcript is ONE trip and ONE checkpoint', (t) => {
+test('compaction seen by PreCompact, PostCompact, SessionStart(compact) and the transcript is ONE trip and ONE checkpoint', async (t) => {
   const sb = sandbox();
   t.after(sb.cleanup);
-  hook(sb, payload('session-start-startup', sb));
-  hook(sb, bash(sb, 'echo one > one.txt'));
+  await hook(sb, payload('session-start-startup', sb));
+  await hook(sb, bash(sb, 'echo one > one.txt'));
   writeFileSync(join(sb.work, 'one.txt'), 'one\n');
-  hook(sb, payload('pre-compact-auto', sb));
+  await hook(sb, payload('pre-compact-auto', sb));
   appendCompaction(sb.transcript);
-  hook(sb, payload('post-compact-auto', sb));
-  const start = hook(sb, payload('session-start-compact', sb));
+  await hook(sb, payload('post-compact-auto', sb));
+  const start = await hook(sb, payload('session-start-compact', sb));
   assert.match(start.parsed?.hookSpecificOutput?.additionalContext ?? '', /authority .* revoked/);
   appendModelTurn(sb.transcript);
-  const denied = hook(sb, bash(sb, 'echo two > two.txt'));
+  const denied = await hook(sb, bash(sb, 'echo two > two.txt'));
   assert.ok(denied.denied, 'post-compaction write denied');
   assert.match(denied.reason, /latched/);
   assert.match(denied.reason, /latch verify/);
@@ -69,69 +69,69 @@ test('compaction seen by PreCompact, PostCompact, SessionStart(compact) and the 
   assert.deepEqual(new Set(c.via[0]), new Set(['pre_compact', 'transcript', 'post_compact', 'session_start']));
 });
 
-test('transcript only (no compaction hooks): the next PreToolUse trips and denies', (t) => {
+test('transcript only (no compaction hooks): the next PreToolUse trips and denies', async (t) => {
   const sb = sandbox();
   t.after(sb.cleanup);
-  assert.equal(hook(sb, bash(sb, 'touch a')).stdout, null);
+  assert.equal((await hook(sb, bash(sb, 'touch a'))).stdout, null);
   appendCompaction(sb.transcript);
   appendModelTurn(sb.transcript);
-  const r = hook(sb, bash(sb, 'touch b'));
+  const r = await hook(sb, bash(sb, 'touch b'));
   assert.ok(r.denied);
   const c = counts(sb);
   assert.deepEqual(c.via, [['transcript']]);
   assert.equal(c.checkpoints, 1);
 });
 
-test('read-only commands are allowed while latched; writes, latch verify and $LATCH_HOME are not', (t) => {
+test('read-only commands are allowed while latched; writes, latch verify and $LATCH_HOME are not', async (t) => {
   const sb = sandbox();
   t.after(sb.cleanup);
-  hook(sb, bash(sb, 'true'));
+  await hook(sb, bash(sb, 'true'));
   appendCompaction(sb.transcript);
-  assert.ok(hook(sb, bash(sb, 'echo x > x')).denied);
+  assert.ok((await hook(sb, bash(sb, 'echo x > x'))).denied);
   for (const cmd of ['ls -la', 'cat README.md', 'git status', 'git diff HEAD', 'rg foo . || true', 'latch status']) {
-    assert.equal(hook(sb, bash(sb, cmd)).stdout, null, cmd);
+    assert.equal((await hook(sb, bash(sb, cmd))).stdout, null, cmd);
   }
   for (const cmd of ['latch verify --yes', `ls ${sb.home}`, 'npx latch resume', 'sed -i s/a/b/ README.md']) {
-    assert.ok(hook(sb, bash(sb, cmd)).denied, cmd);
+    assert.ok((await hook(sb, bash(sb, cmd))).denied, cmd);
   }
-  assert.ok(hook(sb, payload('pre-tool-use-apply-patch', sb)).denied);
-  assert.ok(hook(sb, payload('pre-tool-use-bash', sb, { tool_name: 'mcp__fs__write', tool_input: {} })).denied);
-  assert.ok(hook(sb, payload('pre-tool-use-bash', sb, { tool_name: 'spawn_agent', tool_input: {} })).denied);
-  assert.equal(hook(sb, payload('pre-tool-use-bash', sb, { tool_name: 'view_image', tool_input: {} })).stdout, null);
+  assert.ok((await hook(sb, payload('pre-tool-use-apply-patch', sb))).denied);
+  assert.ok((await hook(sb, payload('pre-tool-use-bash', sb, { tool_name: 'mcp__fs__write', tool_input: {} }))).denied);
+  assert.ok((await hook(sb, payload('pre-tool-use-bash', sb, { tool_name: 'spawn_agent', tool_input: {} }))).denied);
+  assert.equal((await hook(sb, payload('pre-tool-use-bash', sb, { tool_name: 'view_image', tool_input: {} }))).stdout, null);
 });
 
-test('touching Latch itself is denied even when not latched', (t) => {
+test('touching Latch itself is denied even when not latched', async (t) => {
   const sb = sandbox();
   t.after(sb.cleanup);
-  assert.ok(hook(sb, bash(sb, 'latch verify --yes')).denied);
-  assert.ok(hook(sb, bash(sb, `rm -rf ${sb.home}`)).denied);
+  assert.ok((await hook(sb, bash(sb, 'latch verify --yes'))).denied);
+  assert.ok((await hook(sb, bash(sb, `rm -rf ${sb.home}`))).denied);
   assert.equal(counts(sb).state, undefined, 'denied before the store was needed');
 });
 
-test('fail closed: missing, corrupt and read-only stores deny tracked tools; untracked tools still run', (t) => {
+test('fail closed: missing, corrupt and read-only stores deny tracked tools; untracked tools still run', async (t) => {
   const missing = sandbox({ store: false });
   t.after(missing.cleanup);
-  const r1 = hook(missing, bash(missing, 'echo x > y'));
+  const r1 = await hook(missing, bash(missing, 'echo x > y'));
   assert.ok(r1.denied);
   assert.match(r1.reason, /does not exist/);
-  assert.equal(hook(missing, payload('pre-tool-use-bash', missing, { tool_name: 'view_image', tool_input: {} })).stdout, null);
+  assert.equal((await hook(missing, payload('pre-tool-use-bash', missing, { tool_name: 'view_image', tool_input: {} }))).stdout, null);
 
   const corrupt = sandbox();
   t.after(corrupt.cleanup);
   writeFileSync(dbPath(corrupt.home), 'this is not a database, just bytes '.repeat(200));
-  const r2 = hook(corrupt, bash(corrupt, 'echo x > y'));
+  const r2 = await hook(corrupt, bash(corrupt, 'echo x > y'));
   assert.ok(r2.denied);
   assert.match(r2.reason, /fail closed/);
-  assert.equal(hook(corrupt, payload('pre-tool-use-bash', corrupt, { tool_name: 'view_image', tool_input: {} })).stdout, null);
+  assert.equal((await hook(corrupt, payload('pre-tool-use-bash', corrupt, { tool_name: 'view_image', tool_input: {} }))).stdout, null);
 
   // Locked past the busy timeout: another process holds the write lock.
   const locked = sandbox();
   t.after(locked.cleanup);
-  hook(locked, bash(locked, 'true'));
+  await hook(locked, bash(locked, 'true'));
   const holder = openStore(locked.home, { create: false });
   holder.exec('BEGIN EXCLUSIVE');
   try {
-    const r3 = hook({ ...locked, env: { ...locked.env, LATCH_BUSY_TIMEOUT_MS: '200' } }, bash(locked, 'echo x > y'));
+    const r3 = await hook({ ...locked, env: { ...locked.env, LATCH_BUSY_TIMEOUT_MS: '200' } }, bash(locked, 'echo x > y'));
     assert.ok(r3.denied);
     assert.match(r3.reason, /locked/);
   } finally {
@@ -140,82 +140,82 @@ test('fail closed: missing, corrupt and read-only stores deny tracked tools; unt
   }
 });
 
-test('fail closed: a read-only store denies', { skip: process.getuid?.() === 0 ? 'root ignores file modes' : false }, (t) => {
+test('fail closed: a read-only store denies', { skip: process.getuid?.() === 0 ? 'root ignores file modes' : false }, async (t) => {
   const ro = sandbox();
   t.after(() => {
     chmodSync(ro.home, 0o700);
     ro.cleanup();
   });
-  hook(ro, bash(ro, 'true'));
+  await hook(ro, bash(ro, 'true'));
   chmodSync(dbPath(ro.home), 0o400);
   chmodSync(ro.home, 0o500);
-  assert.ok(hook(ro, bash(ro, 'echo x > y')).denied);
+  assert.ok((await hook(ro, bash(ro, 'echo x > y'))).denied);
 });
 
-test('invalid payloads: PreToolUse denies, other events reply nothing', (t) => {
+test('invalid payloads: PreToolUse denies, other events reply nothing', async (t) => {
   const sb = sandbox();
   t.after(sb.cleanup);
-  const garbage = runCodexHook('{not json', 'PreToolUse', sb.env);
+  const garbage = await runCodexHook('{not json', 'PreToolUse', sb.env);
   assert.equal(JSON.parse(garbage.stdout!).hookSpecificOutput.permissionDecision, 'deny');
   assertValidReply('PreToolUse', garbage.stdout);
-  const wrongType = runCodexHook(JSON.stringify({ ...bash(sb, 'ls'), session_id: 42 }), 'PreToolUse', sb.env);
+  const wrongType = await runCodexHook(JSON.stringify({ ...bash(sb, 'ls'), session_id: 42 }), 'PreToolUse', sb.env);
   assert.equal(JSON.parse(wrongType.stdout!).hookSpecificOutput.permissionDecision, 'deny');
-  const stop = runCodexHook('{not json', 'Stop', sb.env);
+  const stop = await runCodexHook('{not json', 'Stop', sb.env);
   assert.equal(stop.stdout, null);
   assert.equal(stop.exitCode, 0, 'a broken Stop payload must not block (exit 2 would keep the turn going)');
 });
 
-test('transcript unreadable after it was recorded: deny; read-only still allowed', (t) => {
+test('transcript unreadable after it was recorded: deny; read-only still allowed', async (t) => {
   const sb = sandbox();
   t.after(sb.cleanup);
-  hook(sb, bash(sb, 'true'));
+  await hook(sb, bash(sb, 'true'));
   // Replace the file by a directory: unreadable even for root.
   rmSync(sb.transcript);
   mkdirSync(sb.transcript);
-  const r = hook(sb, bash(sb, 'touch z'));
+  const r = await hook(sb, bash(sb, 'touch z'));
   assert.ok(r.denied);
   assert.match(r.reason, /cannot tell whether the context was compacted/);
-  assert.equal(hook(sb, bash(sb, 'ls')).stdout, null);
+  assert.equal((await hook(sb, bash(sb, 'ls'))).stdout, null);
 });
 
-test('transcript deleted after it was recorded: deny', (t) => {
+test('transcript deleted after it was recorded: deny', async (t) => {
   const sb = sandbox();
   t.after(sb.cleanup);
-  hook(sb, bash(sb, 'true'));
+  await hook(sb, bash(sb, 'true'));
   rmSync(sb.transcript);
-  assert.ok(hook(sb, bash(sb, 'touch z')).denied);
+  assert.ok((await hook(sb, bash(sb, 'touch z'))).denied);
 });
 
-test('null transcript: denied by default, allowed with transcript = "optional"', (t) => {
+test('null transcript: denied by default, allowed with transcript = "optional"', async (t) => {
   const sb = sandbox();
   t.after(sb.cleanup);
-  assert.ok(hook(sb, bash(sb, 'touch z', { transcript_path: null, session_id: 'N1' })).denied);
+  assert.ok((await hook(sb, bash(sb, 'touch z', { transcript_path: null, session_id: 'N1' }))).denied);
   writeFileSync(join(sb.home, 'config.toml'), 'transcript = "optional"\n');
-  assert.equal(hook(sb, bash(sb, 'touch z', { transcript_path: null, session_id: 'N2' })).stdout, null);
+  assert.equal((await hook(sb, bash(sb, 'touch z', { transcript_path: null, session_id: 'N2' }))).stdout, null);
 });
 
-test('two compactions: two checkpoints, still latched', (t) => {
+test('two compactions: two checkpoints, still latched', async (t) => {
   const sb = sandbox();
   t.after(sb.cleanup);
-  hook(sb, bash(sb, 'true'));
+  await hook(sb, bash(sb, 'true'));
   appendCompaction(sb.transcript, 'a');
-  assert.ok(hook(sb, bash(sb, 'touch 1')).denied);
+  assert.ok((await hook(sb, bash(sb, 'touch 1'))).denied);
   appendModelTurn(sb.transcript);
   appendCompaction(sb.transcript, 'b');
-  assert.ok(hook(sb, bash(sb, 'touch 2')).denied);
+  assert.ok((await hook(sb, bash(sb, 'touch 2'))).denied);
   const c = counts(sb);
   assert.equal(c.checkpoints, 2);
   assert.equal(c.compactions, 2);
   assert.equal(c.state, 'latched');
 });
 
-test('policies: continue records but denies nothing; pause holds', (t) => {
+test('policies: continue records but denies nothing; pause holds', async (t) => {
   const sb = sandbox();
   t.after(sb.cleanup);
   writeFileSync(join(sb.home, 'config.toml'), 'policy = "continue"\n');
-  hook(sb, bash(sb, 'true'));
+  await hook(sb, bash(sb, 'true'));
   appendCompaction(sb.transcript);
-  assert.equal(hook(sb, bash(sb, 'touch after')).stdout, null);
+  assert.equal((await hook(sb, bash(sb, 'touch after'))).stdout, null);
   const c = counts(sb);
   assert.equal(c.state, 'mutable');
   assert.equal(c.checkpoints, 1);
@@ -223,56 +223,56 @@ test('policies: continue records but denies nothing; pause holds', (t) => {
   const sp = sandbox();
   t.after(sp.cleanup);
   writeFileSync(join(sp.home, 'config.toml'), 'policy = "pause"\n');
-  hook(sp, bash(sp, 'true'));
+  await hook(sp, bash(sp, 'true'));
   appendCompaction(sp.transcript);
-  const r = hook(sp, bash(sp, 'touch after'));
+  const r = await hook(sp, bash(sp, 'touch after'));
   assert.ok(r.denied);
   assert.match(r.reason, /latch resume/);
   assert.equal(counts(sp).state, 'paused');
 });
 
-test('the policy is fixed at first sight: a later config change does not release or loosen', (t) => {
+test('the policy is fixed at first sight: a later config change does not release or loosen', async (t) => {
   const sb = sandbox();
   t.after(sb.cleanup);
-  hook(sb, bash(sb, 'true'));
+  await hook(sb, bash(sb, 'true'));
   writeFileSync(join(sb.home, 'config.toml'), 'policy = "continue"\n');
   appendCompaction(sb.transcript);
-  assert.ok(hook(sb, bash(sb, 'touch x')).denied);
+  assert.ok((await hook(sb, bash(sb, 'touch x'))).denied);
 });
 
-test('a project .latch.toml can tighten but not loosen the user policy', (t) => {
+test('a project .latch.toml can tighten but not loosen the user policy', async (t) => {
   const sb = sandbox();
   t.after(sb.cleanup);
   writeFileSync(join(sb.work, '.latch.toml'), 'policy = "continue"\n');
-  hook(sb, bash(sb, 'true'));
+  await hook(sb, bash(sb, 'true'));
   appendCompaction(sb.transcript);
-  assert.ok(hook(sb, bash(sb, 'touch x')).denied, 'project file cannot loosen fail_closed');
+  assert.ok((await hook(sb, bash(sb, 'touch x'))).denied, 'project file cannot loosen fail_closed');
 });
 
-test('scope = "workspace": a latched session latches the other sessions of the workspace', (t) => {
+test('scope = "workspace": a latched session latches the other sessions of the workspace', async (t) => {
   const sb = sandbox();
   t.after(sb.cleanup);
   writeFileSync(join(sb.home, 'config.toml'), 'scope = "workspace"\n');
-  hook(sb, bash(sb, 'true'));
+  await hook(sb, bash(sb, 'true'));
   const other = join(sb.base, 'other.jsonl');
   writeFileSync(other, '');
-  assert.equal(hook(sb, bash(sb, 'touch o', { session_id: 'T', transcript_path: other })).stdout, null);
+  assert.equal((await hook(sb, bash(sb, 'touch o', { session_id: 'T', transcript_path: other }))).stdout, null);
   appendCompaction(sb.transcript);
-  assert.ok(hook(sb, bash(sb, 'touch s')).denied);
-  const r = hook(sb, bash(sb, 'touch o2', { session_id: 'T', transcript_path: other }));
+  assert.ok((await hook(sb, bash(sb, 'touch s'))).denied);
+  const r = await hook(sb, bash(sb, 'touch o2', { session_id: 'T', transcript_path: other }));
   assert.ok(r.denied);
   assert.match(r.reason, /workspace-scoped/);
 });
 
-test('a fork of a latched session is latched', (t) => {
+test('a fork of a latched session is latched', async (t) => {
   const sb = sandbox();
   t.after(sb.cleanup);
-  hook(sb, bash(sb, 'true'));
+  await hook(sb, bash(sb, 'true'));
   appendCompaction(sb.transcript);
-  assert.ok(hook(sb, bash(sb, 'touch a')).denied);
+  assert.ok((await hook(sb, bash(sb, 'touch a'))).denied);
   const forkT = join(sb.base, 'fork.jsonl');
   writeFileSync(forkT, JSON.stringify({ type: 'session_meta', payload: { id: 'F', forked_from_id: 'S', cli_version: '0.169.0' } }) + '\n');
-  hook(sb, payload('session-start-fork', sb, { session_id: 'F', transcript_path: forkT }));
-  const r = hook(sb, bash(sb, 'touch f', { session_id: 'F', transcript_path: forkT }));
+  await hook(sb, payload('session-start-fork', sb, { session_id: 'F', transcript_path: forkT }));
+  const r = await hook(sb, bash(sb, 'touch f', { session_id: 'F', transcript_path: forkT }));
   assert.ok(r.denied);
 });

@@ -1,0 +1,89 @@
+// `npm run bench`: hook wall time as a ratio to `node -e 0` measured in the same run.
+// Results are printed as a table and written to bench/out/results.json.
+import { spawnSync } from 'node:child_process';
+import { appendFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { hookCommand } from '../src/commands/setup.js';
+
+const LATCH = resolve('dist', 'latch.cjs');
+const RUNS = Number(process.env.BENCH_RUNS ?? 41);
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+}
+
+function time(cmd: string, args: string[], input: string, env: NodeJS.ProcessEnv): number {
+  const t0 = process.hrtime.bigint();
+  const r = spawnSync(cmd, args, { input, env, stdio: ['pipe', 'pipe', 'pipe'] });
+  const ms = Number(process.hrtime.bigint() - t0) / 1e6;
+  if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} exited ${r.status}: ${r.stderr}`);
+  return ms;
+}
+
+/** Interleaves the baseline and the subject so machine noise hits both alike. */
+function measure(subject: () => number, baseline: () => number): { subjectMs: number; baselineMs: number; ratio: number } {
+  subject();
+  baseline();
+  const a: number[] = [];
+  const b: number[] = [];
+  for (let i = 0; i < RUNS; i++) {
+    b.push(baseline());
+    a.push(subject());
+  }
+  const subjectMs = median(a);
+  const baselineMs = median(b);
+  return { subjectMs, baselineMs, ratio: subjectMs / baselineMs };
+}
+
+function preToolUseSetup() {
+  const base = mkdtempSync(join(tmpdir(), 'latch-bench-'));
+  const work = join(base, 'work');
+  const home = join(base, 'state');
+  mkdirSync(work);
+  spawnSync('git', ['init', '-q'], { cwd: work });
+  const transcript = join(base, 'rollout.jsonl');
+  writeFileSync(transcript, JSON.stringify({ type: 'session_meta', payload: { id: 'B', cli_version: '0.169.0' } }) + '\n');
+  const env = { ...process.env, LATCH_HOME: home };
+  spawnSync(process.execPath, [LATCH, 'setup', 'codex', '--codex-home', join(base, 'codex')], { env });
+  const payload = (n: number) =>
+    JSON.stringify({
+      session_id: 'B',
+      turn_id: 't',
+      transcript_path: transcript,
+      cwd: work,
+      hook_event_name: 'PreToolUse',
+      model: 'gpt-5.5',
+      permission_mode: 'bypassPermissions',
+      tool_name: 'Bash',
+      tool_input: { command: `echo ${n} > a.txt` },
+      tool_use_id: `call_${n}`,
+    });
+  let n = 0;
+  // Each call sees a few new transcript lines, as in a real session.
+  const grow = () =>
+    appendFileSync(transcript, JSON.stringify({ timestamp: 'x', type: 'response_item', payload: { type: 'function_call', name: 'exec_command', arguments: '{"cmd":"echo"}' } }) + '\n');
+  return { base, env, payload: () => (grow(), payload(++n)) };
+}
+
+const results: Record<string, unknown>[] = [];
+const baseline = () => time(process.execPath, ['-e', '0'], '', process.env);
+
+{
+  const s = preToolUseSetup();
+  const direct = measure(() => time(process.execPath, [LATCH, 'hook', 'codex', '--event', 'PreToolUse'], s.payload(), s.env), baseline);
+  results.push({ bench: 'PreToolUse hook, unlatched (node dist/latch.cjs)', runs: RUNS, ...direct, goal: '<= 1.25' });
+  const cmd = hookCommand('PreToolUse', process.execPath, LATCH);
+  const wrapped = measure(() => time('/bin/sh', ['-c', cmd], s.payload(), s.env), baseline);
+  results.push({ bench: 'PreToolUse hook, unlatched, as installed (/bin/sh wrapper)', runs: RUNS, ...wrapped, goal: '(informational)' });
+  rmSync(s.base, { recursive: true, force: true });
+}
+
+console.log(`node ${process.version}, ${RUNS} runs each, medians; baseline = \`node -e 0\` in the same run`);
+for (const r of results) {
+  console.log(`${String(r.bench).padEnd(62)} ${(r.subjectMs as number).toFixed(1).padStart(7)} ms  baseline ${(r.baselineMs as number).toFixed(1)} ms  ratio ${(r.ratio as number).toFixed(2)}  goal ${r.goal}`);
+}
+mkdirSync(join('bench', 'out'), { recursive: true });
+writeFileSync(join('bench', 'out', 'results.json'), JSON.stringify({ node: process.version, runs: RUNS, at: new Date().toISOString(), results }, null, 2));

@@ -1,0 +1,6 @@
+// The parts of the guard that only a trip (checkpoint) or a session's first sight needs. The hook
+// bundle loads this module lazily (dist/slow.cjs), so an ordinary PreToolUse pays nothing for git,
+// hashing, zlib or the TOML parser.
+export { checkpointRow, collectEvidence, hashPrefix, insertCheckpoint } from './checkpoint.js';
+export { resolvePolicy } from './config.js';
+export { workspaceRoot } from './git.js';
