@@ -1,6 +1,14 @@
-// Bundles the hook entry (dist/latch.cjs) and the CLI (dist/cli.cjs, loaded lazily by the entry)
-// as CommonJS for a fast start. better-sqlite3 stays external: it carries a native addon.
-import { readFileSync } from 'node:fs';
+// Bundles Latch as CommonJS for a fast start:
+//   dist/latch.cjs  the process entry (src/loader.ts): runs main.cjs from a V8 code cache
+//   dist/main.cjs   the hook path and the CLI switch (src/main.ts)
+//   dist/slow.cjs   what only a trip or a session's first sight needs (checkpoints, git, TOML)
+//   dist/cli.cjs    the commands, loaded only for `latch <command>`
+// then writes dist/main.cjs.v8cache by running the hook once. better-sqlite3's JS is bundled; its
+// native addon is loaded by path from node_modules (src/core/store.ts).
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { build } from 'esbuild';
 
 const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
@@ -11,7 +19,7 @@ const common = {
   target: 'node20',
   format: 'cjs',
   sourcemap: 'linked',
-  external: ['better-sqlite3', './cli.cjs'],
+  external: ['./cli.cjs', './main.cjs'],
   logLevel: 'warning',
   legalComments: 'none',
   // ESM sources use import.meta.url; in the CommonJS bundle it is the bundle's own file URL.
@@ -19,7 +27,8 @@ const common = {
   banner: { js: "const __latch_import_meta_url = require('url').pathToFileURL(__filename).href;" },
 };
 
-// The hook bundle loads the slow path (checkpoints, git, TOML) from its own file on first use.
+// The hook bundle loads the slow path from its own file on first use, through require() (the code
+// cache runs main.cjs in a vm.Script, where a dynamic import() would need a loader callback).
 const lazySlow = {
   name: 'lazy-slow',
   setup(b) {
@@ -27,8 +36,29 @@ const lazySlow = {
   },
 };
 
+rmSync('dist', { recursive: true, force: true });
 await Promise.all([
-  build({ ...common, entryPoints: ['src/main.ts'], outfile: 'dist/latch.cjs', plugins: [lazySlow] }),
+  build({ ...common, entryPoints: ['src/loader.ts'], outfile: 'dist/latch.cjs', sourcemap: false, banner: {} }),
+  build({ ...common, entryPoints: ['src/main.ts'], outfile: 'dist/main.cjs', plugins: [lazySlow], supported: { 'dynamic-import': false } }),
   build({ ...common, entryPoints: ['src/core/slow.ts'], outfile: 'dist/slow.cjs' }),
   build({ ...common, entryPoints: ['src/cli.ts'], outfile: 'dist/cli.cjs' }),
 ]);
+
+// Warm the code cache with a representative PreToolUse (a session's first call and a later one).
+rmSync('dist/main.cjs.v8cache', { force: true });
+const tmp = mkdtempSync(join(tmpdir(), 'latch-build-'));
+try {
+  const transcript = join(tmp, 'rollout.jsonl');
+  writeFileSync(transcript, JSON.stringify({ type: 'session_meta', payload: { id: 'warm', cli_version: '0.0.0' } }) + '\n');
+  const env = { ...process.env, LATCH_HOME: join(tmp, 'state') };
+  spawnSync(process.execPath, ['dist/latch.cjs', 'setup', 'codex', '--codex-home', join(tmp, 'codex')], { stdio: 'ignore', env: { ...env, LATCH_WRITE_CODE_CACHE: '0' } });
+  const payload = JSON.stringify({
+    session_id: 'warm', turn_id: 't', transcript_path: transcript, cwd: tmp, hook_event_name: 'PreToolUse', model: 'm',
+    permission_mode: 'default', tool_name: 'Bash', tool_input: { command: 'ls -la && echo hi > a.txt' }, tool_use_id: 'c',
+  });
+  spawnSync(process.execPath, ['dist/latch.cjs', 'hook', 'codex', '--event', 'PreToolUse'], { input: payload, env: { ...env, LATCH_WRITE_CODE_CACHE: '0' } });
+  const r = spawnSync(process.execPath, ['dist/latch.cjs', 'hook', 'codex', '--event', 'PreToolUse'], { input: payload, env: { ...env, LATCH_WRITE_CODE_CACHE: '1' } });
+  if (r.status !== 0) throw new Error(`code-cache warm-up failed: ${r.stderr}`);
+} finally {
+  rmSync(tmp, { recursive: true, force: true });
+}

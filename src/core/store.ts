@@ -1,7 +1,9 @@
 // The state store: one SQLite file under LATCH_HOME, WAL, busy timeout, BEGIN IMMEDIATE writes.
-import { closeSync, chmodSync, lstatSync, mkdirSync, openSync, type Stats } from 'node:fs';
+import { closeSync, chmodSync, existsSync, lstatSync, mkdirSync, openSync, type Stats } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import Database from 'better-sqlite3';
 import type BetterSqlite3 from 'better-sqlite3';
 import { StoreError, errorMessage } from './errors.js';
 import { dbPath } from './paths.js';
@@ -17,20 +19,19 @@ export interface OpenOptions {
   readonly?: boolean;
 }
 
-let sqliteCtor: typeof BetterSqlite3 | undefined;
+let nativePath: string | undefined;
 
-function loadSqlite(): typeof BetterSqlite3 {
-  if (sqliteCtor) return sqliteCtor;
-  // Resolved at run time from node_modules; the native addon is given by path so `bindings` need not search.
-  const req = createRequire(import.meta.url);
-  const pkgDir = dirname(req.resolve('better-sqlite3/package.json'));
-  const Ctor = req('better-sqlite3') as typeof BetterSqlite3;
-  const native = join(pkgDir, 'build', 'Release', 'better_sqlite3.node');
-  const Wrapped = function (file: string, opts?: BetterSqlite3.Options) {
-    return new Ctor(file, { nativeBinding: native, ...opts });
-  } as unknown as typeof BetterSqlite3;
-  sqliteCtor = Wrapped;
-  return Wrapped;
+/**
+ * The better-sqlite3 addon, by path: the JS of better-sqlite3 is bundled into dist/main.cjs, and
+ * passing the addon's path spares the `bindings` package's search on every hook call.
+ */
+function nativeBinding(): string {
+  if (nativePath) return nativePath;
+  const here = dirname(fileURLToPath(import.meta.url));
+  const beside = join(here, '..', 'node_modules', 'better-sqlite3', 'build', 'Release', 'better_sqlite3.node');
+  if (existsSync(beside)) return (nativePath = beside);
+  const pkg = createRequire(import.meta.url).resolve('better-sqlite3/package.json');
+  return (nativePath = join(dirname(pkg), 'build', 'Release', 'better_sqlite3.node'));
 }
 
 function uid(): number | undefined {
@@ -81,10 +82,9 @@ export function openStore(home: string, opts: OpenOptions): Db {
   checkOwned(file, st, 'file');
   if ((st.mode & 0o077) !== 0) chmodSync(file, 0o600);
 
-  const Sqlite = loadSqlite();
   let db: Db;
   try {
-    db = new Sqlite(file, { fileMustExist: true, timeout: opts.busyTimeoutMs ?? 3000, readonly: opts.readonly ?? false });
+    db = new Database(file, { fileMustExist: true, timeout: opts.busyTimeoutMs ?? 3000, readonly: opts.readonly ?? false, nativeBinding: nativeBinding() });
   } catch (err) {
     throw new StoreError(`cannot open Latch store ${file}: ${errorMessage(err)}`, { cause: err });
   }

@@ -1,0 +1,336 @@
+// A minimal, bounded client for `codex app-server` (JSON-RPC, one JSON object per line over stdio,
+// no "jsonrpc" member) and the other small things `latch doctor` asks the real Codex binary.
+// Every child runs with an explicit CODEX_HOME, a hard timeout that kills its whole process group,
+// and the features that would reach the network (plugin sync) turned off.
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { accessSync, constants, existsSync, readFileSync, statSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { delimiter, dirname, join } from 'node:path';
+
+/** How to start Codex: `cmd ...args <codex args>`. */
+export interface CodexCommand {
+  cmd: string;
+  args: string[];
+  /** Human-readable: the path that was found. */
+  path: string;
+  from: 'PATH' | 'node_modules' | 'given';
+}
+
+function isExecutableFile(p: string): boolean {
+  try {
+    if (!statSync(p).isFile()) return false;
+    accessSync(p, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** A JS launcher (the npm package's bin/codex.js) is run with this node; a native binary directly. */
+export function codexCommandFor(path: string, from: CodexCommand['from']): CodexCommand {
+  if (/\.[cm]?js$/.test(path)) return { cmd: process.execPath, args: [path], path, from };
+  return { cmd: path, args: [], path, from };
+}
+
+function fromNodeModules(): string | null {
+  const bases = [typeof __filename === 'string' ? __filename : null, join(process.cwd(), 'noop.js')].filter((b): b is string => !!b);
+  for (const base of bases) {
+    try {
+      const req = createRequire(base);
+      const pkgJson = req.resolve('@openai/codex/package.json');
+      const pkg = JSON.parse(readFileSync(pkgJson, 'utf8')) as { bin?: string | Record<string, string> };
+      const rel = typeof pkg.bin === 'string' ? pkg.bin : pkg.bin?.codex;
+      if (!rel) continue;
+      const p = join(dirname(pkgJson), rel);
+      if (existsSync(p)) return p;
+    } catch {
+      /* not installed next to this file */
+    }
+  }
+  return null;
+}
+
+/** `codex` from PATH, else from this project's node_modules (@openai/codex), else null. */
+export function resolveCodex(env: NodeJS.ProcessEnv): CodexCommand | null {
+  for (const dir of (env.PATH ?? '').split(delimiter)) {
+    if (!dir) continue;
+    const p = join(dir, 'codex');
+    if (isExecutableFile(p)) return { cmd: p, args: [], path: p, from: 'PATH' };
+  }
+  const nm = fromNodeModules();
+  return nm ? codexCommandFor(nm, 'node_modules') : null;
+}
+
+/** The environment for a Codex child: no credentials or proxies, explicit CODEX_HOME, loopback only. */
+export function codexChildEnv(env: NodeJS.ProcessEnv, codexHome: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(env)) {
+    if (v === undefined || /^(OPENAI_|CODEX_|HTTPS?_PROXY$|ALL_PROXY$)/i.test(k)) continue;
+    out[k] = v;
+  }
+  out.CODEX_HOME = codexHome;
+  out.NO_PROXY = '127.0.0.1,localhost';
+  out.RUST_LOG = 'error';
+  return out;
+}
+
+/**
+ * `-c`/`--disable` flags that keep `codex app-server` off the network. In 0.169.0 the `plugins`
+ * feature resolves github.com at startup (seen with strace); with it off, no socket leaves loopback.
+ */
+export const OFFLINE_FLAGS = ['-c', 'check_for_update_on_startup=false', '-c', 'analytics.enabled=false', '--disable', 'plugins'];
+
+export interface BoundedResult {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  timedOut: boolean;
+  stdout: string;
+  stderr: string;
+  /** Set when the process could not be started. */
+  spawnError?: string;
+}
+
+/** Runs a process with stdin text and a hard timeout (SIGKILL to its process group). Never rejects. */
+export function runBounded(
+  cmd: string,
+  args: string[],
+  opts: { env: NodeJS.ProcessEnv | Record<string, string>; cwd: string; input?: string; timeoutMs: number },
+): Promise<BoundedResult> {
+  return new Promise((resolve) => {
+    let stdout = '';
+    let stderr = '';
+    let timedOut = false;
+    let done = false;
+    let child: ChildProcessWithoutNullStreams;
+    try {
+      child = spawn(cmd, args, { cwd: opts.cwd, env: opts.env, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
+    } catch (err) {
+      resolve({ code: null, signal: null, timedOut: false, stdout: '', stderr: '', spawnError: (err as Error).message });
+      return;
+    }
+    const finish = (r: BoundedResult) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      resolve(r);
+    };
+    const timer = setTimeout(() => {
+      timedOut = true;
+      killGroup(child.pid, () => child.kill('SIGKILL'));
+    }, opts.timeoutMs);
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    child.stdin.on('error', () => {
+      /* the child may exit without reading its input */
+    });
+    child.on('error', (err) => finish({ code: null, signal: null, timedOut, stdout, stderr, spawnError: err.message }));
+    child.on('close', (code, signal) => finish({ code, signal, timedOut, stdout, stderr }));
+    child.stdin.end(opts.input ?? '');
+  });
+}
+
+function killGroup(pid: number | undefined, fallback: () => void): void {
+  try {
+    if (pid === undefined) throw new Error('no pid');
+    process.kill(-pid, 'SIGKILL');
+  } catch {
+    try {
+      fallback();
+    } catch {
+      /* already gone */
+    }
+  }
+}
+
+/** `codex --version` → "0.169.0" (plus the raw line). */
+export async function codexVersion(
+  codex: CodexCommand,
+  opts: { env: NodeJS.ProcessEnv; codexHome: string; cwd: string; timeoutMs?: number },
+): Promise<{ version: string | null; raw: string; error?: string }> {
+  const r = await runBounded(codex.cmd, [...codex.args, '--version'], {
+    env: codexChildEnv(opts.env, opts.codexHome),
+    cwd: opts.cwd,
+    timeoutMs: opts.timeoutMs ?? 10_000,
+  });
+  const raw = r.stdout.trim();
+  if (r.spawnError) return { version: null, raw, error: `cannot run ${codex.path}: ${r.spawnError}` };
+  if (r.timedOut) return { version: null, raw, error: `\`codex --version\` did not finish within ${opts.timeoutMs ?? 10_000} ms` };
+  if (r.code !== 0) return { version: null, raw, error: `\`codex --version\` exited ${r.code ?? r.signal}: ${r.stderr.trim().slice(0, 200)}` };
+  const m = /(\d+)\.(\d+)\.(\d+)(?:-[0-9A-Za-z.-]+)?/.exec(raw);
+  return m ? { version: m[0], raw } : { version: null, raw, error: `cannot read a version in "${raw.slice(0, 100)}"` };
+}
+
+// ---------------------------------------------------------------------------------------------
+// app-server
+
+export class AppServerError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'AppServerError';
+  }
+}
+
+export interface AppServerRequest {
+  method: string;
+  params: unknown;
+}
+
+/**
+ * Starts `codex app-server` (stdio), performs the initialize / initialized handshake, sends the
+ * requests one after the other and returns their results. Closing stdin ends the server; a hard
+ * timeout kills its process group. Rejects with AppServerError on timeout, exit, or an error reply.
+ */
+export function appServerCall(
+  codex: CodexCommand,
+  requests: AppServerRequest[],
+  opts: { env: NodeJS.ProcessEnv; codexHome: string; cwd: string; timeoutMs?: number; clientVersion?: string },
+): Promise<unknown[]> {
+  const timeoutMs = opts.timeoutMs ?? 10_000;
+  return new Promise((resolve, reject) => {
+    let child: ChildProcessWithoutNullStreams;
+    try {
+      child = spawn(codex.cmd, [...codex.args, 'app-server', ...OFFLINE_FLAGS], {
+        cwd: opts.cwd,
+        env: codexChildEnv(opts.env, opts.codexHome),
+        stdio: ['pipe', 'pipe', 'pipe'],
+        detached: true,
+      });
+    } catch (err) {
+      reject(new AppServerError(`cannot start ${codex.path} app-server: ${(err as Error).message}`));
+      return;
+    }
+    const results: unknown[] = [];
+    let stderr = '';
+    let buf = '';
+    let settled = false;
+    let next = 0; // index of the request awaiting its reply (-1 while initializing)
+    const settle = (err: Error | null) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      try {
+        child.stdin.end();
+      } catch {
+        /* closed */
+      }
+      // Give the server a moment to exit on EOF, then make sure nothing is left behind.
+      const reaper = setTimeout(() => killGroup(child.pid, () => child.kill('SIGKILL')), 2_000);
+      reaper.unref();
+      child.once('close', () => clearTimeout(reaper));
+      if (err) reject(err);
+      else resolve(results);
+    };
+    const timer = setTimeout(() => {
+      killGroup(child.pid, () => child.kill('SIGKILL'));
+      settle(new AppServerError(`codex app-server did not answer within ${timeoutMs} ms (killed)`));
+    }, timeoutMs);
+    const send = (msg: Record<string, unknown>) => {
+      try {
+        child.stdin.write(JSON.stringify(msg) + '\n');
+      } catch (err) {
+        settle(new AppServerError(`cannot write to codex app-server: ${(err as Error).message}`));
+      }
+    };
+    const sendNext = () => {
+      if (next >= requests.length) return settle(null);
+      const r = requests[next]!;
+      send({ id: next + 2, method: r.method, params: r.params });
+    };
+    const onMessage = (msg: Record<string, unknown>) => {
+      if (!('id' in msg) || typeof msg.id !== 'number') {
+        // A server request (it has a method and an id) would need an answer; none is expected here.
+        return;
+      }
+      if ('method' in msg) {
+        send({ id: msg.id, error: { code: -32601, message: 'latch doctor does not handle server requests' } });
+        return;
+      }
+      if (msg.error !== undefined) {
+        const e = msg.error as { message?: unknown };
+        const what = msg.id === 1 ? 'initialize' : (requests[msg.id - 2]?.method ?? `request ${msg.id}`);
+        return settle(new AppServerError(`codex app-server rejected ${what}: ${typeof e?.message === 'string' ? e.message : JSON.stringify(msg.error)}`));
+      }
+      if (msg.id === 1) {
+        send({ method: 'initialized' });
+        return sendNext();
+      }
+      if (msg.id === next + 2) {
+        results.push(msg.result);
+        next++;
+        sendNext();
+      }
+    };
+    child.stdout.setEncoding('utf8').on('data', (d: string) => {
+      buf += d;
+      let i;
+      while (!settled && (i = buf.indexOf('\n')) >= 0) {
+        const line = buf.slice(0, i).trim();
+        buf = buf.slice(i + 1);
+        if (!line) continue;
+        let msg: unknown;
+        try {
+          msg = JSON.parse(line);
+        } catch {
+          continue; // not a protocol line
+        }
+        if (msg && typeof msg === 'object' && !Array.isArray(msg)) onMessage(msg as Record<string, unknown>);
+      }
+    });
+    child.stderr.setEncoding('utf8').on('data', (d: string) => {
+      if (stderr.length < 8192) stderr += d;
+    });
+    child.stdin.on('error', () => {
+      /* reported through close */
+    });
+    child.on('error', (err) => settle(new AppServerError(`cannot start ${codex.path} app-server: ${err.message}`)));
+    child.on('close', (code, signal) => {
+      const tail = stderr.trim().split('\n').filter((l) => !/WARNING: proceeding|bubblewrap/.test(l)).slice(-3).join(' | ');
+      settle(new AppServerError(`codex app-server exited (${code ?? signal}) before answering${tail ? `: ${tail.slice(0, 300)}` : ''}`));
+    });
+    send({ id: 1, method: 'initialize', params: { clientInfo: { name: 'latch-doctor', title: 'Latch doctor', version: opts.clientVersion ?? '0' } } });
+  });
+}
+
+/** One hook as `hooks/list` reports it (codex 0.169.0; only the fields Latch reads). */
+export interface CodexHookInfo {
+  /** `<abs path of hooks.json>:<event_snake_case>:<group index>:<handler index>` */
+  key: string;
+  eventName: string;
+  handlerType?: string;
+  command?: string;
+  matcher?: string | null;
+  sourcePath: string;
+  source: string;
+  enabled: boolean;
+  /** `sha256:<hex>`; covers command, matcher, timeout and statusMessage. */
+  currentHash: string;
+  trustStatus: 'managed' | 'untrusted' | 'trusted' | 'modified' | string;
+}
+
+export interface HooksListEntry {
+  cwd: string;
+  hooks: CodexHookInfo[];
+  warnings: string[];
+  errors: { message: string; path: string }[];
+}
+
+/** Asks Codex which hooks it would load for `cwds` and whether each one is trusted. */
+export async function listCodexHooks(
+  codex: CodexCommand,
+  opts: { env: NodeJS.ProcessEnv; codexHome: string; cwds: string[]; timeoutMs?: number },
+): Promise<HooksListEntry[]> {
+  const [res] = await appServerCall(codex, [{ method: 'hooks/list', params: { cwds: opts.cwds } }], {
+    env: opts.env,
+    codexHome: opts.codexHome,
+    cwd: opts.cwds[0] ?? process.cwd(),
+    timeoutMs: opts.timeoutMs,
+  });
+  const data = (res as { data?: unknown } | null)?.data;
+  if (!Array.isArray(data)) throw new AppServerError('hooks/list returned no `data` array');
+  return data.map((e: Record<string, unknown>) => ({
+    cwd: String(e.cwd ?? ''),
+    hooks: Array.isArray(e.hooks) ? (e.hooks as CodexHookInfo[]) : [],
+    warnings: Array.isArray(e.warnings) ? e.warnings.map(String) : [],
+    errors: Array.isArray(e.errors) ? (e.errors as { message: string; path: string }[]) : [],
+  }));
+}

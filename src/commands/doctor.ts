@@ -1,0 +1,644 @@
+// `latch doctor`: is Latch installed, wired, trusted by Codex, and is its store healthy?
+// Read-only towards the user's state: the end-to-end hook probe runs against a throwaway LATCH_HOME,
+// Codex is asked through a bounded, offline `codex app-server`, and the store is opened read-only.
+import { accessSync, constants, existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, statSync } from 'node:fs';
+import { homedir, tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { parse as parseToml } from 'smol-toml';
+import { errorMessage, EXIT } from '../core/errors.js';
+import { dbPath } from '../core/paths.js';
+import { openStore, SCHEMA_VERSION } from '../core/store.js';
+import { codexVersion, listCodexHooks, resolveCodex, runBounded, type CodexCommand, type CodexHookInfo, type HooksListEntry } from '../codex/app-server.js';
+import { homeOf, type Io } from './io.js';
+import { hookCommand, hooksFilePath, isLatchHandler, LATCH_EVENTS } from './setup.js';
+
+declare const __LATCH_VERSION__: string | undefined;
+const VERSION = typeof __LATCH_VERSION__ === 'string' ? __LATCH_VERSION__ : '0.0.0-dev';
+
+export type CheckStatus = 'ok' | 'warn' | 'fail';
+
+export interface Check {
+  name: string;
+  status: CheckStatus;
+  detail: string;
+  /** The command or step that fixes it. */
+  fix?: string;
+}
+
+export interface DoctorOptions {
+  codexHome?: string;
+  project?: string;
+  json?: boolean;
+  /** Bound for each child process (Codex, the hook probe). Default 10 s. */
+  timeoutMs?: number;
+}
+
+/** The oldest Codex whose hook set and payloads Latch was verified against (docs/codex-notes.md). */
+export const MIN_CODEX_VERSION = '0.169.0';
+const VERIFIED_MINOR = '0.169';
+const SETUP_FIX = 'latch setup codex';
+const TRUST_FIX = 'open `codex`, run /hooks and trust the Latch handlers';
+
+// ---------------------------------------------------------------------------------------------
+// hooks.json scanning
+
+type Scope = 'user' | 'project';
+
+export interface LatchHandlerRef {
+  file: string;
+  scope: Scope;
+  event: string;
+  groupIndex: number;
+  handlerIndex: number;
+  command: string;
+  matcher: string | null;
+  timeout: unknown;
+  statusMessage: unknown;
+}
+
+interface HooksScan {
+  file: string;
+  scope: Scope;
+  exists: boolean;
+  error?: string;
+  handlers: LatchHandlerRef[];
+}
+
+function scanHooksFile(file: string, scope: Scope): HooksScan {
+  const scan: HooksScan = { file, scope, exists: existsSync(file), handlers: [] };
+  if (!scan.exists) return scan;
+  let data: unknown;
+  try {
+    data = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (err) {
+    scan.error = `not valid JSON (${errorMessage(err)})`;
+    return scan;
+  }
+  if (!data || typeof data !== 'object' || Array.isArray(data)) {
+    scan.error = 'not a JSON object';
+    return scan;
+  }
+  const hooks = (data as { hooks?: unknown }).hooks;
+  if (hooks === undefined) return scan;
+  if (!hooks || typeof hooks !== 'object' || Array.isArray(hooks)) {
+    scan.error = '"hooks" is not an object';
+    return scan;
+  }
+  for (const [event, groups] of Object.entries(hooks as Record<string, unknown>)) {
+    if (!Array.isArray(groups)) continue;
+    groups.forEach((g: unknown, gi) => {
+      if (!g || typeof g !== 'object') return;
+      const group = g as { matcher?: unknown; hooks?: unknown };
+      if (!Array.isArray(group.hooks)) return;
+      group.hooks.forEach((h: unknown, hi) => {
+        if (!isLatchHandler(h)) return;
+        const handler = h as { command: string; timeout?: unknown; statusMessage?: unknown };
+        scan.handlers.push({
+          file,
+          scope,
+          event,
+          groupIndex: gi,
+          handlerIndex: hi,
+          command: handler.command,
+          matcher: typeof group.matcher === 'string' ? group.matcher : null,
+          timeout: handler.timeout,
+          statusMessage: handler.statusMessage,
+        });
+      });
+    });
+  }
+  return scan;
+}
+
+/** True when every Latch event has a handler in this file. */
+function complete(scan: HooksScan): boolean {
+  return !scan.error && LATCH_EVENTS.every((s) => scan.handlers.some((h) => h.event === s.event));
+}
+
+// ---------------------------------------------------------------------------------------------
+// hook command parsing
+
+/** The leading shell words of `s` (quotes and backslashes resolved), up to an unquoted ; & | or newline. */
+export function leadingWords(s: string): string[] {
+  const words: string[] = [];
+  let cur = '';
+  let inWord = false;
+  let i = 0;
+  while (i < s.length) {
+    const c = s[i]!;
+    if (c === "'") {
+      const end = s.indexOf("'", i + 1);
+      if (end < 0) return words; // unterminated: give up on this word
+      cur += s.slice(i + 1, end);
+      inWord = true;
+      i = end + 1;
+    } else if (c === '"') {
+      i++;
+      while (i < s.length && s[i] !== '"') {
+        if (s[i] === '\\' && i + 1 < s.length && '$`"\\\n'.includes(s[i + 1]!)) i++;
+        cur += s[i];
+        i++;
+      }
+      if (i >= s.length) return words;
+      inWord = true;
+      i++;
+    } else if (c === '\\' && i + 1 < s.length) {
+      cur += s[i + 1];
+      inWord = true;
+      i += 2;
+    } else if (c === ' ' || c === '\t') {
+      if (inWord) words.push(cur);
+      cur = '';
+      inWord = false;
+      i++;
+    } else if (c === ';' || c === '&' || c === '|' || c === '\n') {
+      break;
+    } else {
+      cur += c;
+      inWord = true;
+      i++;
+    }
+  }
+  if (inWord) words.push(cur);
+  return words;
+}
+
+export interface ParsedHookCommand {
+  /** The node binary, or null when the command runs a `latch` launcher directly. */
+  node: string | null;
+  /** The bundled entry (latch.cjs), or the launcher when node is null. */
+  entry: string;
+  event: string;
+}
+
+/** Reads node, entry and event out of a command written by `hookCommand` (or `latch hook codex ...`). */
+export function parseHookCommand(command: string): ParsedHookCommand | null {
+  let words = leadingWords(command.trim());
+  if (words.length >= 3 && /(^|\/)(ba|da)?sh$/.test(words[0]!) && words[1] === '-c') words = leadingWords(words[2]!.trim());
+  const at = words.indexOf('hook');
+  if (at < 1 || words[at + 1] !== 'codex' || words[at + 2] !== '--event' || !words[at + 3]) return null;
+  if (at === 1) return { node: null, entry: words[0]!, event: words[at + 3]! };
+  if (at === 2) return { node: words[0]!, entry: words[1]!, event: words[at + 3]! };
+  return null;
+}
+
+function sameMatcher(actual: string | null, expected: string | null): boolean {
+  if (expected === null) return actual === null || actual === '' || actual === '*';
+  return actual === expected;
+}
+
+// ---------------------------------------------------------------------------------------------
+// check 1: hooks installed
+
+function checkInstalled(scan: HooksScan, others: HooksScan[]): Check {
+  const name = `hooks installed (${scan.scope})`;
+  const elsewhere = others.find((o) => complete(o));
+  if (!scan.exists) {
+    if (elsewhere) return { name, status: 'ok', detail: `${scan.file} does not exist; Latch is installed in ${elsewhere.file}` };
+    const fix = scan.scope === 'project' ? `latch setup codex --project ${projectDirOf(scan.file)}` : SETUP_FIX;
+    return { name, status: 'fail', detail: `${scan.file} does not exist; no Latch handlers are installed`, fix };
+  }
+  if (scan.error) return { name, status: 'fail', detail: `${scan.file}: ${scan.error} (Codex cannot load it either)`, fix: `fix ${scan.file} by hand, then run \`${SETUP_FIX}\`` };
+  if (scan.handlers.length === 0) {
+    if (elsewhere) return { name, status: 'ok', detail: `${scan.file} has no Latch handlers; Latch is installed in ${elsewhere.file}` };
+    return { name, status: 'fail', detail: `${scan.file} has no Latch handlers`, fix: setupFix(scan) };
+  }
+  const fails: string[] = [];
+  const warns: string[] = [];
+  const oks: string[] = [];
+  for (const spec of LATCH_EVENTS) {
+    const hs = scan.handlers.filter((h) => h.event === spec.event);
+    if (hs.length === 0) {
+      fails.push(`${spec.event}: no Latch handler`);
+      continue;
+    }
+    if (hs.length > 1) warns.push(`${spec.event}: ${hs.length} Latch handlers (duplicates run concurrently; setup keeps one)`);
+    for (const h of hs) {
+      if (!sameMatcher(h.matcher, spec.matcher)) {
+        fails.push(`${spec.event}: matcher ${JSON.stringify(h.matcher)} differs from ${JSON.stringify(spec.matcher ?? '(none)')}, so some calls may not reach Latch`);
+      }
+      const parsed = parseHookCommand(h.command);
+      const stale: string[] = [];
+      if (!parsed) stale.push('command not in the form setup writes');
+      else {
+        if (parsed.event !== spec.event) stale.push(`command is for event ${parsed.event}`);
+        const node = parsed.node ?? process.execPath;
+        if (h.command !== hookCommand(spec.event, node, parsed.entry)) stale.push('command text differs from what this Latch writes');
+        if (parsed.node !== null && parsed.node !== process.execPath) oks.push(`${spec.event} runs node ${parsed.node} (this one is ${process.execPath})`);
+      }
+      if (h.timeout !== spec.timeout) stale.push(`timeout ${JSON.stringify(h.timeout)} (setup writes ${spec.timeout})`);
+      if (h.statusMessage !== spec.status) stale.push('statusMessage differs');
+      if (stale.length) warns.push(`${spec.event}: stale install (${stale.join('; ')})`);
+    }
+  }
+  const unexpected = scan.handlers.filter((h) => !LATCH_EVENTS.some((s) => s.event === h.event));
+  for (const h of unexpected) warns.push(`${h.event}: unexpected Latch handler (setup does not install one there)`);
+  if (elsewhere && complete(scan)) warns.push(`Latch is also installed in ${elsewhere.file}: every Latch handler runs twice`);
+
+  const status: CheckStatus = fails.length ? 'fail' : warns.length ? 'warn' : 'ok';
+  const head = `${scan.file}: ${LATCH_EVENTS.filter((s) => scan.handlers.some((h) => h.event === s.event)).map((s) => s.event).join(', ') || 'none'}`;
+  const detail = [head, ...fails, ...warns, ...oks].join('\n');
+  return status === 'ok' ? { name, status, detail } : { name, status, detail, fix: setupFix(scan) };
+}
+
+function projectDirOf(file: string): string {
+  return resolve(file, '..', '..');
+}
+
+function setupFix(scan: HooksScan): string {
+  return scan.scope === 'project' ? `latch setup codex --project ${projectDirOf(scan.file)}` : SETUP_FIX;
+}
+
+// ---------------------------------------------------------------------------------------------
+// check 2: the hook command resolves and works end to end
+
+function fileProblem(p: string, kind: 'node binary' | 'Latch entry' | 'latch launcher', mode: number): string | null {
+  if (!p.startsWith('/')) return `${kind} ${p} is not an absolute path`;
+  let st;
+  try {
+    st = statSync(p);
+  } catch {
+    return `${kind} ${p} does not exist`;
+  }
+  if (!st.isFile()) return `${kind} ${p} is not a file`;
+  try {
+    accessSync(p, mode);
+  } catch {
+    return `${kind} ${p} is not ${mode === constants.X_OK ? 'executable' : 'readable'}`;
+  }
+  return null;
+}
+
+function probePayload(dir: string, toolName: string, toolInput: unknown): string {
+  return JSON.stringify({
+    session_id: 'latch-doctor-probe',
+    turn_id: 'latch-doctor-probe-turn',
+    transcript_path: null,
+    cwd: dir,
+    hook_event_name: 'PreToolUse',
+    model: 'latch-doctor',
+    permission_mode: 'default',
+    tool_name: toolName,
+    tool_input: toolInput,
+    tool_use_id: 'latch-doctor-probe-call',
+  });
+}
+
+function isDenyReply(stdout: string): boolean {
+  try {
+    const o = JSON.parse(stdout.trim()) as { hookSpecificOutput?: { hookEventName?: unknown; permissionDecision?: unknown } };
+    return o?.hookSpecificOutput?.hookEventName === 'PreToolUse' && o.hookSpecificOutput.permissionDecision === 'deny';
+  } catch {
+    return false;
+  }
+}
+
+function oneLine(s: string, max = 200): string {
+  const t = s.replace(/\s+/g, ' ').trim();
+  return t.length > max ? t.slice(0, max - 1) + '…' : t;
+}
+
+/** Runs a PreToolUse command as Codex would (through a shell, payload on stdin) against an empty LATCH_HOME. */
+async function probePreToolUse(io: Io, command: string, timeoutMs: number): Promise<string[]> {
+  const problems: string[] = [];
+  const dir = mkdtempSync(join(tmpdir(), 'latch-doctor-'));
+  try {
+    const home = join(dir, 'state');
+    mkdirSync(home, { mode: 0o700 });
+    const env = { ...io.env, LATCH_HOME: home };
+    const run = (input: string) => runBounded('/bin/sh', ['-c', command], { env, cwd: dir, input, timeoutMs });
+
+    const untracked = await run(probePayload(dir, 'view_image', { path: join(dir, 'none.png') }));
+    if (untracked.spawnError) problems.push(`cannot run /bin/sh: ${untracked.spawnError}`);
+    else if (untracked.timedOut) problems.push(`untracked-tool probe (view_image) did not finish within ${timeoutMs} ms`);
+    else if (untracked.code !== 0 || untracked.stdout.trim() !== '') {
+      problems.push(
+        `untracked-tool probe (view_image) should pass silently but exited ${untracked.code ?? untracked.signal}` +
+          (untracked.stdout.trim() ? ` with stdout ${oneLine(untracked.stdout)}` : '') +
+          (untracked.stderr.trim() ? ` (stderr: ${oneLine(untracked.stderr)})` : ''),
+      );
+    }
+
+    const tracked = await run(probePayload(dir, 'Bash', { command: 'rm -rf x' }));
+    if (tracked.spawnError) problems.push(`cannot run /bin/sh: ${tracked.spawnError}`);
+    else if (tracked.timedOut) problems.push(`fail-closed probe (Bash with no store) did not finish within ${timeoutMs} ms`);
+    else {
+      const denied = (tracked.code === 0 && isDenyReply(tracked.stdout)) || (tracked.code === 2 && tracked.stderr.trim() !== '');
+      if (!denied) {
+        problems.push(
+          `fail-closed probe (Bash \`rm -rf x\` with no store) was not denied: exit ${tracked.code ?? tracked.signal}` +
+            (tracked.stdout.trim() ? `, stdout ${oneLine(tracked.stdout)}` : ', no stdout') +
+            (tracked.stderr.trim() ? `, stderr ${oneLine(tracked.stderr)}` : ''),
+        );
+      }
+    }
+    try {
+      const left = readdirSync(home);
+      if (left.length) problems.push(`the hook created ${left.join(', ')} in an empty LATCH_HOME (it must not create a store)`);
+    } catch {
+      /* the probe removed its home: reported by the checks above if it mattered */
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  return problems;
+}
+
+async function checkBinary(io: Io, handlers: LatchHandlerRef[], timeoutMs: number): Promise<Check> {
+  const name = 'hook command';
+  if (handlers.length === 0) return { name, status: 'fail', detail: 'no Latch hook command to check', fix: SETUP_FIX };
+  const fails: string[] = [];
+  const oks: string[] = [];
+  const seen = new Set<string>();
+  for (const h of handlers) {
+    if (seen.has(h.command)) continue;
+    seen.add(h.command);
+    const where = `${h.event} in ${h.file}`;
+    const parsed = parseHookCommand(h.command);
+    if (!parsed) {
+      fails.push(`${where}: cannot read the node binary and Latch entry out of the command`);
+      continue;
+    }
+    const problems =
+      parsed.node === null
+        ? [fileProblem(parsed.entry.startsWith('/') ? parsed.entry : (whichOnPath(parsed.entry, io.env) ?? parsed.entry), 'latch launcher', constants.X_OK)]
+        : [fileProblem(parsed.node, 'node binary', constants.X_OK), fileProblem(parsed.entry, 'Latch entry', constants.R_OK)];
+    const bad = problems.filter((p): p is string => p !== null);
+    if (bad.length) {
+      fails.push(...bad.map((b) => `${where}: ${b}`));
+      continue;
+    }
+    if (h.event !== 'PreToolUse') continue;
+    const probe = await probePreToolUse(io, h.command, timeoutMs);
+    if (probe.length) fails.push(...probe.map((p) => `${where}: ${p}`));
+    else oks.push(`${where}: untracked tool passes, tracked tool denied with no store (fails closed)`);
+  }
+  if (!handlers.some((h) => h.event === 'PreToolUse')) fails.push('no PreToolUse handler to probe');
+  if (fails.length) return { name, status: 'fail', detail: [...fails, ...oks].join('\n'), fix: `${SETUP_FIX} (after \`npm run build\` or reinstalling agent-latch if the entry is gone)` };
+  const first = parseHookCommand(handlers[0]!.command)!;
+  return { name, status: 'ok', detail: [`node ${first.node ?? '(launcher)'}, entry ${first.entry}`, ...oks].join('\n') };
+}
+
+function whichOnPath(cmd: string, env: NodeJS.ProcessEnv): string | null {
+  for (const dir of (env.PATH ?? '').split(':')) {
+    if (!dir) continue;
+    const p = join(dir, cmd);
+    if (existsSync(p)) return p;
+  }
+  return null;
+}
+
+// ---------------------------------------------------------------------------------------------
+// check 3: trusted by Codex
+
+const snake = (event: string) => event.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toLowerCase();
+const camel = (event: string) => event.charAt(0).toLowerCase() + event.slice(1);
+
+/** Codex's trust key of a handler: `<abs path of hooks.json>:<event_snake_case>:<group index>:<handler index>`. */
+export function trustKey(h: Pick<LatchHandlerRef, 'file' | 'event' | 'groupIndex' | 'handlerIndex'>): string {
+  return `${h.file}:${snake(h.event)}:${h.groupIndex}:${h.handlerIndex}`;
+}
+
+function real(p: string): string {
+  try {
+    return realpathSync(p);
+  } catch {
+    return resolve(p);
+  }
+}
+
+function findCodexHook(h: LatchHandlerRef, listed: CodexHookInfo[]): CodexHookInfo | undefined {
+  const key = trustKey(h);
+  const file = real(h.file);
+  return (
+    listed.find((c) => c.key === key) ??
+    listed.find((c) => c.key === `${file}:${snake(h.event)}:${h.groupIndex}:${h.handlerIndex}`) ??
+    listed.find((c) => real(c.sourcePath) === file && c.eventName === camel(h.event) && c.command === h.command)
+  );
+}
+
+/** Without Codex: a handler with no `[hooks.state."<key>"] trusted_hash` is certainly untrusted. */
+function trustFromConfig(codexHome: string, handlers: LatchHandlerRef[]): { untrusted: string[]; unknown: string[]; error?: string } {
+  const file = join(codexHome, 'config.toml');
+  let state: Record<string, { trusted_hash?: unknown }> = {};
+  if (existsSync(file)) {
+    try {
+      const cfg = parseToml(readFileSync(file, 'utf8')) as { hooks?: { state?: Record<string, { trusted_hash?: unknown }> } };
+      state = cfg.hooks?.state ?? {};
+    } catch (err) {
+      return { untrusted: [], unknown: handlers.map(trustKey), error: `cannot read ${file}: ${errorMessage(err)}` };
+    }
+  }
+  const untrusted: string[] = [];
+  const unknown: string[] = [];
+  for (const h of handlers) {
+    const k = trustKey(h);
+    if (typeof state[k]?.trusted_hash === 'string') unknown.push(k);
+    else untrusted.push(k);
+  }
+  return { untrusted, unknown };
+}
+
+async function checkTrusted(
+  io: Io,
+  codex: CodexCommand | null,
+  codexHome: string,
+  cwd: string,
+  handlers: LatchHandlerRef[],
+  timeoutMs: number,
+): Promise<Check> {
+  const name = 'hooks trusted';
+  if (handlers.length === 0) return { name, status: 'warn', detail: 'no Latch handlers installed, nothing to trust', fix: SETUP_FIX };
+  let listed: HooksListEntry[] | null = null;
+  let why = '';
+  if (!codex) why = 'codex was not found on PATH or in node_modules';
+  else {
+    try {
+      listed = await listCodexHooks(codex, { env: io.env, codexHome, cwds: [cwd], timeoutMs });
+    } catch (err) {
+      why = `could not ask Codex (${codex.path}): ${errorMessage(err)}`;
+    }
+  }
+  if (!listed) {
+    const cfg = trustFromConfig(codexHome, handlers);
+    if (cfg.untrusted.length) {
+      return { name, status: 'warn', detail: [`not trusted (no trusted_hash in ${join(codexHome, 'config.toml')}):`, ...cfg.untrusted.map((k) => `  ${k}`), `(${why})`].join('\n'), fix: TRUST_FIX };
+    }
+    return { name, status: 'warn', detail: `cannot determine: ${why}${cfg.error ? `; ${cfg.error}` : ''}; config.toml has a trusted_hash for every Latch handler but it cannot be compared with the current hash` };
+  }
+  const all = listed.flatMap((e) => e.hooks);
+  const codexErrors = listed.flatMap((e) => e.errors.map((x) => `${x.path}: ${x.message}`));
+  const trusted: string[] = [];
+  const untrusted: string[] = [];
+  const disabled: string[] = [];
+  const missing: string[] = [];
+  for (const h of handlers) {
+    const c = findCodexHook(h, all);
+    const label = `${h.event} (${trustKey(h)})`;
+    if (!c) {
+      missing.push(
+        h.scope === 'project'
+          ? `${label}: Codex does not load this project hooks.json (is the project trusted in Codex? it loads .codex/ only for trusted projects)`
+          : `${label}: Codex did not list this handler`,
+      );
+      continue;
+    }
+    if (!c.enabled) disabled.push(`${label}: disabled in Codex`);
+    if (c.trustStatus === 'trusted' || c.trustStatus === 'managed') trusted.push(`${label}: ${c.trustStatus} ${c.currentHash}`);
+    else untrusted.push(`${label}: ${c.trustStatus} (current hash ${c.currentHash})`);
+  }
+  const problems = [...untrusted, ...disabled, ...missing, ...codexErrors.map((e) => `Codex reports: ${e}`)];
+  if (problems.length === 0) return { name, status: 'ok', detail: [`all ${trusted.length} Latch handlers are trusted (asked ${codex!.path})`, ...trusted].join('\n') };
+  const detail = [...problems, ...trusted].join('\n');
+  const fix = missing.some((m) => m.includes('project'))
+    ? `${TRUST_FIX}; for project hooks, trust the project in Codex first`
+    : disabled.length && !untrusted.length
+      ? 'open `codex`, run /hooks and enable the Latch handlers'
+      : TRUST_FIX;
+  return { name, status: 'warn', detail, fix };
+}
+
+// ---------------------------------------------------------------------------------------------
+// check 4: Codex version
+
+function cmpVersion(a: string, b: string): number {
+  const pa = a.split(/[.-]/).slice(0, 3).map(Number);
+  const pb = b.split(/[.-]/).slice(0, 3).map(Number);
+  for (let i = 0; i < 3; i++) if ((pa[i] ?? 0) !== (pb[i] ?? 0)) return (pa[i] ?? 0) - (pb[i] ?? 0);
+  return 0;
+}
+
+async function checkVersion(io: Io, codex: CodexCommand | null, codexHome: string, timeoutMs: number): Promise<Check> {
+  const name = 'codex version';
+  if (!codex) return { name, status: 'warn', detail: 'codex not found on PATH or in node_modules', fix: 'install Codex: npm i -g @openai/codex' };
+  const v = await codexVersion(codex, { env: io.env, codexHome, cwd: io.cwd, timeoutMs });
+  if (!v.version) return { name, status: 'warn', detail: `${codex.path}: ${v.error ?? 'unknown version'}`, fix: 'check that `codex --version` works' };
+  if (cmpVersion(v.version, MIN_CODEX_VERSION) < 0) {
+    return {
+      name,
+      status: 'warn',
+      detail: `${v.raw} (${codex.path}) is older than ${MIN_CODEX_VERSION}; Latch needs PreCompact/PostCompact hooks and was verified on ${VERIFIED_MINOR}.x`,
+      fix: 'upgrade Codex: npm i -g @openai/codex@latest',
+    };
+  }
+  const note = v.version.startsWith(`${VERIFIED_MINOR}.`) ? 'verified' : `newer than the verified ${VERIFIED_MINOR}.x`;
+  return { name, status: 'ok', detail: `${v.raw} (${codex.path}, from ${codex.from}; ${note})` };
+}
+
+// ---------------------------------------------------------------------------------------------
+// check 5: the store
+
+function modeStr(mode: number): string {
+  return (mode & 0o777).toString(8).padStart(4, '0');
+}
+
+function checkStore(io: Io): Check {
+  const name = 'store';
+  const home = homeOf(io);
+  const me = typeof process.getuid === 'function' ? process.getuid() : undefined;
+  let st;
+  try {
+    st = lstatSync(home);
+  } catch {
+    return { name, status: 'fail', detail: `state directory ${home} does not exist (every tracked tool call is denied)`, fix: SETUP_FIX };
+  }
+  if (st.isSymbolicLink()) return { name, status: 'fail', detail: `state directory ${home} is a symlink; Latch refuses it`, fix: `replace the symlink ${home} by a real directory, then run \`${SETUP_FIX}\`` };
+  if (!st.isDirectory()) return { name, status: 'fail', detail: `${home} is not a directory`, fix: `move ${home} away, then run \`${SETUP_FIX}\`` };
+  if (me !== undefined && st.uid !== me) return { name, status: 'fail', detail: `state directory ${home} is owned by uid ${st.uid}, not by you (uid ${me})`, fix: `chown ${me} ${home}` };
+  const warns: string[] = [];
+  if ((st.mode & 0o777) !== 0o700) warns.push(`state directory mode ${modeStr(st.mode)} (expected 0700)`);
+
+  const file = dbPath(home);
+  let fst;
+  try {
+    fst = lstatSync(file);
+  } catch {
+    return { name, status: 'fail', detail: `store ${file} is missing (every tracked tool call is denied)`, fix: SETUP_FIX };
+  }
+  if (fst.isSymbolicLink() || !fst.isFile()) return { name, status: 'fail', detail: `${file} is ${fst.isSymbolicLink() ? 'a symlink' : 'not a regular file'}; Latch refuses it`, fix: `move ${file} away, then run \`${SETUP_FIX}\`` };
+  if (me !== undefined && fst.uid !== me) return { name, status: 'fail', detail: `${file} is owned by uid ${fst.uid}, not by you (uid ${me})`, fix: `chown ${me} ${file}` };
+  if ((fst.mode & 0o777) !== 0o600) warns.push(`store mode ${modeStr(fst.mode)} (expected 0600)`);
+
+  const modeFix = `chmod 700 ${home} && chmod 600 ${file}`;
+  let db;
+  try {
+    db = openStore(home, { create: false, readonly: true });
+  } catch (err) {
+    const msg = errorMessage(err);
+    if (/needs a schema migration/.test(msg)) {
+      return { name, status: 'warn', detail: [`${file}: ${msg}`, 'the next hook or command migrates it', ...warns].join('\n'), fix: 'latch status' };
+    }
+    return { name, status: 'fail', detail: `${msg} (every tracked tool call is denied)`, fix: `move ${file} away (keep it for inspection), then run \`${SETUP_FIX}\`` };
+  }
+  try {
+    const rows = db.pragma('quick_check') as { quick_check: string }[];
+    const problems = rows.map((r) => r.quick_check).filter((r) => r !== 'ok');
+    if (problems.length || rows.length === 0) {
+      return { name, status: 'fail', detail: `${file}: PRAGMA quick_check: ${problems.slice(0, 5).join('; ') || 'no result'}`, fix: `move ${file} away (keep it for inspection), then run \`${SETUP_FIX}\`` };
+    }
+    const journal = String(db.pragma('journal_mode', { simple: true }));
+    if (journal.toLowerCase() !== 'wal') warns.push(`journal_mode is ${journal} (expected wal; the next writer switches it)`);
+    const version = Number(db.pragma('user_version', { simple: true }));
+    if (version !== SCHEMA_VERSION) warns.push(`schema version ${version} (expected ${SCHEMA_VERSION})`);
+  } catch (err) {
+    return { name, status: 'fail', detail: `${file}: ${errorMessage(err)}`, fix: `move ${file} away (keep it for inspection), then run \`${SETUP_FIX}\`` };
+  } finally {
+    db.close();
+  }
+  const head = `${file}: quick_check ok, schema ${SCHEMA_VERSION}`;
+  if (warns.length) return { name, status: 'warn', detail: [head, ...warns].join('\n'), fix: modeFix };
+  return { name, status: 'ok', detail: `${head}, wal, modes 0700/0600` };
+}
+
+// ---------------------------------------------------------------------------------------------
+
+function resolveCodexHome(opts: DoctorOptions, io: Io): string {
+  if (opts.codexHome) return resolve(io.cwd, opts.codexHome);
+  if (io.env.CODEX_HOME) return resolve(io.cwd, io.env.CODEX_HOME);
+  return join(io.env.HOME || homedir(), '.codex');
+}
+
+export async function runChecks(io: Io, opts: DoctorOptions): Promise<Check[]> {
+  const timeoutMs = opts.timeoutMs ?? 10_000;
+  const codexHome = resolveCodexHome(opts, io);
+  const userFile = hooksFilePath({ codexHome }, io.env);
+  const projectDir = opts.project ? resolve(io.cwd, opts.project) : existsSync(join(io.cwd, '.codex', 'hooks.json')) ? io.cwd : null;
+  const projectFile = projectDir ? hooksFilePath({ project: projectDir }, io.env) : null;
+
+  const scans: HooksScan[] = [scanHooksFile(userFile, 'user')];
+  if (projectFile && real(projectFile) !== real(userFile)) scans.push(scanHooksFile(projectFile, 'project'));
+  const checks: Check[] = scans.map((s) => checkInstalled(s, scans.filter((o) => o !== s)));
+  const handlers = scans.flatMap((s) => s.handlers);
+
+  checks.push(await checkBinary(io, handlers, timeoutMs));
+  const codex = resolveCodex(io.env);
+  checks.push(await checkTrusted(io, codex, codexHome, projectDir ?? io.cwd, handlers, timeoutMs));
+  checks.push(await checkVersion(io, codex, codexHome, timeoutMs));
+  checks.push(checkStore(io));
+  return checks;
+}
+
+const MARK: Record<CheckStatus, string> = { ok: '[ok]  ', warn: '[warn]', fail: '[FAIL]' };
+
+export function formatChecks(checks: Check[]): string {
+  const lines = [`Latch doctor (${VERSION})`, ''];
+  for (const c of checks) {
+    const [first, ...rest] = c.detail.split('\n');
+    lines.push(`${MARK[c.status]} ${c.name}: ${first ?? ''}`);
+    for (const r of rest) lines.push(`         ${r}`);
+    if (c.fix) lines.push(`         fix: ${c.fix}`);
+  }
+  const fails = checks.filter((c) => c.status === 'fail').length;
+  const warns = checks.filter((c) => c.status === 'warn').length;
+  lines.push('');
+  lines.push(fails ? `${fails} check(s) failed, ${warns} warning(s).` : warns ? `No failures, ${warns} warning(s).` : 'All checks passed.');
+  return lines.join('\n') + '\n';
+}
+
+export async function doctor(io: Io, opts: DoctorOptions): Promise<number> {
+  const checks = await runChecks(io, opts);
+  const ok = checks.every((c) => c.status !== 'fail');
+  if (opts.json) io.out(JSON.stringify({ ok, checks }, null, 2) + '\n');
+  else io.out(formatChecks(checks));
+  return ok ? EXIT.ok : EXIT.failure;
+}
