@@ -84,6 +84,26 @@ export const COMMANDS: Record<string, Command> = {
       return resume(io, { cwd: str(v.cwd), session: str(v.session), json: v.json === true });
     },
   },
+  log: {
+    usage: 'latch log [--cwd DIR] [--session ID] [--json]',
+    summary: 'The mutation-attempt timeline with files changed, compactions, latch transitions and denials interleaved.',
+    options: { ...cwdOpt, ...sessionOpt, ...jsonOpt },
+    async run(io, v) {
+      const { log } = await import('./commands/ledger.js');
+      return log(io, { cwd: str(v.cwd), session: str(v.session), json: v.json === true });
+    },
+  },
+  blame: {
+    usage: 'latch blame PATH [--cwd DIR] [--json]',
+    summary: 'Every recorded change to PATH, newest first, with the attempt, session, turn, tool and attribution.',
+    options: { ...cwdOpt, ...jsonOpt },
+    positionals: true,
+    async run(io, v, p) {
+      if (p.length !== 1) throw new ExitError(EXIT.usage, 'usage: latch blame PATH [--cwd DIR] [--json]');
+      const { blame } = await import('./commands/ledger.js');
+      return blame(io, { path: p[0]!, cwd: str(v.cwd), json: v.json === true });
+    },
+  },
   exec: {
     usage: 'latch exec [--cwd DIR] -- CMD [ARGS...]',
     summary: 'Run CMD unless the workspace has a latched session (then exit 73 without running it).',

@@ -79,6 +79,16 @@ function toEvent(p: CodexPayload): LatchEvent | null {
       return { type: 'pre_compact', trigger: p.trigger ?? null };
     case 'PostCompact':
       return { type: 'post_compact', trigger: p.trigger ?? null };
+    case 'PostToolUse':
+      return { type: 'post_tool', call: classifyTool(p.tool_name, p.tool_input, p.tool_use_id ?? null) };
+    case 'Stop':
+      return { type: 'turn_end', kind: 'stop' };
+    case 'SubagentStop':
+      return { type: 'turn_end', kind: 'subagent_stop' };
+    case 'Interrupt':
+      return { type: 'turn_end', kind: 'interrupt' };
+    case 'SessionEnd':
+      return { type: 'turn_end', kind: 'session_end' };
     default:
       return null;
   }

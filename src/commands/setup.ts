@@ -24,6 +24,11 @@ export const LATCH_EVENTS: readonly { event: string; matcher: string | null; tim
   { event: 'PreToolUse', matcher: TRACKED_TOOL_MATCHER, timeout: 120, status: 'Latch: checking mutation authority' },
   { event: 'PreCompact', matcher: null, timeout: 120, status: 'Latch: writing checkpoint' },
   { event: 'PostCompact', matcher: null, timeout: 60, status: 'Latch: latching after compaction' },
+  { event: 'PostToolUse', matcher: TRACKED_TOOL_MATCHER, timeout: 120, status: 'Latch: recording changes' },
+  { event: 'Stop', matcher: null, timeout: 120, status: 'Latch: closing the turn' },
+  { event: 'SubagentStop', matcher: null, timeout: 120, status: 'Latch: closing the sub-agent turn' },
+  { event: 'Interrupt', matcher: null, timeout: 3, status: 'Latch: closing the interrupted turn' }, // Codex 0.169 clamps Interrupt hooks to 3s (with a warning)
+  { event: 'SessionEnd', matcher: null, timeout: 3, status: 'Latch: closing the session' },
 ];
 
 const MARK = / hook codex --event /;
@@ -76,6 +81,10 @@ function readHooks(file: string): HooksFile {
   if (hooks !== undefined && (typeof hooks !== 'object' || hooks === null || Array.isArray(hooks))) {
     throw new ExitError(EXIT.failure, `${file}: "hooks" is not an object`);
   }
+  for (const [event, groups] of Object.entries(hooks ?? {})) {
+    const bad = (g: unknown) => !g || typeof g !== 'object' || Array.isArray(g) || ('hooks' in g && !Array.isArray((g as Group).hooks));
+    if (!Array.isArray(groups) || groups.some(bad)) throw new ExitError(EXIT.failure, `${file}: "hooks.${event}" is not a list of hook groups`);
+  }
   return data as HooksFile;
 }
 
@@ -100,16 +109,25 @@ export function mergeLatchHooks(input: HooksFile, node: string, entry: string): 
     const handler: Handler = { type: 'command', command: hookCommand(spec.event, node, entry), timeout: spec.timeout, statusMessage: spec.status };
     const groups = (hooks[spec.event] ??= []);
     let placed = false;
+    let dropped = false;
     let action: 'added' | 'updated' | 'unchanged' = 'added';
+    // Only groups Latch empties are removed: Codex counts every group in its (positional) trust keys.
+    const emptied = new Set<Group>();
     for (const g of groups) {
       if (!Array.isArray(g.hooks)) continue;
+      // A group shared with other handlers keeps its matcher (it is part of their trust hash).
+      const shared = g.hooks.some((h) => !isLatchHandler(h));
+      const canPlace = !shared || (g.matcher ?? null) === spec.matcher;
       const next: Handler[] = [];
       for (const h of g.hooks) {
         if (!isLatchHandler(h)) {
           next.push(h);
           continue;
         }
-        if (placed) continue; // drop duplicates
+        if (placed || !canPlace) {
+          dropped = true; // duplicates, or a copy in a group whose matcher Latch must not change
+          continue;
+        }
         placed = true;
         const same = JSON.stringify(h) === JSON.stringify(handler) && (g.matcher ?? null) === spec.matcher;
         action = same ? 'unchanged' : 'updated';
@@ -117,10 +135,12 @@ export function mergeLatchHooks(input: HooksFile, node: string, entry: string): 
         else g.matcher = spec.matcher;
         next.push(handler);
       }
+      if (next.length === 0 && g.hooks.length > 0) emptied.add(g);
       g.hooks = next;
     }
     if (!placed) groups.push(spec.matcher === null ? { hooks: [handler] } : { matcher: spec.matcher, hooks: [handler] });
-    hooks[spec.event] = groups.filter((g) => !Array.isArray(g.hooks) || g.hooks.length > 0);
+    if (dropped) action = 'updated';
+    hooks[spec.event] = groups.filter((g) => !emptied.has(g));
     changes.push({ event: spec.event, action });
   }
   return { file, changes };
@@ -132,15 +152,18 @@ export function removeLatchHooks(input: HooksFile): MergeResult {
   for (const [event, groups] of Object.entries(file.hooks ?? {})) {
     if (!Array.isArray(groups)) continue;
     let removed = false;
-    const kept = groups
-      .map((g) => {
-        if (!Array.isArray(g.hooks)) return g;
-        const hs = g.hooks.filter((h) => !isLatchHandler(h));
-        if (hs.length !== g.hooks.length) removed = true;
-        return { ...g, hooks: hs };
-      })
-      .filter((g) => !Array.isArray(g.hooks) || g.hooks.length > 0);
-    if (removed) changes.push({ event, action: 'removed' });
+    const kept: Group[] = [];
+    for (const g of groups) {
+      const hs = Array.isArray(g.hooks) ? g.hooks.filter((h) => !isLatchHandler(h)) : null;
+      if (!hs || hs.length === g.hooks!.length) {
+        kept.push(g); // untouched, even when empty (other people's groups are not Latch's to tidy)
+        continue;
+      }
+      removed = true;
+      if (hs.length > 0) kept.push({ ...g, hooks: hs });
+    }
+    if (!removed) continue;
+    changes.push({ event, action: 'removed' });
     if (kept.length > 0) file.hooks![event] = kept;
     else delete file.hooks![event];
   }

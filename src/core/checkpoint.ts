@@ -2,8 +2,9 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { gitState, type GitState } from './git.js';
-import { encodeListing, snapshotTree, SqliteStatCache, type TreeSnapshot } from './tree.js';
-import type { Db } from './store.js';
+import { observeWorkspace } from './observe.js';
+import { immediate, type Db } from './store.js';
+import { encodeListing, type TreeSnapshot } from './tree.js';
 
 export interface TranscriptPrefix {
   path: string;
@@ -54,7 +55,8 @@ export function collectEvidence(
   transcript: { path: string; size: number | null } | null,
 ): WorkspaceEvidence {
   const git = gitState(workspace);
-  const tree = snapshotTree(workspace, { cache: new SqliteStatCache(db), isGit: git.isRepo });
+  // An observation, so that changes seen first by a checkpoint still enter the ledger.
+  const tree = immediate(db, () => observeWorkspace(db, workspace, 'checkpoint', new Date().toISOString(), git.isRepo)).snapshot;
   return { git, tree, transcript: transcript ? hashPrefix(transcript.path, transcript.size) : null };
 }
 

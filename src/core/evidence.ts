@@ -6,7 +6,9 @@ import { errorMessage } from './errors.js';
 import { gitState } from './git.js';
 import type { SessionRow } from './records.js';
 import type { Db } from './store.js';
-import { decodeListing, diffTrees, snapshotTree, SqliteStatCache, type TreeEntry } from './tree.js';
+import { observeWorkspace } from './observe.js';
+import { immediate } from './store.js';
+import { decodeListing, diffTrees, type TreeEntry } from './tree.js';
 
 export interface Check {
   name: 'checkpoint' | 'tree' | 'git' | 'transcript';
@@ -54,7 +56,7 @@ export function episodeCheckpoints(db: Db, row: SessionRow): CheckpointRow[] {
 export function evaluateEvidence(db: Db, row: SessionRow): Evidence {
   const cps = episodeCheckpoints(db, row);
   const git = gitState(row.workspace);
-  const tree = snapshotTree(row.workspace, { cache: new SqliteStatCache(db), isGit: git.isRepo });
+  const tree = immediate(db, () => observeWorkspace(db, row.workspace, 'verify', new Date().toISOString(), git.isRepo)).snapshot;
   const checks: Check[] = [];
   const changes: Change[] = [];
   const baseline = cps[0];

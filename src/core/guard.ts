@@ -23,6 +23,7 @@ import {
 } from './records.js';
 import { immediate, type Db } from './store.js';
 import { summarizeCall, type ToolCall } from './tools.js';
+import { abandonAttempts, attemptId, beginClose, claimRecovery, endClose, getAttempt, laneOf, orphanedClosings, selfId, startAttempt } from './ledger.js';
 import { EMPTY_SCAN, scanTranscript, type ScanResult, type ScanState } from './transcript.js';
 
 export interface Observation {
@@ -37,11 +38,15 @@ export interface Observation {
 
 export type StartSource = 'startup' | 'resume' | 'clear' | 'compact' | 'fork';
 
+export type TurnEnd = 'stop' | 'subagent_stop' | 'interrupt' | 'session_end';
+
 export type LatchEvent =
   | { type: 'session_start'; source: StartSource }
   | { type: 'pre_compact'; trigger: string | null }
   | { type: 'post_compact'; trigger: string | null }
-  | { type: 'pre_tool'; call: ToolCall };
+  | { type: 'pre_tool'; call: ToolCall }
+  | { type: 'post_tool'; call: ToolCall }
+  | { type: 'turn_end'; kind: TurnEnd };
 
 export interface Reason {
   code: string;
@@ -123,12 +128,18 @@ async function handleWithDb(ctx: GuardContext, db: Db, obs: Observation, ev: Lat
   const needEvidence =
     newTranscript.some((c) => !getCompaction(db, row.session_id, c.index)?.checkpoint_id) ||
     (hookSeq !== null && !getCompaction(db, row.session_id, hookSeq)?.checkpoint_id);
+  const tracked = ev.type === 'pre_tool' && ev.call.kind !== null;
+  if (tracked && orphanedClosings(db, row.workspace).length > 0) await recoverOrphans(ctx, db, row.workspace);
+  // The first attempt in a workspace needs a baseline observation: its pre-state.
+  if ((tracked || ev.type === 'session_start') && !db.prepare('SELECT 1 FROM workspaces WHERE workspace = ?').get(row.workspace)) {
+    await observe(ctx, db, row.workspace, 'baseline');
+  }
   const slow = needEvidence ? await loadSlow() : null;
   const evidence = slow ? slow.collectEvidence(db, row.workspace, null) : null;
 
   // Phase 2: apply everything under one write lock. Every step is idempotent against a concurrent hook
   // (compactions are keyed by per-source counters that only grow).
-  return immediate(db, () => {
+  const decision = immediate<Decision>(db, () => {
     const now = ctx.now();
     row = getSession(db, obs.sessionId)!;
     if (scan.result && scan.result.state.offset >= row.transcript_offset) {
@@ -139,6 +150,10 @@ async function handleWithDb(ctx: GuardContext, db: Db, obs: Observation, ev: Lat
         trip(db, row, comp.seq, 'transcript', now);
       }
       saveScanState(db, row.session_id, mergeScan(row, scan.result.state), now);
+      // A tool output in the transcript while its attempt is still `started`: Codex wrote the result
+      // without a PostToolUse (failed apply_patch, MCP error, a call another hook denied): a sure signal.
+      const ids = scan.result.outputs.map((callId) => attemptId(row.session_id, callId));
+      if (ids.length > 0) abandonAttempts(db, { ids }, 'tool output recorded without PostToolUse', now);
       row = getSession(db, obs.sessionId)!;
     }
 
@@ -154,14 +169,89 @@ async function handleWithDb(ctx: GuardContext, db: Db, obs: Observation, ev: Lat
     }
 
     switch (ev.type) {
-      case 'pre_tool':
-        return decideTool(db, row, obs, ev.call, scan, now);
+      case 'pre_tool': {
+        const d = decideTool(db, row, obs, ev.call, scan, now);
+        if (d.verdict !== 'allow' || ev.call.kind === null) return d;
+        return admitStart(db, row, obs, ev.call, now) ?? d;
+      }
+      case 'turn_end': {
+        const where = ev.kind === 'subagent_stop' && obs.agentId ? { lane: laneOf(row.session_id, obs.agentId) } : { session: row.session_id };
+        abandonAttempts(db, where, `${ev.kind} before PostToolUse`, now);
+        return { verdict: 'observe', reasons: [], message: null, state: row.state };
+      }
       case 'session_start':
         return { verdict: 'observe', reasons: [], message: sessionContext(db, row), state: row.state };
       default:
         return { verdict: 'observe', reasons: [], message: null, state: row.state };
     }
   });
+
+  // Phase 3, after the decision is durable: the ledger's observations (a tree scan each).
+  if (ev.type === 'post_tool' && ev.call.kind !== null && ev.call.toolUseId) await closeAttempt(ctx, db, row, obs, ev.call);
+  if (ev.type === 'turn_end' && ev.kind !== 'session_end') await observe(ctx, db, row.workspace, ev.kind);
+  return decision;
+}
+
+/**
+ * The Start of a tracked call Latch allows, written before the allow is returned. Turn lanes: a
+ * Start from a new turn proves the lane's older attempts are over. No Start while a recovery is
+ * pending. Returns a deny decision when the Start cannot be admitted.
+ */
+function admitStart(db: Db, row: SessionRow, obs: Observation, call: ToolCall, now: string): Decision | null {
+  if (!call.toolUseId) return denyDecision([{ code: 'no_tool_use_id', message: 'The hook payload has no tool_use_id, so Latch cannot record this attempt.' }], row.state);
+  if (orphanedClosings(db, row.workspace).length > 0) {
+    return denyDecision([{ code: 'recovery_pending', message: 'Latch is recovering an attempt whose hook process died; retry the call in a moment.' }], row.state);
+  }
+  const lane = laneOf(row.session_id, obs.agentId);
+  const stale = (db.prepare("SELECT id FROM attempts WHERE lane = ? AND state = 'started' AND turn_id IS NOT ? ").all(lane, obs.turnId) as { id: string }[]).map((r) => r.id);
+  if (stale.length > 0) abandonAttempts(db, { ids: stale }, 'a later turn started in the same lane', now);
+  startAttempt(db, { sessionId: row.session_id, workspace: row.workspace, turnId: obs.turnId, agentId: obs.agentId, toolName: call.name, toolUseId: call.toolUseId, summary: summarizeCall(call) }, now);
+  return null;
+}
+
+/** PostToolUse: started -> closing (durable), then one observation attributes the changes, -> closed. */
+async function closeAttempt(ctx: GuardContext, db: Db, row: SessionRow, obs: Observation, call: ToolCall): Promise<void> {
+  const id = attemptId(row.session_id, call.toolUseId!);
+  const owner = selfId();
+  const a = immediate(db, () => {
+    if (!getAttempt(db, id)) {
+      // No Start on record (Latch installed mid-call): record the attempt; its changes cannot be timed.
+      startAttempt(db, { sessionId: row.session_id, workspace: row.workspace, turnId: obs.turnId, agentId: obs.agentId, toolName: call.name, toolUseId: call.toolUseId!, summary: summarizeCall(call) + ' (no Start recorded)' }, ctx.now());
+      db.prepare("UPDATE attempts SET started_ns = '0' WHERE id = ?").run(id);
+    }
+    return beginClose(db, id, owner);
+  });
+  if (!a || a.state !== 'closing' || a.closer_pid !== owner.pid) return;
+  const slow = await loadSlow();
+  immediate(db, () => {
+    slow.observeWorkspace(db, row.workspace, 'close', ctx.now());
+    endClose(db, id, ctx.now(), 'PostToolUse');
+  });
+}
+
+async function observe(ctx: GuardContext, db: Db, workspace: string, by: string): Promise<void> {
+  const slow = await loadSlow();
+  immediate(db, () => slow.observeWorkspace(db, workspace, by, ctx.now()));
+}
+
+/** The recovery barrier: finish the closes whose hook process died, one claim (generation) each. */
+export async function recoverOrphans(ctx: GuardContext, db: Db, workspace: string): Promise<number> {
+  const slow = await loadSlow();
+  const owner = selfId();
+  let done = 0;
+  for (const orphan of orphanedClosings(db, workspace)) {
+    const won = immediate(db, () => {
+      const current = getAttempt(db, orphan.id);
+      return !!current && current.state === 'closing' && claimRecovery(db, current, owner);
+    });
+    if (!won) continue;
+    immediate(db, () => {
+      slow.observeWorkspace(db, workspace, 'recovery', ctx.now());
+      endClose(db, orphan.id, ctx.now(), 'recovered after the closing hook died');
+    });
+    done++;
+  }
+  return done;
 }
 
 function hookSourceOf(ev: LatchEvent): Exclude<CompactionSource, 'transcript'> | null {

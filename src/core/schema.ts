@@ -98,4 +98,60 @@ export const MIGRATIONS: readonly string[] = [
 
   ${TREE_CACHE_SQL}
   `,
+  `
+  CREATE TABLE attempts (
+    id            TEXT PRIMARY KEY,          -- <session_id>/<tool_use_id>: a duplicate delivery reuses it
+    session_id    TEXT NOT NULL,
+    workspace     TEXT NOT NULL,
+    turn_id       TEXT,
+    agent_id      TEXT,
+    lane          TEXT NOT NULL,             -- session, or session/agent for a sub-agent
+    tool_name     TEXT NOT NULL,
+    tool_use_id   TEXT,
+    summary       TEXT,
+    state         TEXT NOT NULL,             -- started | closing | closed | abandoned
+    started_at    TEXT NOT NULL,
+    started_ns    TEXT NOT NULL,
+    scan_gen      INTEGER NOT NULL,          -- the observation the pre-state refers to
+    closing_ns    TEXT,
+    closer_pid    INTEGER,
+    closer_start  TEXT,
+    recovery_gen  INTEGER NOT NULL DEFAULT 0,
+    ended_at      TEXT,
+    ended_ns      TEXT,
+    end_reason    TEXT,
+    output_seen   INTEGER NOT NULL DEFAULT 0
+  );
+  CREATE INDEX attempts_workspace_state ON attempts(workspace, state);
+  CREATE INDEX attempts_session ON attempts(session_id, started_ns);
+
+  CREATE TABLE changes (
+    id             INTEGER PRIMARY KEY AUTOINCREMENT,
+    workspace      TEXT NOT NULL,
+    scan_gen       INTEGER NOT NULL,
+    observed_at    TEXT NOT NULL,
+    observed_by    TEXT NOT NULL,            -- close | stop | checkpoint | verify | recovery | ...
+    path           TEXT NOT NULL,
+    change         TEXT NOT NULL,            -- added | modified | removed
+    before_sha256  TEXT, before_mode INTEGER, before_size INTEGER,
+    after_sha256   TEXT, after_mode INTEGER, after_size INTEGER,
+    changed_ns     TEXT,                     -- ctime, or the parent directory's mtime for a removal
+    attribution    TEXT NOT NULL,            -- attempt | contended | outside | unknown
+    attempt_id     TEXT,
+    session_id     TEXT,
+    candidates_json TEXT NOT NULL DEFAULT '[]'
+  );
+  CREATE INDEX changes_path ON changes(workspace, path, id);
+  CREATE INDEX changes_attempt ON changes(attempt_id);
+
+  CREATE TABLE workspaces (
+    workspace     TEXT PRIMARY KEY,
+    scan_gen      INTEGER NOT NULL DEFAULT 0,
+    last_scan_ns  TEXT,
+    last_scan_at  TEXT,
+    tree_sha256   TEXT,
+    tree_files    INTEGER
+  );
+  `,
 ];
+

@@ -4,3 +4,4 @@
 export { checkpointRow, collectEvidence, hashPrefix, insertCheckpoint } from './checkpoint.js';
 export { resolvePolicy } from './config.js';
 export { workspaceRoot } from './git.js';
+export { observeWorkspace } from './observe.js';

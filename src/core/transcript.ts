@@ -37,6 +37,8 @@ export interface SessionMeta {
 export interface ScanResult {
   state: ScanState;
   compactions: TranscriptCompaction[];
+  /** call_ids whose tool output was recorded (function_call_output / custom_tool_call_output). */
+  outputs: string[];
   meta: SessionMeta | null;
   /** The file was replaced or shrank since the last scan; it was rescanned from the start. */
   reset: string | null;
@@ -77,7 +79,7 @@ export function scanTranscript(path: string, prev: ScanState): ScanResult {
     };
     // After a reset only compactions beyond what was already counted are new.
     const compactions = reset ? scanner.found.filter((c) => c.index > prev.compactions) : scanner.found;
-    return { state, compactions, meta: scanner.meta, reset, badLines: scanner.badLines, bytesRead };
+    return { state, compactions, outputs: scanner.outputs, meta: scanner.meta, reset, badLines: scanner.badLines, bytesRead };
   } finally {
     closeSync(fd);
   }
@@ -88,6 +90,7 @@ class LineScanner {
   count: number;
   group: MarkerGroup | null;
   found: TranscriptCompaction[] = [];
+  outputs: string[] = [];
   meta: SessionMeta | null = null;
   badLines = 0;
 
@@ -132,6 +135,8 @@ class LineScanner {
       // compacted, world_state, turn_context, ... then item_completed{ContextCompaction} for ONE
       // compaction, so only a response_item closes the group.)
       this.group = null;
+      const callId = outputCallId(line);
+      if (callId) this.outputs.push(callId);
       return;
     }
     if (!mentionsCompact && type !== 'session_meta') return;
@@ -213,6 +218,21 @@ function readMeta(p: Record<string, unknown>): SessionMeta {
 }
 
 const TYPE_KEY = Buffer.from('"type":"');
+const OUTPUT_MARK = Buffer.from('_call_output","');
+const CALL_ID_RE = /"call_id":"((?:[^"\\]|\\.)*)"/;
+
+/** The call_id of a tool-output response_item, read from the head of the line. */
+export function outputCallId(line: Buffer): string | null {
+  const head = line.subarray(0, 400);
+  if (head.indexOf(OUTPUT_MARK) < 0) return null;
+  const m = CALL_ID_RE.exec(head.toString('utf8'));
+  if (!m) return null;
+  try {
+    return JSON.parse(`"${m[1]}"`) as string;
+  } catch {
+    return null;
+  }
+}
 
 /** The record type of a rollout line, read from its first bytes without parsing the whole line. */
 export function topLevelType(line: Buffer): string | null {

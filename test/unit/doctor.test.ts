@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { doctor, leadingWords, parseHookCommand, runChecks, trustKey, type Check } from '../../src/commands/doctor.js';
-import { hookCommand, setupCodex } from '../../src/commands/setup.js';
+import { hookCommand, LATCH_EVENTS, setupCodex } from '../../src/commands/setup.js';
 import type { Io } from '../../src/commands/io.js';
 import { listCodexHooks, resolveCodex } from '../../src/codex/app-server.js';
 
@@ -143,7 +143,7 @@ describe('latch doctor', () => {
     assert.ok(codex);
     const [entry] = await listCodexHooks(codex, { env: e.io.env, codexHome: e.codexHome, cwds: [e.cwd] });
     const latch = entry!.hooks.filter((h) => /latch/.test(h.command ?? ''));
-    assert.equal(latch.length, 4);
+    assert.equal(latch.length, LATCH_EVENTS.length);
     for (const h of latch) {
       assert.match(h.key, new RegExp(`^${e.codexHome.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}/hooks\\.json:[a-z_]+:\\d+:\\d+$`));
       assert.match(h.currentHash, /^sha256:[0-9a-f]{64}$/);

@@ -1,0 +1,202 @@
+// The mutation-scope ledger: write-ahead attempts (Start -> Close | Abandon), workspace observations
+// and the attribution of every file change to the attempt that made it (or "outside" / "unknown").
+//
+// Attempt states (one table, like the authority machine):
+//   started  --PostToolUse-->            closing --scan recorded--> closed
+//   started  --sure signal-->            abandoned   (Stop, SubagentStop, Interrupt, SessionEnd, the
+//                                                     tool's output in the transcript without a Post)
+//   closing  --closer died, recovered--> closed      (recovery barrier, generation-claimed)
+// A Start is written before the hook replies allow; if it cannot be written, the call is denied.
+//
+// Attribution (src/core/observe.ts) compares each changed file's time with the attempts' windows.
+import { readFileSync } from 'node:fs';
+import type { Db } from './store.js';
+
+export type AttemptState = 'started' | 'closing' | 'closed' | 'abandoned';
+export type AttemptEvent = 'close_begin' | 'close_end' | 'abandon' | 'recover';
+
+/** The attempt state machine: state x event -> next state; anything else is ignored (idempotent). */
+export const ATTEMPT_TABLE: Readonly<Record<AttemptState, Partial<Record<AttemptEvent, AttemptState>>>> = {
+  started: { close_begin: 'closing', abandon: 'abandoned' },
+  closing: { close_end: 'closed', recover: 'closed' },
+  closed: {},
+  abandoned: {},
+};
+
+export function attemptStep(s: AttemptState, e: AttemptEvent): AttemptState | null {
+  return ATTEMPT_TABLE[s][e] ?? null;
+}
+
+export const LIVE: readonly AttemptState[] = ['started', 'closing'];
+
+export interface AttemptRow {
+  id: string;
+  session_id: string;
+  workspace: string;
+  turn_id: string | null;
+  agent_id: string | null;
+  lane: string;
+  tool_name: string;
+  tool_use_id: string | null;
+  summary: string | null;
+  state: AttemptState;
+  started_at: string;
+  started_ns: string;
+  scan_gen: number;
+  closing_ns: string | null;
+  closer_pid: number | null;
+  closer_start: string | null;
+  recovery_gen: number;
+  ended_at: string | null;
+  ended_ns: string | null;
+  end_reason: string | null;
+  output_seen: number;
+}
+
+/** Deterministic: a duplicate delivery of the same call maps to the same attempt. */
+export function attemptId(sessionId: string, toolUseId: string): string {
+  return `${sessionId}/${toolUseId}`;
+}
+
+export function nowNs(): bigint {
+  return BigInt(Date.now()) * 1_000_000n;
+}
+
+export function laneOf(sessionId: string, agentId: string | null): string {
+  return agentId ? `${sessionId}/${agentId}` : sessionId;
+}
+
+export function getAttempt(db: Db, id: string): AttemptRow | undefined {
+  return db.prepare('SELECT * FROM attempts WHERE id = ?').get(id) as AttemptRow | undefined;
+}
+
+export function liveAttempts(db: Db, workspace: string): AttemptRow[] {
+  return db.prepare("SELECT * FROM attempts WHERE workspace = ? AND state IN ('started','closing') ORDER BY started_ns").all(workspace) as AttemptRow[];
+}
+
+function scanGen(db: Db, workspace: string): number {
+  const r = db.prepare('SELECT scan_gen FROM workspaces WHERE workspace = ?').get(workspace) as { scan_gen: number } | undefined;
+  return r?.scan_gen ?? 0;
+}
+
+export interface StartInput {
+  sessionId: string;
+  workspace: string;
+  turnId: string | null;
+  agentId: string | null;
+  toolName: string;
+  toolUseId: string;
+  summary: string;
+}
+
+/** Write-ahead Start (inside the caller's transaction). A duplicate delivery reuses the attempt. */
+export function startAttempt(db: Db, s: StartInput, now: string): { attempt: AttemptRow; duplicate: boolean } {
+  const id = attemptId(s.sessionId, s.toolUseId);
+  const existing = getAttempt(db, id);
+  if (existing) return { attempt: existing, duplicate: true };
+  db.prepare(
+    `INSERT INTO attempts (id, session_id, workspace, turn_id, agent_id, lane, tool_name, tool_use_id, summary, state, started_at, started_ns, scan_gen)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'started', ?, ?, ?)`,
+  ).run(id, s.sessionId, s.workspace, s.turnId, s.agentId, laneOf(s.sessionId, s.agentId), s.toolName, s.toolUseId, s.summary, now, nowNs().toString(), scanGen(db, s.workspace));
+  return { attempt: getAttempt(db, id)!, duplicate: false };
+}
+
+/** PostToolUse, phase 1 (own short transaction): started -> closing, owned by this process. */
+export function beginClose(db: Db, id: string, owner: ProcessId): AttemptRow | undefined {
+  const a = getAttempt(db, id);
+  if (!a) return undefined;
+  const next = attemptStep(a.state, 'close_begin');
+  if (!next) return a;
+  db.prepare("UPDATE attempts SET state = 'closing', closing_ns = ?, closer_pid = ?, closer_start = ? WHERE id = ? AND state = 'started'").run(
+    nowNs().toString(),
+    owner.pid,
+    owner.start,
+    id,
+  );
+  return getAttempt(db, id);
+}
+
+/** Phase 2 (inside the observation transaction): closing -> closed. */
+export function endClose(db: Db, id: string, now: string, reason: string): void {
+  db.prepare("UPDATE attempts SET state = 'closed', ended_at = ?, ended_ns = COALESCE(closing_ns, ?), end_reason = ? WHERE id = ? AND state = 'closing'").run(
+    now,
+    nowNs().toString(),
+    reason,
+    id,
+  );
+}
+
+/** Abandons the live (started) attempts selected by `where` (inside the caller's transaction). */
+export function abandonAttempts(db: Db, where: { session?: string; lane?: string; ids?: string[] }, reason: string, now: string): number {
+  const rows = (
+    where.ids
+      ? where.ids.map((id) => getAttempt(db, id)).filter((a): a is AttemptRow => !!a)
+      : (db.prepare("SELECT * FROM attempts WHERE state = 'started' AND (session_id = ? OR ? IS NULL) AND (lane = ? OR ? IS NULL)").all(
+          where.session ?? null,
+          where.session ?? null,
+          where.lane ?? null,
+          where.lane ?? null,
+        ) as AttemptRow[])
+  ).filter((a) => a.state === 'started');
+  const st = db.prepare("UPDATE attempts SET state = 'abandoned', ended_at = ?, ended_ns = ?, end_reason = ? WHERE id = ? AND state = 'started'");
+  for (const a of rows) st.run(now, nowNs().toString(), reason, a.id);
+  return rows.length;
+}
+
+// ---------------------------------------------------------------------------
+// Process identity for the recovery barrier: pid + its start time (pid reuse safe).
+
+export interface ProcessId {
+  pid: number;
+  start: string;
+}
+
+function procStart(pid: number): string | null {
+  try {
+    // Field 22 of /proc/<pid>/stat is the start time in clock ticks; the comm field may hold spaces.
+    const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const rest = text.slice(text.lastIndexOf(')') + 2).split(' ');
+    return rest[19] ?? null;
+  } catch {
+    return null;
+  }
+}
+
+export function selfId(): ProcessId {
+  return { pid: process.pid, start: procStart(process.pid) ?? 'unknown' };
+}
+
+export function isAlive(owner: { pid: number | null; start: string | null }): boolean {
+  if (!owner.pid) return false;
+  const start = procStart(owner.pid);
+  if (start === null) {
+    // No /proc (not Linux): fall back to a signal-0 probe.
+    try {
+      process.kill(owner.pid, 0);
+      return owner.start === 'unknown';
+    } catch {
+      return false;
+    }
+  }
+  return owner.start === 'unknown' || start === owner.start;
+}
+
+/** Closing attempts whose closer died before recording: the recovery barrier's work list. */
+export function orphanedClosings(db: Db, workspace: string): AttemptRow[] {
+  return (db.prepare("SELECT * FROM attempts WHERE workspace = ? AND state = 'closing'").all(workspace) as AttemptRow[]).filter(
+    (a) => !isAlive({ pid: a.closer_pid, start: a.closer_start }),
+  );
+}
+
+/**
+ * Claims the recovery of an orphaned closing attempt: bumps its generation from the value read and
+ * makes this process the closer. Two recoverers cannot both win (the UPDATE is conditional on the
+ * generation); a crashed recoverer is itself orphaned and reclaimed by the next one.
+ */
+export function claimRecovery(db: Db, a: AttemptRow, owner: ProcessId): boolean {
+  const r = db
+    .prepare("UPDATE attempts SET recovery_gen = recovery_gen + 1, closer_pid = ?, closer_start = ? WHERE id = ? AND state = 'closing' AND recovery_gen = ?")
+    .run(owner.pid, owner.start, a.id, a.recovery_gen);
+  return r.changes === 1;
+}
+

@@ -1,0 +1,158 @@
+// Observations: one incremental snapshot of a workspace, its delta against the stat cache, and the
+// attribution of each change. A changed file's ctime (a removed file: its parent directory's mtime) is
+// compared with the attempts' windows [started, ended]: exactly one window -> that attempt; several ->
+// contended (with the set); none -> outside; too close to a window edge, or no time -> unknown.
+// "Unknown" is preferred to a wrong attribution.
+import { lstatSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { nowNs, type AttemptState } from './ledger.js';
+import type { Db } from './store.js';
+import { snapshotTree, SqliteStatCache, type StatCache, type StatCacheEntry, type TreeEntry, type TreeSnapshot } from './tree.js';
+
+/** Window edges closer than this to a change time make the attribution "unknown" (coarse kernel clock). */
+export const EDGE_NS = 20_000_000n;
+
+export type Attribution = 'attempt' | 'contended' | 'outside' | 'unknown';
+
+export interface ChangeRecord {
+  path: string;
+  change: 'added' | 'modified' | 'removed';
+  before: { mode: number; size: number; sha256: string } | null;
+  after: { mode: number; size: number; sha256: string } | null;
+  changed_ns: string | null;
+  attribution: Attribution;
+  attempt_id: string | null;
+  session_id: string | null;
+  candidates: string[];
+}
+
+/** A StatCache that remembers what it loaded: the "before" side of the delta. */
+class RecordingCache implements StatCache {
+  before = new Map<string, StatCacheEntry>();
+  constructor(private readonly inner: StatCache) {}
+  load(root: string): Map<string, StatCacheEntry> {
+    this.before = this.inner.load(root);
+    return this.before;
+  }
+  save(root: string, upserts: StatCacheEntry[], removed: string[]): void {
+    this.inner.save(root, upserts, removed);
+  }
+}
+
+interface Window {
+  id: string;
+  session_id: string;
+  start: bigint;
+  end: bigint | null; // null: still running
+}
+
+/** Attributes a change at time t (ns) among attempt windows. */
+export function attribute(t: bigint | null, windows: Window[]): { attribution: Attribution; attempt: Window | null; candidates: Window[] } {
+  if (t === null) return { attribution: 'unknown', attempt: null, candidates: [] };
+  const inside = windows.filter((w) => t >= w.start && (w.end === null || t <= w.end + EDGE_NS));
+  const near = windows.filter((w) => !inside.includes(w) && t >= w.start - EDGE_NS && t < w.start);
+  // An attempt with no recorded Start (start 0) cannot be timed: whatever it may cover is unknown.
+  if (inside.some((w) => w.start === 0n)) return { attribution: 'unknown', attempt: null, candidates: inside };
+  if (inside.length === 1 && near.length === 0) return { attribution: 'attempt', attempt: inside[0]!, candidates: inside };
+  if (inside.length > 1) return { attribution: 'contended', attempt: null, candidates: [...inside, ...near] };
+  if (near.length > 0 || inside.length === 1) return { attribution: 'unknown', attempt: null, candidates: [...inside, ...near] };
+  return { attribution: 'outside', attempt: null, candidates: [] };
+}
+
+function changeTime(root: string, path: string, removed: boolean): bigint | null {
+  try {
+    if (removed) {
+      const parent = dirname(path);
+      return lstatSync(parent === '.' ? root : join(root, parent), { bigint: true }).mtimeNs;
+    }
+    return lstatSync(join(root, path), { bigint: true }).ctimeNs;
+  } catch {
+    return null;
+  }
+}
+
+function windowsOf(db: Db, workspace: string, sinceNs: bigint): Window[] {
+  const rows = db
+    .prepare("SELECT id, session_id, started_ns, ended_ns, state FROM attempts WHERE workspace = ? AND (state IN ('started','closing') OR CAST(ended_ns AS INTEGER) >= ?)")
+    .all(workspace, (sinceNs - 10n * EDGE_NS).toString()) as { id: string; session_id: string; started_ns: string; ended_ns: string | null; state: AttemptState }[];
+  return rows.map((r) => ({ id: r.id, session_id: r.session_id, start: BigInt(r.started_ns), end: r.state === 'started' || r.ended_ns === null ? null : BigInt(r.ended_ns) }));
+}
+
+/**
+ * Snapshots the workspace against the stat cache and records every change since the previous
+ * observation, attributed. Must run inside a BEGIN IMMEDIATE transaction: observations of one
+ * workspace are serialised, so no change is recorded twice or lost.
+ */
+export function observeWorkspace(db: Db, workspace: string, by: string, now: string, isGit?: boolean): { snapshot: TreeSnapshot; changes: ChangeRecord[] } {
+  const cache = new RecordingCache(new SqliteStatCache(db));
+  const snapshot = snapshotTree(workspace, { cache, isGit });
+  const before = cache.before;
+  const ws = db.prepare('SELECT scan_gen, last_scan_ns FROM workspaces WHERE workspace = ?').get(workspace) as { scan_gen: number; last_scan_ns: string | null } | undefined;
+  const gen = (ws?.scan_gen ?? 0) + 1;
+  const firstScan = ws === undefined && before.size === 0;
+  const changes: ChangeRecord[] = [];
+  if (!firstScan) {
+    const seen = new Set<string>();
+    const delta: { path: string; change: ChangeRecord['change']; before: TreeEntry | null; after: TreeEntry | null }[] = [];
+    for (const e of snapshot.entries) {
+      seen.add(e.path);
+      const b = before.get(e.path);
+      if (!b) {
+        if (e.mode !== 160000) delta.push({ path: e.path, change: 'added', before: null, after: e });
+      } else if (b.sha256 !== e.sha256 || b.mode !== e.mode || b.size !== e.size) {
+        delta.push({ path: e.path, change: 'modified', before: { path: e.path, mode: b.mode, size: b.size, sha256: b.sha256 }, after: e });
+      }
+    }
+    for (const [p, b] of before) if (!seen.has(p)) delta.push({ path: p, change: 'removed', before: { path: p, mode: b.mode, size: b.size, sha256: b.sha256 }, after: null });
+    if (delta.length > 0) {
+      const since = ws?.last_scan_ns ? BigInt(ws.last_scan_ns) : 0n;
+      const windows = windowsOf(db, workspace, since);
+      const insert = db.prepare(
+        `INSERT INTO changes (workspace, scan_gen, observed_at, observed_by, path, change, before_sha256, before_mode, before_size,
+           after_sha256, after_mode, after_size, changed_ns, attribution, attempt_id, session_id, candidates_json)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      );
+      for (const d of delta) {
+        const t = changeTime(workspace, d.path, d.change === 'removed');
+        const a = attribute(t, windows);
+        const rec: ChangeRecord = {
+          path: d.path,
+          change: d.change,
+          before: d.before && { mode: d.before.mode, size: d.before.size, sha256: d.before.sha256 },
+          after: d.after && { mode: d.after.mode, size: d.after.size, sha256: d.after.sha256 },
+          changed_ns: t === null ? null : t.toString(),
+          attribution: a.attribution,
+          attempt_id: a.attempt?.id ?? null,
+          session_id: a.attempt?.session_id ?? (a.candidates.length > 0 && a.candidates.every((c) => c.session_id === a.candidates[0]!.session_id) ? a.candidates[0]!.session_id : null),
+          candidates: a.candidates.map((c) => c.id),
+        };
+        changes.push(rec);
+        insert.run(
+          workspace,
+          gen,
+          now,
+          by,
+          rec.path,
+          rec.change,
+          rec.before?.sha256 ?? null,
+          rec.before?.mode ?? null,
+          rec.before?.size ?? null,
+          rec.after?.sha256 ?? null,
+          rec.after?.mode ?? null,
+          rec.after?.size ?? null,
+          rec.changed_ns,
+          rec.attribution,
+          rec.attempt_id,
+          rec.session_id,
+          JSON.stringify(rec.candidates),
+        );
+      }
+    }
+  }
+  db.prepare(
+    `INSERT INTO workspaces (workspace, scan_gen, last_scan_ns, last_scan_at, tree_sha256, tree_files) VALUES (?, ?, ?, ?, ?, ?)
+     ON CONFLICT(workspace) DO UPDATE SET scan_gen = excluded.scan_gen, last_scan_ns = excluded.last_scan_ns, last_scan_at = excluded.last_scan_at,
+       tree_sha256 = excluded.tree_sha256, tree_files = excluded.tree_files`,
+  ).run(workspace, gen, nowNs().toString(), now, snapshot.sha256, snapshot.files);
+  return { snapshot, changes };
+}
