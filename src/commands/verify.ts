@@ -29,9 +29,14 @@ function printEvidence(io: Io, e: Evidence): void {
   for (const c of e.checks) io.out(`  [${c.ok ? 'ok' : 'FAIL'}] ${c.name}: ${c.detail}\n`);
   for (const ch of e.changes.slice(0, 50)) {
     const when = ch.first_seen_at_checkpoint ? `by checkpoint ${ch.first_seen_at_checkpoint}` : 'after the last checkpoint';
-    io.out(`    ${ch.change.padEnd(8)} ${ch.path} (${when}${ch.while_latched ? ', while latched' : ''})\n`);
+    const by = ch.attribution ? `; ${ch.attribution}${ch.attempt_id ? ` ${ch.attempt_id}` : ''}` : '';
+    io.out(`    ${ch.change.padEnd(8)} ${ch.path} (${when}${ch.while_latched ? ', while latched' : ''}${by})\n`);
   }
   if (e.changes.length > 50) io.out(`    … and ${e.changes.length - 50} more (use --json)\n`);
+  if (e.attempts.length > 0) {
+    io.out(`  attempts since the checkpoint:\n`);
+    for (const a of e.attempts.slice(0, 20)) io.out(`    ${a.started_at} ${a.state.padEnd(9)} ${a.summary ?? a.tool}\n`);
+  }
 }
 
 export async function verify(io: Io, opts: VerifyOptions): Promise<number> {

@@ -6,12 +6,13 @@ import { errorMessage } from './errors.js';
 import { gitState } from './git.js';
 import type { SessionRow } from './records.js';
 import type { Db } from './store.js';
+import { orphanedClosings } from './ledger.js';
 import { observeWorkspace } from './observe.js';
 import { immediate } from './store.js';
 import { decodeListing, diffTrees, type TreeEntry } from './tree.js';
 
 export interface Check {
-  name: 'checkpoint' | 'tree' | 'git' | 'transcript';
+  name: 'checkpoint' | 'tree' | 'git' | 'transcript' | 'attempts';
   ok: boolean;
   detail: string;
 }
@@ -22,6 +23,18 @@ export interface Change {
   /** The checkpoint that first shows the change, or null when it came after the last one. */
   first_seen_at_checkpoint: string | null;
   while_latched: boolean;
+  /** The ledger's attribution of the newest recorded change to this path (null if none recorded). */
+  attribution: string | null;
+  attempt_id: string | null;
+}
+
+export interface AttemptSummary {
+  id: string;
+  tool: string;
+  summary: string | null;
+  state: string;
+  started_at: string;
+  end_reason: string | null;
 }
 
 export interface Evidence {
@@ -31,6 +44,8 @@ export interface Evidence {
   current: { tree_sha256: string; tree_files: number; git_head: string | null; git_branch: string | null };
   checks: Check[];
   changes: Change[];
+  /** The session's mutation attempts since the baseline checkpoint. */
+  attempts: AttemptSummary[];
   holds: boolean;
 }
 
@@ -63,7 +78,8 @@ export function evaluateEvidence(db: Db, row: SessionRow): Evidence {
   const current = { tree_sha256: tree.sha256, tree_files: tree.files, git_head: git.head, git_branch: git.branch };
   if (!baseline) {
     checks.push({ name: 'checkpoint', ok: false, detail: 'no checkpoint was recorded for this latch, so nothing proves the workspace is unchanged' });
-    return { session_id: row.session_id, baseline: null, checkpoints: [], current, checks, changes, holds: false };
+    checks.push(attemptsCheck(db, row));
+    return { session_id: row.session_id, baseline: null, checkpoints: [], current, checks, changes, attempts: [], holds: false };
   }
   checks.push({ name: 'checkpoint', ok: true, detail: `${cps.length} checkpoint(s) since the latch: ${cps.map((c) => c.id).join(', ')}` });
 
@@ -79,9 +95,11 @@ export function evaluateEvidence(db: Db, row: SessionRow): Evidence {
       }
       return null;
     };
-    for (const e of diff.added) changes.push({ path: e.path, change: 'added', first_seen_at_checkpoint: firstSeen(e.path, e), while_latched: true });
-    for (const e of diff.removed) changes.push({ path: e.path, change: 'removed', first_seen_at_checkpoint: firstSeen(e.path, undefined), while_latched: true });
-    for (const m of diff.modified) changes.push({ path: m.after.path, change: 'modified', first_seen_at_checkpoint: firstSeen(m.after.path, m.after), while_latched: true });
+    const latest = db.prepare('SELECT attribution, attempt_id FROM changes WHERE workspace = ? AND path = ? ORDER BY id DESC LIMIT 1');
+    const who = (path: string) => (latest.get(row.workspace, path) as { attribution: string; attempt_id: string | null } | undefined) ?? { attribution: null, attempt_id: null };
+    for (const e of diff.added) changes.push({ path: e.path, change: 'added', first_seen_at_checkpoint: firstSeen(e.path, e), while_latched: true, ...who(e.path) });
+    for (const e of diff.removed) changes.push({ path: e.path, change: 'removed', first_seen_at_checkpoint: firstSeen(e.path, undefined), while_latched: true, ...who(e.path) });
+    for (const m of diff.modified) changes.push({ path: m.after.path, change: 'modified', first_seen_at_checkpoint: firstSeen(m.after.path, m.after), while_latched: true, ...who(m.after.path) });
     changes.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
     checks.push({
       name: 'tree',
@@ -103,7 +121,29 @@ export function evaluateEvidence(db: Db, row: SessionRow): Evidence {
   }
 
   checks.push(transcriptCheck(cps));
-  return { session_id: row.session_id, baseline: pickBaseline(baseline), checkpoints: cps.map((c) => c.id), current, checks, changes, holds: checks.every((c) => c.ok) };
+  checks.push(attemptsCheck(db, row));
+  const attempts = (
+    db.prepare('SELECT id, tool_name, summary, state, started_at, end_reason FROM attempts WHERE session_id = ? AND started_at >= ? ORDER BY started_ns').all(row.session_id, baseline.created_at) as {
+      id: string;
+      tool_name: string;
+      summary: string | null;
+      state: string;
+      started_at: string;
+      end_reason: string | null;
+    }[]
+  ).map((a) => ({ id: a.id, tool: a.tool_name, summary: a.summary, state: a.state, started_at: a.started_at, end_reason: a.end_reason }));
+  return { session_id: row.session_id, baseline: pickBaseline(baseline), checkpoints: cps.map((c) => c.id), current, checks, changes, attempts, holds: checks.every((c) => c.ok) };
+}
+
+/** Verification waits for every attempt of the session to end, and for the workspace's recovery. */
+function attemptsCheck(db: Db, row: SessionRow): Check {
+  const live = db.prepare("SELECT id, state, summary FROM attempts WHERE session_id = ? AND state IN ('started','closing')").all(row.session_id) as { id: string; state: string; summary: string | null }[];
+  if (live.length > 0) {
+    return { name: 'attempts', ok: false, detail: `${live.length} attempt(s) still live or unrecovered: ${live.map((a) => `${a.summary ?? a.id} (${a.state})`).join('; ')}; wait for the turn to end` };
+  }
+  const orphans = orphanedClosings(db, row.workspace);
+  if (orphans.length > 0) return { name: 'attempts', ok: false, detail: `${orphans.length} attempt(s) in the workspace await recovery (their hook process died)` };
+  return { name: 'attempts', ok: true, detail: 'no live or unrecovered attempts' };
 }
 
 function pickBaseline(c: CheckpointRow): Evidence['baseline'] {

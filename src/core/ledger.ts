@@ -58,8 +58,9 @@ export function attemptId(sessionId: string, toolUseId: string): string {
   return `${sessionId}/${toolUseId}`;
 }
 
+/** Wall-clock time in ns with sub-millisecond precision (compared with file ctimes). */
 export function nowNs(): bigint {
-  return BigInt(Date.now()) * 1_000_000n;
+  return BigInt(Math.round((performance.timeOrigin + performance.now()) * 1e6));
 }
 
 export function laneOf(sessionId: string, agentId: string | null): string {

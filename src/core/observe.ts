@@ -11,6 +11,7 @@ import { snapshotTree, SqliteStatCache, type StatCache, type StatCacheEntry, typ
 
 /** Window edges closer than this to a change time make the attribution "unknown" (coarse kernel clock). */
 export const EDGE_NS = 20_000_000n;
+const END_SLACK_NS = 1_000_000n;
 
 export type Attribution = 'attempt' | 'contended' | 'outside' | 'unknown';
 
@@ -49,7 +50,9 @@ interface Window {
 /** Attributes a change at time t (ns) among attempt windows. */
 export function attribute(t: bigint | null, windows: Window[]): { attribution: Attribution; attempt: Window | null; candidates: Window[] } {
   if (t === null) return { attribution: 'unknown', attempt: null, candidates: [] };
-  const inside = windows.filter((w) => t >= w.start && (w.end === null || t <= w.end + EDGE_NS));
+  // A change is inside a window only up to its end: the tool had finished by then (ctime never runs
+  // ahead of the real write time), so a later change is someone else's. 1 ms covers clock rounding.
+  const inside = windows.filter((w) => t >= w.start && (w.end === null || t <= w.end + END_SLACK_NS));
   const near = windows.filter((w) => !inside.includes(w) && t >= w.start - EDGE_NS && t < w.start);
   // An attempt with no recorded Start (start 0) cannot be timed: whatever it may cover is unknown.
   if (inside.some((w) => w.start === 0n)) return { attribution: 'unknown', attempt: null, candidates: inside };

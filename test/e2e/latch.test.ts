@@ -103,7 +103,7 @@ test('B-E: auto-compaction latches; resume stays latched; read-only allowed; ver
     assert.equal(v.code, 0, v.stdout + v.stderr);
     const out = JSON.parse(v.stdout);
     assert.equal(out.restored, true);
-    assert.deepEqual(out.sessions[0].evidence.checks.map((c: { ok: boolean }) => c.ok), [true, true, true, true]);
+    assert.deepEqual(out.sessions[0].evidence.checks.map((c: { ok: boolean }) => c.ok), [true, true, true, true, true]);
     const r = await env.codex('go on', { resume: thread });
     assert.equal(r.code, 0, r.stderr);
     assert.equal(env.file('e.txt'), 'verified\n');
