@@ -104,6 +104,17 @@ export const COMMANDS: Record<string, Command> = {
       return blame(io, { path: p[0]!, cwd: str(v.cwd), json: v.json === true });
     },
   },
+  export: {
+    usage: 'latch export agent-trace [--cwd DIR] [--session ID]',
+    summary: 'Print the recorded attribution as an Agent Trace record (JSON, spec v0.1.0).',
+    options: { ...cwdOpt, ...sessionOpt },
+    positionals: true,
+    async run(io, v, p) {
+      if (p.length !== 1 || p[0] !== 'agent-trace') throw new ExitError(EXIT.usage, 'usage: latch export agent-trace [--cwd DIR] [--session ID]');
+      const { exportAgentTrace } = await import('./commands/export.js');
+      return exportAgentTrace(io, { cwd: str(v.cwd), session: str(v.session) });
+    },
+  },
   exec: {
     usage: 'latch exec [--cwd DIR] -- CMD [ARGS...]',
     summary: 'Run CMD unless the workspace has a latched session (then exit 73 without running it).',
