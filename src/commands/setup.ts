@@ -153,15 +153,23 @@ export function removeLatchHooks(input: HooksFile): MergeResult {
     if (!Array.isArray(groups)) continue;
     let removed = false;
     const kept: Group[] = [];
-    for (const g of groups) {
+    // Codex's trust keys are positional (<file>:<event>:<group>:<handler>): a group Latch empties
+    // before someone else's group stays as an empty placeholder, so theirs keeps its key and trust.
+    const isLatchOnly = (g: Group) => Array.isArray(g.hooks) && g.hooks.length > 0 && g.hooks.every(isLatchHandler);
+    let lastForeign = -1;
+    groups.forEach((g, i) => {
+      if (!isLatchOnly(g)) lastForeign = i;
+    });
+    groups.forEach((g, i) => {
       const hs = Array.isArray(g.hooks) ? g.hooks.filter((h) => !isLatchHandler(h)) : null;
       if (!hs || hs.length === g.hooks!.length) {
         kept.push(g); // untouched, even when empty (other people's groups are not Latch's to tidy)
-        continue;
+        return;
       }
       removed = true;
       if (hs.length > 0) kept.push({ ...g, hooks: hs });
-    }
+      else if (i < lastForeign) kept.push({ hooks: [] });
+    });
     if (!removed) continue;
     changes.push({ event, action: 'removed' });
     if (kept.length > 0) file.hooks![event] = kept;

@@ -557,3 +557,12 @@ describe('the hook command text', () => {
     }
   });
 });
+
+test('uninstall keeps an emptied Latch group as a placeholder when someone else\'s group follows it (trust keys are positional)', () => {
+  const latchFirst = mergeLatchHooks({}, NODE, ENTRY).file;
+  const foreign = { hooks: [{ type: 'command', command: 'echo theirs' }] };
+  latchFirst.hooks!.Stop!.push(foreign);
+  const { file } = removeLatchHooks(latchFirst);
+  assert.deepEqual(file.hooks!.Stop, [{ hooks: [] }, foreign], 'their handler stays at group index 1');
+  assert.equal(file.hooks!.PreToolUse, undefined, 'an event with only Latch groups is removed');
+});
