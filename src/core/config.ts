@@ -11,11 +11,14 @@ import { PROJECT_CONFIG, userConfigPath } from './paths.js';
 
 export type Scope = 'session' | 'workspace';
 export type TranscriptRequirement = 'required' | 'optional';
+/** How a latch is released: a human's `latch verify`, the evidence alone, or both together. */
+export type Reverify = 'human' | 'evidence' | 'both';
 
 export interface ResolvedPolicy {
   policy: Policy;
   scope: Scope;
   transcript: TranscriptRequirement;
+  reverify: Reverify;
   /** MCP servers whose tools are read-only (never latched). */
   readOnlyMcpServers: string[];
   sources: string[];
@@ -25,6 +28,7 @@ const PolicySettings = v.object({
   policy: v.optional(v.picklist(['continue', 'pause', 'fail_closed'])),
   scope: v.optional(v.picklist(['session', 'workspace'])),
   transcript: v.optional(v.picklist(['required', 'optional'])),
+  reverify: v.optional(v.picklist(['human', 'evidence', 'both'])),
   mcp: v.optional(v.strictObject({ read_only_servers: v.optional(v.array(v.pipe(v.string(), v.minLength(1)))) })),
 });
 
@@ -41,6 +45,7 @@ export const DEFAULT_POLICY: ResolvedPolicy = {
   policy: 'fail_closed',
   scope: 'session',
   transcript: 'required',
+  reverify: 'human',
   readOnlyMcpServers: [],
   sources: ['default'],
 };
@@ -81,6 +86,7 @@ function apply(base: ResolvedPolicy, s: Settings, source: string): ResolvedPolic
     policy: s.policy ?? base.policy,
     scope: s.scope ?? base.scope,
     transcript: s.transcript ?? base.transcript,
+    reverify: s.reverify ?? base.reverify,
     readOnlyMcpServers: s.mcp?.read_only_servers ?? base.readOnlyMcpServers,
     sources: [...base.sources, source],
   };
@@ -91,10 +97,13 @@ function tighten(base: ResolvedPolicy, s: Settings, source: string): ResolvedPol
   const policy = s.policy && STRICTNESS[s.policy] > STRICTNESS[base.policy] ? s.policy : base.policy;
   const scope = s.scope === 'workspace' ? 'workspace' : base.scope;
   const transcript = s.transcript === 'required' ? 'required' : base.transcript;
+  // Requiring a human is stricter than accepting evidence alone; 'both' is the strictest.
+  const REV: Record<Reverify, number> = { evidence: 0, human: 1, both: 2 };
+  const reverify = s.reverify && REV[s.reverify] > REV[base.reverify] ? s.reverify : base.reverify;
   const mcp = s.mcp?.read_only_servers
     ? base.readOnlyMcpServers.filter((x) => s.mcp!.read_only_servers!.includes(x))
     : base.readOnlyMcpServers;
-  return { policy, scope, transcript, readOnlyMcpServers: mcp, sources: [...base.sources, source] };
+  return { policy, scope, transcript, reverify, readOnlyMcpServers: mcp, sources: [...base.sources, source] };
 }
 
 export function resolvePolicy(home: string, workspace: string): ResolvedPolicy {
