@@ -34,8 +34,29 @@ export interface SessionMeta {
   forkedFrom: string | null;
 }
 
+/** The identity fields of the latest turn_context line (what a resume must match). */
+export interface TurnIdentity {
+  cwd: string | null;
+  model: string | null;
+  approval_policy: string | null;
+  sandbox_policy: unknown;
+  permission_profile: unknown;
+}
+
+/** A tool output that carries a Latch brief page, with the compaction count at its position. */
+export interface BriefOutput {
+  callId: string | null;
+  output: string;
+  compactionsBefore: number;
+  endOffset: number;
+}
+
 export interface ScanResult {
   state: ScanState;
+  /** The newest turn_context in the bytes read (null if none). */
+  turnContext: TurnIdentity | null;
+  /** Tool outputs holding `<<<LATCH-BRIEF` page blocks, in file order. */
+  briefOutputs: BriefOutput[];
   compactions: TranscriptCompaction[];
   /** call_ids whose tool output was recorded (function_call_output / custom_tool_call_output). */
   outputs: string[];
@@ -79,7 +100,17 @@ export function scanTranscript(path: string, prev: ScanState): ScanResult {
     };
     // After a reset only compactions beyond what was already counted are new.
     const compactions = reset ? scanner.found.filter((c) => c.index > prev.compactions) : scanner.found;
-    return { state, compactions, outputs: scanner.outputs, meta: scanner.meta, reset, badLines: scanner.badLines, bytesRead };
+    return {
+      state,
+      compactions,
+      outputs: scanner.outputs,
+      turnContext: scanner.turnContext,
+      briefOutputs: scanner.briefOutputs,
+      meta: scanner.meta,
+      reset,
+      badLines: scanner.badLines,
+      bytesRead,
+    };
   } finally {
     closeSync(fd);
   }
@@ -91,6 +122,8 @@ class LineScanner {
   group: MarkerGroup | null;
   found: TranscriptCompaction[] = [];
   outputs: string[] = [];
+  turnContext: TurnIdentity | null = null;
+  briefOutputs: BriefOutput[] = [];
   meta: SessionMeta | null = null;
   badLines = 0;
 
@@ -136,7 +169,14 @@ class LineScanner {
       // compaction, so only a response_item closes the group.)
       this.group = null;
       const callId = outputCallId(line);
-      if (callId) this.outputs.push(callId);
+      if (callId) {
+        this.outputs.push(callId);
+        if (line.indexOf(BRIEF_MARK) >= 0) this.briefOutput(line, callId, end);
+      }
+      return;
+    }
+    if (type === 'turn_context') {
+      this.readTurnContext(line);
       return;
     }
     if (!mentionsCompact && type !== 'session_meta') return;
@@ -173,6 +213,32 @@ class LineScanner {
       }
       default:
         return;
+    }
+  }
+
+  private briefOutput(line: Buffer, callId: string, end: number): void {
+    try {
+      const obj = JSON.parse(line.toString('utf8')) as { payload?: { output?: unknown } };
+      const out = obj.payload?.output;
+      const text = typeof out === 'string' ? out : JSON.stringify(out ?? '');
+      this.briefOutputs.push({ callId, output: text, compactionsBefore: this.count, endOffset: end });
+    } catch {
+      this.badLines++;
+    }
+  }
+
+  private readTurnContext(line: Buffer): void {
+    try {
+      const p = (JSON.parse(line.toString('utf8')) as { payload?: Record<string, unknown> }).payload ?? {};
+      this.turnContext = {
+        cwd: str(p.cwd),
+        model: str(p.model),
+        approval_policy: str(p.approval_policy),
+        sandbox_policy: p.sandbox_policy ?? null,
+        permission_profile: p.permission_profile ?? null,
+      };
+    } catch {
+      this.badLines++;
     }
   }
 
@@ -218,6 +284,7 @@ function readMeta(p: Record<string, unknown>): SessionMeta {
 }
 
 const TYPE_KEY = Buffer.from('"type":"');
+const BRIEF_MARK = Buffer.from('<<<LATCH-BRIEF');
 const OUTPUT_MARK = Buffer.from('_call_output","');
 const CALL_ID_RE = /"call_id":"((?:[^"\\]|\\.)*)"/;
 
