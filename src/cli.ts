@@ -104,6 +104,15 @@ export const COMMANDS: Record<string, Command> = {
       return blame(io, { path: p[0]!, cwd: str(v.cwd), json: v.json === true });
     },
   },
+  report: {
+    usage: 'latch report [--cwd DIR] [--session ID] (--html FILE | --markdown [--out FILE])',
+    summary: 'The evidence for people: one self-contained HTML file (timeline, per-file view), or Markdown tables for a pull request.',
+    options: { ...cwdOpt, ...sessionOpt, html: { type: 'string' }, markdown: { type: 'boolean' }, out: { type: 'string', short: 'o' } },
+    async run(io, v) {
+      const { report } = await import('./commands/report.js');
+      return report(io, { cwd: str(v.cwd), session: str(v.session), html: str(v.html), markdown: v.markdown === true, out: str(v.out) });
+    },
+  },
   export: {
     usage: 'latch export agent-trace [--cwd DIR] [--session ID]',
     summary: 'Print the recorded attribution as an Agent Trace record (JSON, spec v0.1.0).',

@@ -1,0 +1,711 @@
+// `latch report`: what the store knows about a workspace (or some of its sessions), for people.
+//   --html FILE   one self-contained HTML file: header, sessions, the interleaved timeline (turns, tool
+//                 calls with the files they changed, compactions, latch trips, denials, verifications with
+//                 their evidence, outside edits) and a per-file view (every change, newest first, who made
+//                 it). Semantic HTML that reads without JavaScript; an inline script only adds filters
+//                 and expand/collapse. No external resource of any kind: inline CSS and JS, no fonts or
+//                 images, and a Content-Security-Policy that admits only this file's own style and script
+//                 (by hash), so even a record that escaped escaping could not run or load anything.
+//   --markdown    the evidence summary as Markdown tables for a pull request (stdout, or --out FILE).
+// Everything shown comes from the records (timeline() of ledger.ts, sessionJson() of status.ts and the
+// transitions' evidence); every record-derived string is escaped for its output format.
+import { createHash } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { EXIT, ExitError } from '../core/errors.js';
+import type { Db } from '../core/store.js';
+import { withStore, type Io } from './io.js';
+import { timeline, type ChangeJson, type LogEntry } from './ledger.js';
+import { resolveWorkspace, sessionJson, targetSessions } from './status.js';
+
+declare const __LATCH_VERSION__: string | undefined;
+const VERSION = typeof __LATCH_VERSION__ === 'string' ? __LATCH_VERSION__ : '0.0.0-dev';
+
+export interface ReportOptions {
+  cwd?: string;
+  session?: string;
+  html?: string;
+  markdown?: boolean;
+  out?: string;
+}
+
+export const REPORT_USAGE = 'usage: latch report [--cwd DIR] [--session ID] (--html FILE | --markdown [--out FILE])';
+
+// ---------------------------------------------------------------------------------------------
+// The data: one read of the store, shared by both renderers.
+
+type SessionInfo = ReturnType<typeof sessionJson>;
+
+interface CheckpointInfo {
+  id: string;
+  session_id: string;
+  compaction_seq: number;
+  created_at: string;
+  tree_sha256: string;
+  tree_files: number;
+  git_head: string | null;
+  git_branch: string | null;
+}
+
+interface VerifyEvidence {
+  confirmed_by?: string;
+  accepted_changes?: boolean;
+  checks?: { name: string; ok: boolean; detail: string }[];
+  changes?: { path: string; change: string; attribution: string | null; attempt_id: string | null; while_latched?: boolean }[];
+  baseline?: { id: string; created_at: string; tree_sha256: string; tree_files: number } | null;
+  current?: { tree_sha256: string; tree_files: number; git_head: string | null; git_branch: string | null };
+}
+
+interface TransitionInfo {
+  session_id: string;
+  at: string;
+  event: string;
+  from: string;
+  to: string;
+  evidence: Record<string, unknown>;
+}
+
+/** A timeline entry, with a transition's full evidence attached. */
+type Entry = LogEntry & { evidence?: Record<string, unknown> };
+
+interface FileChange extends ChangeJson {
+  id: number;
+  tool: string | null;
+  summary: string | null;
+  turn_id: string | null;
+  attempt_state: string | null;
+}
+
+interface ChangeRow {
+  id: number;
+  path: string;
+  change: string;
+  attribution: string;
+  attempt_id: string | null;
+  session_id: string | null;
+  candidates_json: string;
+  observed_at: string;
+  observed_by: string;
+  before_sha256: string | null;
+  before_mode: number | null;
+  before_size: number | null;
+  after_sha256: string | null;
+  after_mode: number | null;
+  after_size: number | null;
+}
+
+interface AttemptLite {
+  id: string;
+  session_id: string;
+  turn_id: string | null;
+  tool_name: string;
+  summary: string | null;
+  state: string;
+  started_at: string;
+}
+
+export interface ReportData {
+  workspace: string;
+  generated_at: string;
+  version: string;
+  /** Null: the whole workspace; otherwise the selected session ids. */
+  selected: string[] | null;
+  sessions: SessionInfo[];
+  entries: Entry[];
+  transitions: TransitionInfo[];
+  checkpoints: Map<string, CheckpointInfo>;
+  /** Every recorded change in scope, newest first (as `latch blame`). */
+  files: FileChange[];
+}
+
+export function collectReport(db: Db, io: Io, opts: { cwd?: string; session?: string }): ReportData {
+  const { workspace, sessions } = targetSessions(db, io, opts);
+  const ws = workspace ?? resolveWorkspace(io, opts.cwd);
+  const selected = opts.session ? sessions.map((s) => s.session_id) : null;
+  const inScope = (id: string | null) => selected === null || (id !== null && selected.includes(id));
+  const infos = sessions.map((s) => sessionJson(db, s));
+  const sessionIds = infos.map((s) => s.session_id);
+
+  const transitions: TransitionInfo[] = [];
+  const checkpoints = new Map<string, CheckpointInfo>();
+  for (const sid of sessionIds) {
+    for (const t of db.prepare('SELECT * FROM transitions WHERE session_id = ? ORDER BY id').all(sid) as { at: string; event: string; from_state: string; to_state: string; evidence_json: string }[]) {
+      transitions.push({ session_id: sid, at: t.at, event: t.event, from: t.from_state, to: t.to_state, evidence: parseObject(t.evidence_json) });
+    }
+    for (const c of db.prepare('SELECT id, session_id, compaction_seq, created_at, tree_sha256, tree_files, git_head, git_branch FROM checkpoints WHERE session_id = ?').all(sid) as CheckpointInfo[]) {
+      checkpoints.set(c.id, c);
+    }
+  }
+
+  // Attach each transition's evidence to its timeline entry (same session, time, event and states).
+  const pending = new Map<string, Record<string, unknown>[]>();
+  const key = (t: { session_id: string; at: string; event: string; from: string; to: string }) => [t.session_id, t.at, t.event, t.from, t.to].join('\u0000');
+  for (const t of transitions) {
+    const list = pending.get(key(t)) ?? [];
+    list.push(t.evidence);
+    pending.set(key(t), list);
+  }
+  const entries: Entry[] = timeline(db, ws, selected).map((e) => (e.kind === 'transition' ? { ...e, evidence: pending.get(key(e))?.shift() ?? {} } : e));
+
+  const attempts = new Map<string, AttemptLite>();
+  for (const a of db.prepare('SELECT id, session_id, turn_id, tool_name, summary, state, started_at FROM attempts WHERE workspace = ?').all(ws) as AttemptLite[]) attempts.set(a.id, a);
+  const files: FileChange[] = [];
+  for (const r of db.prepare('SELECT * FROM changes WHERE workspace = ? ORDER BY id DESC').all(ws) as ChangeRow[]) {
+    const a = r.attempt_id ? attempts.get(r.attempt_id) : undefined;
+    if (selected !== null && !inScope(a?.session_id ?? r.session_id)) continue;
+    files.push({
+      id: r.id,
+      path: r.path,
+      change: r.change,
+      attribution: r.attribution,
+      attempt_id: r.attempt_id,
+      session_id: r.session_id,
+      candidates: parseArray(r.candidates_json),
+      observed_at: r.observed_at,
+      observed_by: r.observed_by,
+      before: r.before_sha256 === null ? null : { sha256: r.before_sha256, mode: r.before_mode ?? 0, size: r.before_size ?? 0 },
+      after: r.after_sha256 === null ? null : { sha256: r.after_sha256, mode: r.after_mode ?? 0, size: r.after_size ?? 0 },
+      tool: a?.tool_name ?? null,
+      summary: a?.summary ?? null,
+      turn_id: a?.turn_id ?? null,
+      attempt_state: a?.state ?? null,
+    });
+  }
+  return { workspace: ws, generated_at: io.now(), version: VERSION, selected, sessions: infos, entries, transitions, checkpoints, files };
+}
+
+function parseObject(text: string): Record<string, unknown> {
+  try {
+    const v = JSON.parse(text) as unknown;
+    return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
+  } catch {
+    return {};
+  }
+}
+
+function parseArray(text: string): string[] {
+  try {
+    const v = JSON.parse(text) as unknown;
+    return Array.isArray(v) ? v.map(String) : [];
+  } catch {
+    return [];
+  }
+}
+
+const verifyEvidence = (ev: Record<string, unknown> | undefined): VerifyEvidence => (ev ?? {}) as VerifyEvidence;
+const isTrip = (t: { event: string; from: string; to: string }) => t.from === 'mutable' && t.to !== 'mutable';
+/** A call's summary without the `Tool: ` prefix summarizeCall() puts on it (the tool is shown next to it). */
+export const callText = (tool: string | null, summary: string | null): string | null =>
+  summary !== null && tool !== null && summary.startsWith(`${tool}: `) ? summary.slice(tool.length + 2) : summary;
+const short = (sha: string | null | undefined, n = 16) => (sha ? (sha.length > n ? sha.slice(0, n) + '…' : sha) : '-');
+
+/** Allowed attempts and denials of a session from each compaction to the next. */
+interface CompactionWindow {
+  session_id: string;
+  seq: number;
+  from: string;
+  until: string | null;
+  allowed: number;
+  denied: Extract<LogEntry, { kind: 'denial' }>[];
+}
+
+function compactionWindows(d: ReportData): CompactionWindow[] {
+  const out: CompactionWindow[] = [];
+  for (const s of d.sessions) {
+    const comps = d.entries.filter((e): e is Extract<LogEntry, { kind: 'compaction' }> => e.kind === 'compaction' && e.session_id === s.session_id);
+    comps.forEach((c, i) => {
+      const until = comps[i + 1]?.at ?? null;
+      const inWindow = (at: string) => at >= c.at && (until === null || at < until);
+      const mine = d.entries.filter((e) => e.session_id === s.session_id && inWindow(e.at));
+      out.push({
+        session_id: s.session_id,
+        seq: c.seq,
+        from: c.at,
+        until,
+        allowed: mine.filter((e) => e.kind === 'attempt').length,
+        denied: mine.filter((e): e is Extract<LogEntry, { kind: 'denial' }> => e.kind === 'denial'),
+      });
+    });
+  }
+  return out;
+}
+
+interface FileSummary {
+  path: string;
+  changes: number;
+  attempt: number;
+  contended: number;
+  outside: number;
+  unknown: number;
+  last: FileChange;
+}
+
+function fileSummaries(d: ReportData): FileSummary[] {
+  const by = new Map<string, FileSummary>();
+  for (const f of d.files) {
+    let s = by.get(f.path);
+    if (!s) {
+      s = { path: f.path, changes: 0, attempt: 0, contended: 0, outside: 0, unknown: 0, last: f };
+      by.set(f.path, s);
+    }
+    s.changes++;
+    if (f.attribution === 'attempt' || f.attribution === 'contended' || f.attribution === 'outside' || f.attribution === 'unknown') s[f.attribution]++;
+  }
+  return [...by.values()].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+}
+
+function overallState(d: ReportData): string {
+  if (d.sessions.length === 0) return 'no sessions recorded';
+  const held = d.sessions.filter((s) => !s.may_mutate);
+  if (held.length === 0) return 'mutable (every session may mutate)';
+  return `${held.length} of ${d.sessions.length} session(s) blocked: ${held.map((s) => `${s.session_id} ${s.state}`).join(', ')}`;
+}
+
+function distinct(values: string[]): string {
+  const u = [...new Set(values)];
+  return u.length ? u.join(', ') : '-';
+}
+
+// ---------------------------------------------------------------------------------------------
+// The command.
+
+export async function report(io: Io, opts: ReportOptions): Promise<number> {
+  if (!opts.html && !opts.markdown) {
+    io.err(`latch report: choose --html FILE or --markdown\n${REPORT_USAGE}\n`);
+    return EXIT.usage;
+  }
+  if (opts.html === '' || opts.out === '') throw new ExitError(EXIT.usage, REPORT_USAGE);
+  if (opts.out && !opts.markdown) throw new ExitError(EXIT.usage, `--out is the Markdown destination; add --markdown\n${REPORT_USAGE}`);
+  const data = withStore(io, (db) => collectReport(db, io, opts));
+  if (opts.html) {
+    const file = resolve(io.cwd, opts.html);
+    writeFileSync(file, renderHtml(data));
+    if (!opts.markdown) io.out(`Wrote ${file} (${data.entries.length} timeline entries, ${data.files.length} file changes).\n`);
+  }
+  if (opts.markdown) {
+    const md = renderMarkdown(data);
+    if (opts.out) {
+      const file = resolve(io.cwd, opts.out);
+      writeFileSync(file, md);
+      io.out(`Wrote ${file}.\n`);
+    } else io.out(md);
+  }
+  return EXIT.ok;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Markdown.
+
+/** Free text in a table cell: every Markdown/HTML-significant character backslash-escaped. */
+export function mdText(value: string | number | null | undefined): string {
+  if (value === null || value === undefined || value === '') return '-';
+  return String(value)
+    .replace(/\r\n?|\n/g, ' ')
+    .replace(/[\\`*_[\]<>|~&]/g, (c) => '\\' + c);
+}
+
+/** An identifier, path or command in a table cell: a code span (longer fence than any backtick run; pipes escaped for the table). */
+export function mdCode(value: string | null | undefined): string {
+  if (value === null || value === undefined || value === '') return '-';
+  const text = value.replace(/\r\n?|\n/g, ' ').replace(/\|/g, '\\|');
+  const longest = Math.max(0, ...(text.match(/`+/g) ?? []).map((r) => r.length));
+  const fence = '`'.repeat(longest + 1);
+  const pad = text.startsWith('`') || text.endsWith('`') || (text.startsWith(' ') && text.endsWith(' ') && text.trim() !== '') ? ' ' : '';
+  return `${fence}${pad}${text}${pad}${fence}`;
+}
+
+function mdTable(head: string[], rows: string[][]): string {
+  if (rows.length === 0) return '_None recorded._\n';
+  return [`| ${head.join(' | ')} |`, `|${head.map(() => '---').join('|')}|`, ...rows.map((r) => `| ${r.join(' | ')} |`)].join('\n') + '\n';
+}
+
+function transitionSummary(t: { event: string; from: string; to: string; evidence?: Record<string, unknown> }): string {
+  const ev = t.evidence ?? {};
+  if (t.event === 'verify') {
+    const v = verifyEvidence(ev);
+    const checks = (v.checks ?? []).map((c) => `${c.name} ${c.ok ? 'ok' : 'FAIL'}`).join(', ');
+    const parts = [`confirmed by ${v.confirmed_by ?? '?'}`, checks ? `checks: ${checks}` : null, v.accepted_changes ? `accepted ${(v.changes ?? []).length} change(s)` : null];
+    return parts.filter(Boolean).join('; ');
+  }
+  const reason = typeof ev.reason === 'string' ? ev.reason : null;
+  if (reason) return reason; // the reason already names the compaction, source, checkpoint or parent
+  const extra: string[] = [];
+  if (typeof ev.compaction_seq === 'number') extra.push(`compaction #${ev.compaction_seq}`);
+  if (typeof ev.observed_via === 'string') extra.push(`via ${ev.observed_via}`);
+  if (typeof ev.checkpoint_id === 'string') extra.push(`checkpoint ${ev.checkpoint_id}`);
+  if (typeof ev.parent_session_id === 'string') extra.push(`parent ${ev.parent_session_id}`);
+  return extra.join(', ');
+}
+
+export function renderMarkdown(d: ReportData): string {
+  const out: string[] = [];
+  out.push('## Latch evidence summary\n');
+  out.push(`Workspace ${mdCode(d.workspace)}${d.selected ? `, session(s) ${d.selected.map(mdCode).join(', ')}` : ''}. Current state: ${mdText(overallState(d))}. Generated ${mdText(d.generated_at)} by Latch ${mdText(d.version)}.\n`);
+
+  out.push('### Sessions\n');
+  out.push(mdTable(['Session', 'Policy', 'Scope', 'State', 'Compactions', 'Denied calls'], d.sessions.map((s) => [mdCode(s.session_id), mdCode(s.policy), mdCode(s.scope), mdCode(s.state), String(s.compactions), String(s.denials)])));
+
+  out.push('### Compactions\n');
+  const comps = d.entries.filter((e): e is Extract<LogEntry, { kind: 'compaction' }> => e.kind === 'compaction');
+  out.push(
+    mdTable(
+      ['Session', '#', 'Seen at', 'Trigger', 'Observed via', 'Checkpoint', 'Tree digest at checkpoint (files)'],
+      comps.map((c) => {
+        const cp = c.checkpoint_id ? d.checkpoints.get(c.checkpoint_id) : undefined;
+        return [mdCode(c.session_id), String(c.seq), mdText(c.at), mdText(c.trigger ?? 'unknown'), mdText(c.observed_via.join(' + ')), mdCode(c.checkpoint_id), cp ? `${mdCode(short(cp.tree_sha256))} (${cp.tree_files})` : '-'];
+      }),
+    ),
+  );
+
+  out.push('### Authority transitions\n');
+  out.push(mdTable(['Session', 'When', 'From → to', 'Event', 'Evidence'], d.transitions.map((t) => [mdCode(t.session_id), mdText(t.at), `${mdCode(t.from)} → ${mdCode(t.to)}`, mdCode(t.event), mdText(transitionSummary(t))])));
+
+  out.push('### Mutation attempts after each compaction\n');
+  const windows = compactionWindows(d);
+  out.push(mdTable(['Session', 'Compaction', 'From', 'Until', 'Allowed', 'Denied'], windows.map((w) => [mdCode(w.session_id), `#${w.seq}`, mdText(w.from), mdText(w.until ?? 'now'), String(w.allowed), String(w.denied.length)])));
+  const denied = windows.flatMap((w) => w.denied.map((dn) => ({ w, dn })));
+  if (denied.length > 0) {
+    out.push('Denied calls:\n');
+    out.push(mdTable(['Session', 'After compaction', 'When', 'Tool', 'Call', 'Reasons'], denied.map(({ w, dn }) => [mdCode(dn.session_id), `#${w.seq}`, mdText(dn.at), mdText(dn.tool), mdCode(callText(dn.tool, dn.summary)), mdText(dn.reasons.map((r) => `${r.code}: ${r.message}`).join(' '))])));
+  }
+
+  out.push('### Files changed\n');
+  out.push(mdTable(['File', 'Changes', 'attempt', 'contended', 'outside', 'unknown', 'Last change'], fileSummaries(d).map((f) => [mdCode(f.path), String(f.changes), String(f.attempt), String(f.contended), String(f.outside), String(f.unknown), mdText(`${f.last.change} at ${f.last.observed_at}`)])));
+
+  out.push('### Tree digest at checkpoint vs at verify\n');
+  const verifies = d.transitions.filter((t) => t.event === 'verify');
+  const rows = verifies.map((t) => {
+    const v = verifyEvidence(t.evidence);
+    const before = v.baseline?.tree_sha256 ?? null;
+    const after = v.current?.tree_sha256 ?? null;
+    const same = before !== null && after !== null ? (before === after ? 'yes' : 'no') : 'unknown';
+    return [mdCode(t.session_id), mdText(t.at), mdCode(v.baseline?.id ?? null), before ? `${mdCode(before)} (${v.baseline?.tree_files ?? '?'})` : '-', after ? `${mdCode(after)} (${v.current?.tree_files ?? '?'})` : '-', same, v.accepted_changes ? 'yes' : 'no'];
+  });
+  for (const s of d.sessions) {
+    if (!s.may_mutate && s.checkpoints.length > 0) {
+      const last = s.checkpoints[s.checkpoints.length - 1]!;
+      rows.push([mdCode(s.session_id), mdText(`not verified yet (${s.state})`), mdCode(last.id), `${mdCode(last.tree.sha256)} (${last.tree.files})`, '-', 'not verified', '-']);
+    }
+  }
+  out.push(mdTable(['Session', 'Verified at', 'Checkpoint', 'Tree at checkpoint (files)', 'Tree at verify (files)', 'Tree digest before = after', 'Changes accepted'], rows));
+  return out.join('\n');
+}
+
+// ---------------------------------------------------------------------------------------------
+// HTML.
+
+const HTML_ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;', '`': '&#96;' };
+
+/** Escapes text for an HTML text node or a double-quoted attribute value. */
+export function esc(value: string | number | null | undefined): string {
+  if (value === null || value === undefined) return '';
+  return String(value).replace(/[&<>"'`]/g, (c) => HTML_ESCAPES[c]!);
+}
+
+/** A class-name token from a record value (only [a-z0-9-] survive). */
+const token = (value: string | null | undefined) => (value ?? 'none').toLowerCase().replace(/[^a-z0-9-]+/g, '-');
+
+const time = (at: string | null | undefined) => (at ? `<time datetime="${esc(at)}">${esc(at.replace('T', ' ').replace(/Z$/, ' UTC'))}</time>` : '<span class="muted">-</span>');
+const code = (v: string | null | undefined, cls = '') => (v === null || v === undefined || v === '' ? '<span class="muted">-</span>' : `<code${cls ? ` class="${cls}"` : ''}>${esc(v)}</code>`);
+const sid = (id: string | null) => (id ? `<code class="sid" title="${esc(id)}">${esc(id.length > 13 ? '…' + id.slice(-12) : id)}</code>` : '<span class="muted">no session</span>');
+const badge = (text: string, cls: string) => `<span class="badge ${cls}">${esc(text)}</span>`;
+
+function whoMade(f: FileChange | ChangeJson, attempt?: { tool: string | null; summary: string | null; turn_id: string | null; attempt_state: string | null }): string {
+  switch (f.attribution) {
+    case 'attempt':
+      return `${attempt?.tool ? `${esc(attempt.tool)} ` : ''}${attempt?.summary ? code(callText(attempt.tool, attempt.summary), 'cmd') : ''} <span class="muted">(attempt ${code(f.attempt_id)}, session ${sid(f.session_id)}${attempt?.turn_id ? `, turn ${code(attempt.turn_id)}` : ''}${attempt?.attempt_state ? `, ${esc(attempt.attempt_state)}` : ''})</span>`;
+    case 'contended':
+      return `contended between ${f.candidates.length} attempts: ${f.candidates.map((c) => code(c)).join(', ')}`;
+    case 'outside':
+      return 'outside any agent attempt (a person or another process)';
+    case 'unknown':
+      return `unknown (at the edge of an attempt window or untimed)${f.candidates.length ? `: ${f.candidates.map((c) => code(c)).join(', ')}` : ''}`;
+    default:
+      return esc(f.attribution);
+  }
+}
+
+function digest(side: { sha256: string; size: number } | null): string {
+  return side ? `<code class="sha" title="${esc(side.sha256)}">${esc(short(side.sha256, 12))}</code> <span class="muted">${esc(side.size)} B</span>` : '<span class="muted">-</span>';
+}
+
+function changeRows(files: ChangeJson[]): string {
+  return files
+    .map(
+      (f) =>
+        `<tr class="attr-${token(f.attribution)}"><td>${esc(f.change)}</td><td>${code(f.path, 'path')}</td><td>${badge(f.attribution, `attr attr-${token(f.attribution)}`)}</td><td>${digest(f.before)} → ${digest(f.after)}</td><td>${time(f.observed_at)} <span class="muted">by ${esc(f.observed_by)}</span></td></tr>`,
+    )
+    .join('');
+}
+
+function changeTable(files: ChangeJson[]): string {
+  return `<table class="changes"><thead><tr><th scope="col">Change</th><th scope="col">Path</th><th scope="col">Attribution</th><th scope="col">Content (sha256, size)</th><th scope="col">Observed</th></tr></thead><tbody>${changeRows(files)}</tbody></table>`;
+}
+
+function entryHtml(e: Entry, d: ReportData): string {
+  const attrs = (kind: string, extra: string) => `class="entry ${kind}${extra ? ' ' + extra : ''}" data-kind="${kind}" data-session="${esc(e.session_id ?? '')}"`;
+  const head = (label: string, rest: string) => `<div class="head">${time(e.at)} <span class="label">${esc(label)}</span> ${sid(e.session_id)} ${rest}</div>`;
+  switch (e.kind) {
+    case 'attempt': {
+      const files = e.files.length;
+      const attribution = distinct(e.files.map((f) => f.attribution));
+      const body = `<details${files > 0 ? ' open' : ''}><summary>${files === 0 ? 'no file changes' : `${files} file change${files === 1 ? '' : 's'} (${esc(attribution)})`}</summary>
+<dl class="facts"><dt>Attempt</dt><dd>${code(e.attempt_id)}</dd><dt>Turn</dt><dd>${code(e.turn_id)}</dd>${e.agent_id ? `<dt>Sub-agent</dt><dd>${code(e.agent_id)}</dd>` : ''}<dt>Ended</dt><dd>${time(e.ended_at)}${e.end_reason ? ` <span class="muted">(${esc(e.end_reason)})</span>` : ''}</dd></dl>
+${files > 0 ? changeTable(e.files) : ''}</details>`;
+      return `<li ${attrs('attempt', `attempt-${token(e.state)}`)}>${head('Tool call', `<span class="tool">${esc(e.tool)}</span> ${code(callText(e.tool, e.summary), 'cmd')} ${badge(e.state, `state state-${token(e.state)}`)}`)}${body}</li>`;
+    }
+    case 'change': {
+      const c = e.change;
+      const label = c.attribution === 'outside' ? 'Outside edit' : c.attribution === 'contended' ? 'Contended change' : c.attribution === 'unknown' ? 'Unattributed change' : 'File change';
+      return `<li ${attrs('change', `attr-${token(c.attribution)}`)}>${head(label, `${esc(c.change)} ${code(c.path, 'path')} ${badge(c.attribution, `attr attr-${token(c.attribution)}`)}`)}<p class="detail">${whoMade(c)}; content ${digest(c.before)} → ${digest(c.after)}, observed by ${esc(c.observed_by)}</p></li>`;
+    }
+    case 'compaction': {
+      const cp = e.checkpoint_id ? d.checkpoints.get(e.checkpoint_id) : undefined;
+      const checkpoint = cp
+        ? `checkpoint ${code(cp.id)} at ${time(cp.created_at)}: tree ${code(short(cp.tree_sha256), 'sha')} (${esc(cp.tree_files)} files)${cp.git_head ? `, git ${code(short(cp.git_head, 12))}${cp.git_branch ? ` on ${code(cp.git_branch)}` : ''}` : ''}`
+        : e.checkpoint_id
+          ? `checkpoint ${code(e.checkpoint_id)}`
+          : '<strong>no checkpoint recorded</strong>';
+      return `<li ${attrs('compaction', '')}>${head(`Compaction #${e.seq}`, `<span>${esc(e.trigger ?? 'trigger unknown')}, observed via ${esc(e.observed_via.join(' + '))}</span>`)}<p class="detail">${checkpoint}</p></li>`;
+    }
+    case 'transition': {
+      const ev = e.evidence ?? {};
+      const states = `${badge(e.from, `state state-${token(e.from)}`)} → ${badge(e.to, `state state-${token(e.to)}`)} <span class="muted">(${esc(e.event)})</span>`;
+      if (e.event === 'verify') {
+        const v = verifyEvidence(ev);
+        const before = v.baseline?.tree_sha256 ?? null;
+        const after = v.current?.tree_sha256 ?? null;
+        const same = before !== null && after !== null ? before === after : null;
+        const checks = (v.checks ?? []).map((c) => `<li class="check ${c.ok ? 'ok' : 'fail'}">${badge(c.ok ? 'ok' : 'FAIL', c.ok ? 'ok' : 'fail')} <strong>${esc(c.name)}</strong>: ${esc(c.detail)}</li>`).join('');
+        const changes = (v.changes ?? []).map((c) => `<li>${esc(c.change)} ${code(c.path, 'path')}${c.attribution ? ` ${badge(c.attribution, `attr attr-${token(c.attribution)}`)}` : ''}</li>`).join('');
+        return `<li ${attrs('verification', '')}>${head('Verification', states)}<details open><summary>Evidence: confirmed by ${esc(v.confirmed_by ?? '?')}; tree digest before = after: <strong>${same === null ? 'unknown' : same ? 'yes' : 'no'}</strong>${v.accepted_changes ? '; differences accepted' : ''}</summary>
+<dl class="facts"><dt>Checkpoint tree</dt><dd>${v.baseline ? `${code(v.baseline.tree_sha256, 'sha')} (${esc(v.baseline.tree_files)} files, checkpoint ${code(v.baseline.id)})` : '<span class="muted">none</span>'}</dd><dt>Tree at verify</dt><dd>${v.current ? `${code(v.current.tree_sha256, 'sha')} (${esc(v.current.tree_files)} files${v.current.git_head ? `, git ${code(short(v.current.git_head, 12))}` : ''})` : '<span class="muted">-</span>'}</dd></dl>
+${checks ? `<ul class="checks">${checks}</ul>` : ''}${changes ? `<p>Differences:</p><ul class="accepted">${changes}</ul>` : ''}</details></li>`;
+      }
+      const kind = isTrip(e) ? 'trip' : 'transition';
+      const label = isTrip(e) ? (e.to === 'paused' ? 'Latch paused' : 'Latch tripped') : e.to === 'mutable' ? 'Authority restored' : 'Authority';
+      return `<li ${attrs(kind, `to-${token(e.to)}`)}>${head(label, states)}<p class="detail">${esc(transitionSummary(e)) || '<span class="muted">no evidence recorded</span>'}</p></li>`;
+    }
+    case 'denial':
+      return `<li ${attrs('denial', '')}>${head('Denied', `<span class="tool">${esc(e.tool)}</span> ${code(callText(e.tool, e.summary), 'cmd')}`)}<ul class="reasons">${e.reasons.map((r) => `<li>${code(r.code)} ${esc(r.message)}</li>`).join('')}</ul>${e.turn_id ? `<p class="detail muted">turn ${code(e.turn_id)}</p>` : ''}</li>`;
+  }
+}
+
+function timelineHtml(d: ReportData): string {
+  const items: string[] = [];
+  const lastTurn = new Map<string, string | null>();
+  for (const e of d.entries) {
+    if ((e.kind === 'attempt' || e.kind === 'denial') && e.turn_id && lastTurn.get(e.session_id) !== e.turn_id) {
+      lastTurn.set(e.session_id, e.turn_id);
+      items.push(`<li class="entry turn" data-kind="turn" data-session="${esc(e.session_id)}"><div class="head">${time(e.at)} <span class="label">Turn</span> ${sid(e.session_id)} ${code(e.turn_id)}</div></li>`);
+    }
+    items.push(entryHtml(e, d));
+  }
+  if (items.length === 0) return '<p class="muted">Nothing recorded.</p>';
+  return `<ol class="timeline" id="timeline-list">\n${items.join('\n')}\n</ol>`;
+}
+
+function filesHtml(d: ReportData): string {
+  const sums = fileSummaries(d);
+  if (sums.length === 0) return '<p class="muted">No file changes recorded.</p>';
+  const byPath = new Map<string, FileChange[]>();
+  for (const f of d.files) byPath.set(f.path, [...(byPath.get(f.path) ?? []), f]);
+  const bodies = sums.map((s) => {
+    const rows = (byPath.get(s.path) ?? [])
+      .map(
+        (f) =>
+          `<tr class="attr-${token(f.attribution)}" data-session="${esc(f.session_id ?? '')}"><td>${time(f.observed_at)}</td><td>${esc(f.change)}</td><td>${badge(f.attribution, `attr attr-${token(f.attribution)}`)}</td><td>${whoMade(f, f)}</td><td>${digest(f.before)} → ${digest(f.after)}</td></tr>`,
+      )
+      .join('');
+    const counts = (['attempt', 'contended', 'outside', 'unknown'] as const).filter((k) => s[k] > 0).map((k) => `${s[k]} ${k}`).join(', ');
+    return `<tbody class="file" data-path="${esc(s.path)}"><tr class="file-head"><th scope="rowgroup" colspan="5">${code(s.path, 'path')} <span class="muted">${s.changes} change${s.changes === 1 ? '' : 's'}: ${esc(counts)}</span></th></tr>${rows}</tbody>`;
+  });
+  return `<table class="files" id="files-table"><caption>Every recorded change to each file, newest first${d.selected ? ' (changes of the selected session(s) only)' : ''}.</caption><thead><tr><th scope="col">Observed</th><th scope="col">Change</th><th scope="col">Attribution</th><th scope="col">Made by</th><th scope="col">Content (sha256, size)</th></tr></thead>${bodies.join('\n')}</table>`;
+}
+
+function sessionsHtml(d: ReportData): string {
+  if (d.sessions.length === 0) return '<p class="muted">No sessions recorded for this workspace.</p>';
+  const rows = d.sessions
+    .map(
+      (s) =>
+        `<tr><td>${code(s.session_id)}</td><td>${esc(s.policy)}</td><td>${esc(s.scope)}</td><td>${badge(s.state, `state state-${token(s.state)}`)}</td><td>${s.may_mutate ? 'yes' : '<strong>no</strong>'}</td><td>${esc(s.compactions)}</td><td>${esc(s.denials)}</td><td>${s.parent_session_id ? code(s.parent_session_id) : '<span class="muted">-</span>'}</td><td>${s.reason ? esc(s.reason) : '<span class="muted">-</span>'}</td></tr>`,
+    )
+    .join('\n');
+  return `<table class="sessions"><thead><tr><th scope="col">Session</th><th scope="col">Policy</th><th scope="col">Scope</th><th scope="col">State</th><th scope="col">May mutate</th><th scope="col">Compactions</th><th scope="col">Denied calls</th><th scope="col">Parent</th><th scope="col">Reason</th></tr></thead><tbody>\n${rows}\n</tbody></table>`;
+}
+
+function countsHtml(d: ReportData): string {
+  const n = (k: LogEntry['kind']) => d.entries.filter((e) => e.kind === k).length;
+  const trips = d.transitions.filter(isTrip).length;
+  const verifies = d.transitions.filter((t) => t.event === 'verify').length;
+  const outside = d.files.filter((f) => f.attribution === 'outside').length;
+  const items: [string, number, string][] = [
+    ['tool call', n('attempt'), 'attempt'],
+    ['compaction', n('compaction'), 'compaction'],
+    ['latch trip', trips, 'trip'],
+    ['denied call', n('denial'), 'denial'],
+    ['verification', verifies, 'verification'],
+    ['file change', d.files.length, 'change'],
+    ['outside edit', outside, 'change attr-outside'],
+  ];
+  return `<ul class="counts">${items.map(([label, v, cls]) => `<li class="${cls}"><strong>${v}</strong> ${label}${v === 1 ? '' : 's'}</li>`).join('')}</ul>`;
+}
+
+const CSS = `
+:root{--fg:#1d232b;--muted:#5b6570;--bg:#fff;--line:#d8dde3;--panel:#f6f8fa;--attempt:#5b6570;--compaction:#b35c00;--compaction-bg:#fff4e5;--denial:#c0262d;--denial-bg:#fdecec;--trip:#7b3fbf;--trip-bg:#f4edfc;--verify:#1f7a3a;--verify-bg:#e9f6ee;--outside:#1f5fbf;--outside-bg:#eaf1fc}
+*{box-sizing:border-box}
+body{margin:0;font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;color:var(--fg);background:var(--bg)}
+header,main,footer{max-width:1200px;margin:0 auto;padding:0 20px}
+header{padding-top:18px;border-bottom:1px solid var(--line)}
+h1{font-size:22px;margin:0 0 8px}
+h2{font-size:18px;margin:26px 0 10px;padding-bottom:4px;border-bottom:1px solid var(--line)}
+dl.meta{display:grid;grid-template-columns:max-content 1fr;gap:2px 14px;margin:0 0 14px}
+dl.meta dt{color:var(--muted)}dl.meta dd{margin:0}
+nav{margin:0 0 12px}nav a{margin-right:14px;color:var(--outside)}
+code{font:12.5px/1.4 ui-monospace,"SFMono-Regular",Menlo,Consolas,"DejaVu Sans Mono",monospace;background:var(--panel);border:1px solid var(--line);border-radius:4px;padding:0 4px;word-break:break-all}
+.muted{color:var(--muted)}
+table{border-collapse:collapse;width:100%;margin:6px 0}
+th,td{text-align:left;vertical-align:top;border-bottom:1px solid var(--line);padding:4px 8px}
+thead th{background:var(--panel);font-weight:600}
+caption{text-align:left;color:var(--muted);padding:4px 0}
+.badge{display:inline-block;border-radius:10px;padding:0 8px;font-size:12px;font-weight:600;background:var(--panel);border:1px solid var(--line)}
+.state-latched,.state-paused{color:var(--denial);border-color:var(--denial)}
+.state-mutable,.state-closed,.ok{color:var(--verify);border-color:var(--verify)}
+.state-abandoned,.fail{color:var(--denial);border-color:var(--denial)}
+.attr-outside{color:var(--outside)}.attr-contended,.attr-unknown{color:var(--compaction)}
+ul.counts{display:flex;flex-wrap:wrap;gap:8px;list-style:none;padding:0;margin:8px 0}
+ul.counts li{border:1px solid var(--line);border-left:4px solid var(--attempt);border-radius:4px;padding:4px 10px;background:var(--panel)}
+ul.counts li.compaction{border-left-color:var(--compaction)}ul.counts li.denial{border-left-color:var(--denial)}ul.counts li.trip{border-left-color:var(--trip)}ul.counts li.verification{border-left-color:var(--verify)}ul.counts li.attr-outside{border-left-color:var(--outside)}
+ol.timeline{list-style:none;padding:0;margin:0;border-left:2px solid var(--line)}
+.entry{position:relative;margin:0 0 6px 14px;padding:6px 10px;border:1px solid var(--line);border-left:4px solid var(--attempt);border-radius:4px;background:var(--bg)}
+.entry::before{content:"";position:absolute;left:-21px;top:12px;width:10px;height:10px;border-radius:50%;background:var(--attempt)}
+.entry .head{display:flex;flex-wrap:wrap;gap:6px;align-items:baseline}
+.entry .label{font-weight:700}
+.entry time{color:var(--muted);font-variant-numeric:tabular-nums;font-size:12.5px}
+.entry .detail{margin:4px 0 0}
+.entry details{margin-top:4px}.entry summary{cursor:pointer;color:var(--muted)}
+.entry.turn{background:var(--panel);border-left-color:var(--line)}.entry.turn::before{background:var(--line)}
+.entry.compaction{background:var(--compaction-bg);border-color:var(--compaction)}.entry.compaction::before{background:var(--compaction)}.entry.compaction .label{color:var(--compaction)}
+.entry.denial{background:var(--denial-bg);border-color:var(--denial)}.entry.denial::before{background:var(--denial)}.entry.denial .label{color:var(--denial)}
+.entry.trip{background:var(--trip-bg);border-color:var(--trip)}.entry.trip::before{background:var(--trip)}.entry.trip .label{color:var(--trip)}
+.entry.verification{background:var(--verify-bg);border-color:var(--verify)}.entry.verification::before{background:var(--verify)}.entry.verification .label{color:var(--verify)}
+.entry.transition{border-left-color:var(--trip)}
+.entry.change.attr-outside{background:var(--outside-bg);border-color:var(--outside)}.entry.change.attr-outside::before{background:var(--outside)}.entry.change .label{color:var(--outside)}
+.entry .tool{font-weight:600}
+ul.reasons,ul.checks,ul.accepted{margin:4px 0 0;padding-left:20px}
+dl.facts{display:grid;grid-template-columns:max-content 1fr;gap:0 12px;margin:4px 0}dl.facts dt{color:var(--muted)}dl.facts dd{margin:0}
+table.changes{font-size:13px}
+tbody.file tr.file-head th{background:var(--panel);font-weight:400;border-top:2px solid var(--line)}
+#controls{display:flex;flex-wrap:wrap;gap:10px;align-items:center;margin:0 0 10px;padding:6px 10px;background:var(--panel);border:1px solid var(--line);border-radius:4px}
+#controls label{white-space:nowrap}
+.is-hidden,[hidden]{display:none!important}
+footer{margin-top:30px;padding:12px 20px 30px;color:var(--muted);border-top:1px solid var(--line)}
+@media print{#controls{display:none}details{display:block}}
+`;
+
+// Progressive enhancement: filters (session, kind, file path) and expand/collapse. The page is complete without it.
+const SCRIPT = `
+(function () {
+  'use strict';
+  var list = document.getElementById('timeline-list');
+  var controls = document.getElementById('controls');
+  if (!list || !controls) return;
+  var entries = Array.prototype.slice.call(list.querySelectorAll('li.entry'));
+  var kinds = [], sessions = [];
+  entries.forEach(function (li) {
+    var k = li.getAttribute('data-kind'), s = li.getAttribute('data-session');
+    if (k && kinds.indexOf(k) < 0) kinds.push(k);
+    if (s && sessions.indexOf(s) < 0) sessions.push(s);
+  });
+  function el(tag, text) { var e = document.createElement(tag); if (text !== undefined) e.textContent = text; return e; }
+  var sessionSel = el('select'); sessionSel.id = 'filter-session';
+  var all = el('option', 'all sessions'); all.value = ''; sessionSel.appendChild(all);
+  sessions.forEach(function (s) { var o = el('option', s); o.value = s; sessionSel.appendChild(o); });
+  var sl = el('label', 'Session '); sl.appendChild(sessionSel); controls.appendChild(sl);
+  var boxes = {};
+  kinds.forEach(function (k) {
+    var l = el('label'), b = el('input'); b.type = 'checkbox'; b.checked = true; b.value = k; b.className = 'filter-kind';
+    boxes[k] = b; l.appendChild(b); l.appendChild(document.createTextNode(' ' + k)); controls.appendChild(l);
+  });
+  var pathBox = el('input'); pathBox.type = 'search'; pathBox.placeholder = 'filter files by path'; pathBox.id = 'filter-path';
+  controls.appendChild(pathBox);
+  function button(text, open) {
+    var b = el('button', text); b.type = 'button';
+    b.addEventListener('click', function () { Array.prototype.forEach.call(document.querySelectorAll('details'), function (d) { d.open = open; }); });
+    controls.appendChild(b);
+  }
+  button('Expand all', true); button('Collapse all', false);
+  var shown = el('span'); shown.className = 'muted'; shown.id = 'filter-count'; controls.appendChild(shown);
+  function apply() {
+    var s = sessionSel.value, n = 0;
+    entries.forEach(function (li) {
+      var k = li.getAttribute('data-kind');
+      var visible = (!s || li.getAttribute('data-session') === s) && (!boxes[k] || boxes[k].checked);
+      li.classList.toggle('is-hidden', !visible); if (visible) n++;
+    });
+    shown.textContent = n + ' of ' + entries.length + ' entries';
+    var q = pathBox.value.toLowerCase();
+    Array.prototype.forEach.call(document.querySelectorAll('#files-table tbody.file'), function (tb) {
+      tb.classList.toggle('is-hidden', q !== '' && (tb.getAttribute('data-path') || '').toLowerCase().indexOf(q) < 0);
+    });
+  }
+  controls.addEventListener('change', apply); pathBox.addEventListener('input', apply);
+  controls.hidden = false; document.documentElement.classList.add('js');
+  apply();
+})();
+`;
+
+const sha256b64 = (text: string) => createHash('sha256').update(text, 'utf8').digest('base64');
+
+export function renderHtml(d: ReportData): string {
+  const policies = distinct(d.sessions.map((s) => `${s.policy} (${s.scope})`));
+  const title = `Latch report: ${d.workspace}`;
+  // Only this file's own style and script may apply; nothing may be fetched, framed or submitted.
+  // (Constant text and base64 only: no character that would need escaping in the attribute.)
+  const csp = `default-src 'none'; style-src 'sha256-${sha256b64(CSS)}'; script-src 'sha256-${sha256b64(SCRIPT)}'; img-src 'none'; font-src 'none'; connect-src 'none'; media-src 'none'; object-src 'none'; frame-src 'none'; form-action 'none'; base-uri 'none'`;
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="${csp}">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
+<meta name="generator" content="Latch ${esc(d.version)}">
+<title>${esc(title)}</title>
+<style>${CSS}</style>
+</head>
+<body>
+<header>
+<h1>Latch report</h1>
+<dl class="meta">
+<dt>Workspace</dt><dd>${code(d.workspace)}</dd>
+<dt>Sessions</dt><dd>${d.sessions.length === 0 ? '<span class="muted">none recorded</span>' : d.sessions.map((s) => code(s.session_id)).join(' ')}${d.selected ? ' <span class="muted">(selected)</span>' : ''}</dd>
+<dt>Policy</dt><dd>${esc(policies)}</dd>
+<dt>Current state</dt><dd>${esc(overallState(d))}</dd>
+<dt>Generated</dt><dd>${time(d.generated_at)}</dd>
+<dt>Latch version</dt><dd>${esc(d.version)}</dd>
+</dl>
+<nav><a href="#sessions">Sessions</a><a href="#timeline">Timeline</a><a href="#files">Files</a></nav>
+</header>
+<main>
+<section id="sessions" aria-labelledby="h-sessions">
+<h2 id="h-sessions">Sessions</h2>
+${sessionsHtml(d)}
+${countsHtml(d)}
+</section>
+<section id="timeline" aria-labelledby="h-timeline">
+<h2 id="h-timeline">Timeline</h2>
+<div id="controls" hidden></div>
+${timelineHtml(d)}
+</section>
+<section id="files" aria-labelledby="h-files">
+<h2 id="h-files">Files</h2>
+${filesHtml(d)}
+</section>
+</main>
+<footer>Generated by Latch ${esc(d.version)} from the Latch store at ${time(d.generated_at)}. Times are UTC; attributions are Latch's (attempt: inside one tool call's window; contended: inside several; outside: inside none; unknown: at a window's edge or untimed).</footer>
+<script>${SCRIPT}</script>
+</body>
+</html>
+`;
+}

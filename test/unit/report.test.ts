@@ -1,0 +1,318 @@
+// `latch report --html / --markdown`: records produced as in hook.test.ts and commands.test.ts (real
+// payloads through runCodexHook, a compaction, a denied call, `latch verify`, an outside edit), then the
+// HTML (self-contained, escaped, semantic) and the Markdown tables are checked.
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Io } from '../../src/commands/io.js';
+import { esc, mdCode, mdText, report } from '../../src/commands/report.js';
+import { verify } from '../../src/commands/verify.js';
+import { ExitError } from '../../src/core/errors.js';
+import { runCodexHook } from '../../src/hook.js';
+import { appendCompaction, appendModelTurn, bash, payload, sandbox, type Sandbox } from '../helpers/workspace.js';
+
+/** Clear of the attribution's 20 ms window-edge margin (src/core/observe.ts). */
+const GAP = 60;
+const WEIRD = 'we<ird>&"q\'.txt';
+const XSS_CMD = `echo '<script>window.__pwned = 1</script>' > '${WEIRD}' && echo "a&b" > notes.txt`;
+const DENIED_CMD = `cat notes.txt | tee copy.txt; echo "<img src=x onerror=window.__pwned=2>"`;
+
+function capture(sb: Sandbox, now?: string): { io: Io; out(): string; err(): string } {
+  let out = '';
+  let err = '';
+  const io: Io = {
+    out: (t) => void (out += t),
+    err: (t) => void (err += t),
+    env: sb.env,
+    cwd: sb.work,
+    interactive: false,
+    ask: async () => assert.fail('no question expected'),
+    now: () => now ?? new Date().toISOString(),
+  };
+  return { io, out: () => out, err: () => err };
+}
+
+async function hook(sb: Sandbox, p: Record<string, unknown>) {
+  const r = await runCodexHook(JSON.stringify(p), null, sb.env);
+  const parsed = r.stdout ? JSON.parse(r.stdout) : null;
+  return { ...r, denied: parsed?.hookSpecificOutput?.permissionDecision === 'deny' };
+}
+
+/** One allowed Bash call that writes files while its attempt is live: Pre, write, Post. */
+async function agentWrites(sb: Sandbox, turn: string, command: string, files: Record<string, string>) {
+  const id = 'call_' + Math.random().toString(16).slice(2);
+  const pre = await hook(sb, bash(sb, command, { tool_use_id: id, turn_id: turn }));
+  assert.equal(pre.denied, false, `allowed: ${pre.stdout}`);
+  await sleep(GAP);
+  for (const [f, text] of Object.entries(files)) writeFileSync(join(sb.work, f), text);
+  await sleep(GAP);
+  await hook(sb, payload('post-tool-use-bash', sb, { tool_use_id: id, turn_id: turn, tool_input: { command } }));
+}
+
+/**
+ * Session S: a write (turn-1), an auto-compaction seen by every source (latched, fail_closed), a denied
+ * call (turn-2), Stop, `latch verify --yes`, another write (turn-3), Stop, then a hand edit and a Stop.
+ */
+async function scenario(sb: Sandbox): Promise<void> {
+  await hook(sb, payload('session-start-startup', sb));
+  await agentWrites(sb, 'turn-1', XSS_CMD, { [WEIRD]: '<script>window.__pwned = 1</script>\n', 'notes.txt': 'a&b\n' });
+  await hook(sb, payload('stop', sb, { turn_id: 'turn-1' }));
+  await hook(sb, payload('pre-compact-auto', sb, { turn_id: 'turn-2' }));
+  appendCompaction(sb.transcript);
+  await hook(sb, payload('post-compact-auto', sb, { turn_id: 'turn-2' }));
+  await hook(sb, payload('session-start-compact', sb));
+  appendModelTurn(sb.transcript);
+  assert.ok((await hook(sb, bash(sb, DENIED_CMD, { turn_id: 'turn-2' }))).denied, 'latched: the write is denied');
+  await hook(sb, payload('stop', sb, { turn_id: 'turn-2' }));
+  const v = capture(sb);
+  assert.equal(await verify(v.io, { yes: true }), 0, v.out() + v.err());
+  await agentWrites(sb, 'turn-3', 'touch after.txt', { 'after.txt': '' });
+  await hook(sb, payload('stop', sb, { turn_id: 'turn-3' }));
+  await sleep(GAP);
+  writeFileSync(join(sb.work, 'notes.txt'), 'edited by hand\n');
+  await sleep(GAP);
+  await hook(sb, payload('stop', sb, { turn_id: 'turn-3' }));
+}
+
+/** The cells of a GFM table row (split on pipes not escaped by a backslash). */
+function cells(row: string): string[] {
+  assert.ok(row.startsWith('| ') && row.endsWith(' |'), `a table row: ${row}`);
+  return row
+    .slice(1, -1)
+    .split(/(?<!\\)\|/)
+    .map((c) => c.trim());
+}
+
+/** The tables under each `### Heading` of the Markdown: header cells and rows of cells. */
+function tables(md: string): Map<string, { head: string[]; rows: string[][] }[]> {
+  const out = new Map<string, { head: string[]; rows: string[][] }[]>();
+  let section = '';
+  const lines = md.split('\n');
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i]!;
+    if (line.startsWith('### ')) section = line.slice(4);
+    if (line.startsWith('| ') && lines[i + 1]?.startsWith('|---')) {
+      const head = cells(line);
+      const rows: string[][] = [];
+      for (i += 2; i < lines.length && lines[i]!.startsWith('| '); i++) rows.push(cells(lines[i]!));
+      for (const r of rows) assert.equal(r.length, head.length, `row width in ${section}: ${JSON.stringify(r)}`);
+      out.set(section, [...(out.get(section) ?? []), { head, rows }]);
+    }
+  }
+  return out;
+}
+
+describe('latch report', () => {
+  let sb: Sandbox;
+  let html = '';
+  let md = '';
+  const NOW = '2030-01-02T03:04:05.678Z';
+
+  before(async () => {
+    sb = sandbox();
+    await scenario(sb);
+    const h = capture(sb, NOW);
+    assert.equal(await report(h.io, { html: 'report.html' }), 0, h.err());
+    assert.match(h.out(), /^Wrote .*report\.html/);
+    html = readFileSync(join(sb.work, 'report.html'), 'utf8');
+    const m = capture(sb, NOW);
+    assert.equal(await report(m.io, { markdown: true }), 0, m.err());
+    md = m.out();
+  });
+  after(() => sb?.cleanup());
+
+  test('neither --html nor --markdown: usage, exit 2; --out without --markdown is a usage error', async () => {
+    const c = capture(sb);
+    assert.equal(await report(c.io, {}), 2);
+    assert.match(c.err(), /--html FILE or --markdown/);
+    await assert.rejects(report(c.io, { html: 'x.html', out: 'x.md' }), (e: unknown) => e instanceof ExitError && e.code === 2);
+    assert.equal(existsSync(join(sb.work, 'x.html')), false);
+  });
+
+  test('an unknown --session is a usage error', async () => {
+    const c = capture(sb);
+    await assert.rejects(report(c.io, { session: 'nope', markdown: true }), (e: unknown) => e instanceof ExitError && e.code === 2 && /no session nope/.test(e.message));
+  });
+
+  test('HTML: one self-contained document with no external resource', () => {
+    assert.ok(html.startsWith('<!doctype html>'));
+    assert.doesNotMatch(html, /https?:\/\//i, 'no http(s) reference anywhere');
+    assert.doesNotMatch(html, /<link\b/i);
+    assert.doesNotMatch(html, /<script\b[^>]*\bsrc\s*=/i);
+    assert.doesNotMatch(html, /<(img|iframe|object|embed|video|audio|source|base|form)\b/i, 'no element that could load anything');
+    assert.doesNotMatch(html, /@import|url\(/i, 'no CSS fetch');
+    assert.equal(html.match(/<script\b/gi)?.length, 1, 'exactly one script element: the inline enhancement');
+    assert.equal(html.match(/<style\b/gi)?.length, 1);
+    assert.doesNotMatch(html, /\sstyle\s*=/i, 'no inline style attributes (the CSP admits the style element by hash)');
+    const csp = /<meta http-equiv="Content-Security-Policy" content="([^"]+)">/.exec(html)?.[1];
+    assert.ok(csp, 'a CSP meta tag');
+    assert.match(csp!, /default-src 'none'/);
+    assert.match(csp!, /script-src 'sha256-[A-Za-z0-9+/=]+'/);
+    assert.doesNotMatch(csp!, /unsafe-inline/);
+  });
+
+  test('HTML: the header names workspace, sessions, policy, state, generated time and version', () => {
+    const header = html.slice(html.indexOf('<header>'), html.indexOf('</header>'));
+    assert.ok(header.includes(esc(sb.work)), 'workspace');
+    assert.match(header, /<dt>Sessions<\/dt><dd><code>S<\/code>/);
+    assert.match(header, /<dt>Policy<\/dt><dd>fail_closed \(session\)<\/dd>/);
+    assert.match(header, /<dt>Current state<\/dt><dd>mutable/);
+    assert.ok(header.includes(`<time datetime="${NOW}">`), 'generated time');
+    assert.match(header, /<dt>Latch version<\/dt><dd>[0-9][^<]*<\/dd>/);
+  });
+
+  test('HTML: the timeline is an ordered list of classed entries in order', () => {
+    const ol = html.slice(html.indexOf('<ol class="timeline"'), html.indexOf('</ol>', html.indexOf('<ol class="timeline"')));
+    const kinds = [...ol.matchAll(/<li class="entry ([a-z-]+)[^"]*" data-kind="([a-z]+)"/g)].map((m) => m[1]);
+    const firstOf = (k: string) => kinds.indexOf(k);
+    for (const k of ['turn', 'attempt', 'compaction', 'trip', 'denial', 'verification', 'change']) assert.ok(firstOf(k) >= 0, `an entry of kind ${k}: ${kinds.join(' ')}`);
+    assert.ok(firstOf('attempt') < firstOf('compaction'), 'the write came before the compaction');
+    assert.ok(firstOf('compaction') < firstOf('trip') || firstOf('compaction') < firstOf('denial'));
+    assert.ok(firstOf('trip') < firstOf('denial'), 'tripped, then denied');
+    assert.ok(firstOf('denial') < firstOf('verification'), 'denied, then verified');
+    assert.ok(kinds.lastIndexOf('attempt') > firstOf('verification'), 'a call allowed again after verify');
+    assert.equal(kinds.filter((k) => k === 'turn').length, 3, 'turn-1, turn-2, turn-3');
+    assert.match(ol, /<li class="entry compaction" data-kind="compaction" data-session="S">/);
+    assert.match(ol, /<li class="entry denial" data-kind="denial" data-session="S">/);
+    assert.match(ol, /class="entry change attr-outside"[^>]*>.*Outside edit.*notes\.txt/);
+    assert.match(ol, /Compaction #1<\/span>.*auto, observed via [a-z_ +]*pre_compact/);
+    assert.match(ol, /checkpoint <code>[^<]+<\/code> at <time[^>]*>[^<]*<\/time>: tree <code class="sha">[0-9a-f]{16}…<\/code> \(\d+ files\)/);
+    assert.match(ol, /Latch tripped<\/span>.*mutable<\/span> → <span class="badge state state-latched">latched/);
+  });
+
+  test('HTML: tool calls show state, files changed and attribution; denials their reasons; verify its evidence', () => {
+    const attempt = html.slice(html.indexOf('<li class="entry attempt'), html.indexOf('</li>', html.indexOf('<li class="entry attempt')));
+    assert.match(attempt, /<span class="badge state state-closed">closed<\/span>/);
+    assert.ok(attempt.includes(`<code class="path">${esc(WEIRD)}</code>`), 'the weird path, escaped');
+    assert.match(attempt, /<code class="path">notes\.txt<\/code><\/td><td><span class="badge attr attr-attempt">attempt<\/span>/);
+    const denial = html.slice(html.indexOf('<li class="entry denial"'), html.indexOf('</ul></li>', html.indexOf('<li class="entry denial"')));
+    assert.match(denial, /<code>latched<\/code> /, 'reason code');
+    assert.ok(denial.includes(esc(DENIED_CMD)), 'the denied command, escaped');
+    const ver = html.slice(html.indexOf('<li class="entry verification"'), html.indexOf('</details></li>', html.indexOf('<li class="entry verification"')));
+    assert.match(ver, /confirmed by --yes; tree digest before = after: <strong>yes<\/strong>/);
+    assert.match(ver, /<dt>Checkpoint tree<\/dt><dd><code class="sha">([0-9a-f]{64})<\/code>.*<dt>Tree at verify<\/dt><dd><code class="sha">\1<\/code>/);
+    assert.match(ver, /<li class="check ok">.*<strong>tree<\/strong>: workspace tree unchanged/);
+  });
+
+  test('HTML: record text is escaped; a <script> in a command summary is inert text', () => {
+    assert.ok(!html.includes('<script>window.__pwned'), 'no raw script from the record');
+    assert.ok(!html.includes('<img src=x'), 'no raw img from the record');
+    assert.ok(html.includes('&lt;script&gt;window.__pwned = 1&lt;/script&gt;'), 'the command shows as text');
+    assert.ok(html.includes('&lt;img src=x onerror=window.__pwned=2&gt;'));
+    assert.ok(html.includes('we&lt;ird&gt;&amp;&quot;q&#39;.txt'), 'the path, escaped (quotes too, for attributes)');
+    assert.ok(html.includes('data-path="we&lt;ird&gt;&amp;&quot;q&#39;.txt"'), 'escaped inside an attribute value');
+    // The only <script> is ours, and the only '</script>' closes it.
+    assert.equal(html.match(/<\/script>/gi)?.length, 1);
+    assert.equal(esc(`<a href="x">'&'</a>\``), '&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;&#96;');
+  });
+
+  test('HTML: the per-file view lists every change per file, newest first, with who made it', () => {
+    const table = html.slice(html.indexOf('<table class="files"'), html.indexOf('</table>', html.indexOf('<table class="files"')));
+    assert.match(table, /<thead><tr><th scope="col">Observed<\/th>/);
+    const notes = table.slice(table.indexOf('<tbody class="file" data-path="notes.txt">'));
+    const body = notes.slice(0, notes.indexOf('</tbody>'));
+    assert.match(body, /2 changes: 1 attempt, 1 outside/);
+    const rows = [...body.matchAll(/<tr class="attr-([a-z]+)"/g)].map((m) => m[1]);
+    assert.deepEqual(rows, ['outside', 'attempt'], 'newest first');
+    assert.match(body, /outside any agent attempt/);
+    assert.match(body, /Bash <code class="cmd">echo &#39;&lt;script&gt;/, 'the attempt that made the first change');
+    assert.match(table, /data-path="after\.txt"/);
+    const paths = [...table.matchAll(/<tbody class="file" data-path="([^"]*)"/g)].map((m) => m[1]);
+    assert.deepEqual(paths, [...paths].sort(), 'files in path order');
+  });
+
+  test('Markdown: the evidence tables', () => {
+    assert.match(md, /^## Latch evidence summary\n/);
+    assert.ok(md.includes(`Workspace \`${sb.work}\``));
+    assert.ok(md.includes(`Generated ${mdText(NOW)} by Latch`));
+    const t = tables(md);
+    const one = (name: string) => {
+      const list = t.get(name);
+      assert.ok(list && list.length >= 1, `a table under ${name}: ${[...t.keys()].join(', ')}`);
+      return list![0]!;
+    };
+    assert.deepEqual(one('Sessions').rows, [['`S`', '`fail_closed`', '`session`', '`mutable`', '1', '1']]);
+
+    const comp = one('Compactions');
+    assert.equal(comp.rows.length, 1);
+    const [csid, seq, , trigger, via, checkpoint, tree] = comp.rows[0]!;
+    assert.deepEqual([csid, seq, trigger], ['`S`', '1', 'auto']);
+    assert.match(via!, /pre\\_compact/);
+    assert.match(checkpoint!, /^`[^`]+`$/);
+    assert.match(tree!, /^`[0-9a-f]{16}…` \(\d+\)$/);
+
+    const trans = one('Authority transitions').rows;
+    assert.deepEqual(trans.map((r) => [r[2], r[3]]), [
+      ['`mutable` → `latched`', '`compaction:fail_closed`'],
+      ['`latched` → `mutable`', '`verify`'],
+    ]);
+    assert.match(trans[1]![4]!, /confirmed by --yes; checks: checkpoint ok, tree ok/);
+
+    const [windows, denied] = t.get('Mutation attempts after each compaction')!;
+    assert.equal(windows!.rows.length, 1);
+    assert.deepEqual([windows!.rows[0]![0], windows!.rows[0]![1], windows!.rows[0]![4], windows!.rows[0]![5]], ['`S`', '#1', '1', '1'], 'one call allowed after verify, one denied');
+    assert.equal(denied!.rows.length, 1);
+    assert.equal(denied!.rows[0]![3], 'Bash');
+    assert.equal(denied!.rows[0]![4], mdCode(DENIED_CMD), 'the denied command as a code span');
+    assert.ok(denied!.rows[0]![4]!.includes('\\|'), 'its pipe escaped for the table');
+    assert.match(denied!.rows[0]![5]!, /^latched: /);
+
+    const files = one('Files changed').rows;
+    const byPath = new Map(files.map((r) => [r[0], r.slice(1, 6)]));
+    assert.deepEqual(byPath.get('`notes.txt`'), ['2', '1', '0', '1', '0']);
+    assert.deepEqual(byPath.get('`after.txt`'), ['1', '1', '0', '0', '0']);
+    assert.deepEqual(byPath.get(mdCode(WEIRD)), ['1', '1', '0', '0', '0']);
+
+    const digests = one('Tree digest at checkpoint vs at verify');
+    assert.equal(digests.rows.length, 1);
+    const [dsid, , dcp, beforeTree, afterTree, same, accepted] = digests.rows[0]!;
+    assert.equal(dsid, '`S`');
+    assert.equal(dcp, checkpoint, 'the compaction checkpoint is the verify baseline');
+    assert.equal(beforeTree!.replace(/ .*/, ''), afterTree!.replace(/ .*/, ''));
+    assert.match(beforeTree!, /^`[0-9a-f]{64}` \(\d+\)$/);
+    assert.equal(same, 'yes');
+    assert.equal(accepted, 'no');
+    assert.ok(!md.includes('<script>'), 'no raw HTML from the records in the Markdown');
+  });
+
+  test('Markdown to --out FILE; both formats at once', async () => {
+    const c = capture(sb, NOW);
+    assert.equal(await report(c.io, { markdown: true, out: 'evidence.md', html: 'both.html' }), 0);
+    assert.match(c.out(), /^Wrote .*evidence\.md\.\n$/);
+    assert.equal(readFileSync(join(sb.work, 'evidence.md'), 'utf8'), md);
+    assert.equal(readFileSync(join(sb.work, 'both.html'), 'utf8'), html);
+  });
+
+  test('--session limits the report; a workspace with no records still renders', async () => {
+    const c = capture(sb, NOW);
+    assert.equal(await report(c.io, { session: 'S', markdown: true }), 0);
+    assert.match(c.out(), /session\(s\) `S`/);
+    const empty = sandbox();
+    try {
+      const e = capture(empty, NOW);
+      assert.equal(await report(e.io, { html: 'r.html', markdown: true }), 0, e.err());
+      const page = readFileSync(join(empty.work, 'r.html'), 'utf8');
+      assert.match(page, /No sessions recorded for this workspace/);
+      assert.match(page, /Nothing recorded\./);
+      assert.match(e.out(), /### Sessions\n\n_None recorded\._/);
+    } finally {
+      empty.cleanup();
+    }
+  });
+});
+
+describe('Markdown escaping', () => {
+  test('mdCode: backticks, pipes and newlines', () => {
+    assert.equal(mdCode('a|b'), '`a\\|b`');
+    assert.equal(mdCode('echo `x`'), '`` echo `x` ``');
+    assert.equal(mdCode('`start'), '`` `start ``');
+    assert.equal(mdCode('a\nb'), '`a b`');
+    assert.equal(mdCode(null), '-');
+  });
+  test('mdText: inline syntax and raw HTML neutralised', () => {
+    assert.equal(mdText('<b>*x*</b> | [l](u) & _y_'), '\\<b\\>\\*x\\*\\</b\\> \\| \\[l\\](u) \\& \\_y\\_');
+    assert.equal(mdText(''), '-');
+  });
+});
