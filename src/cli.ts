@@ -104,6 +104,24 @@ export const COMMANDS: Record<string, Command> = {
       return blame(io, { path: p[0]!, cwd: str(v.cwd), json: v.json === true });
     },
   },
+  brief: {
+    usage: 'latch brief show [--session ID] [--cwd DIR] [--json] | latch brief set --file F [--session ID] [--cwd DIR] | latch brief --page N [--session ID] [--cwd DIR]',
+    summary: "The session's task brief: show it, set it (a human: markdown sections or JSON), or print page N (the agent reads every page after a compaction).",
+    options: { ...cwdOpt, ...sessionOpt, ...jsonOpt, file: { type: 'string' }, page: { type: 'string' } },
+    positionals: true,
+    async run(io, v, p) {
+      const usage = 'usage: latch brief show [--session ID] [--cwd DIR] [--json] | latch brief set --file F [--session ID] [--cwd DIR] | latch brief --page N [--session ID] [--cwd DIR]';
+      const m = await import('./commands/brief.js');
+      const target = { cwd: str(v.cwd), session: str(v.session) };
+      if (v.page !== undefined) {
+        if (p.length !== 0 || v.file !== undefined || v.json === true) throw new ExitError(EXIT.usage, usage);
+        return m.briefPage(io, { ...target, page: String(v.page) });
+      }
+      if (p.length === 1 && p[0] === 'show' && v.file === undefined) return m.briefShow(io, { ...target, json: v.json === true });
+      if (p.length === 1 && p[0] === 'set' && typeof v.file === 'string' && v.json !== true) return m.briefSet(io, { ...target, file: v.file });
+      throw new ExitError(EXIT.usage, usage);
+    },
+  },
   report: {
     usage: 'latch report [--cwd DIR] [--session ID] (--html FILE | --markdown [--out FILE])',
     summary: 'The evidence for people: one self-contained HTML file (timeline, per-file view), or Markdown tables for a pull request.',

@@ -432,15 +432,36 @@ function latchSubcommand(args: readonly string[]): { readOnly: boolean; label: s
       }
       return { readOnly: true, label };
     }
-    case 'brief': {
-      if (args.length === 2 && args[1] === 'show') return { readOnly: true, label };
-      if (args.length === 3 && args[1] === '--page' && isAllDigits(args[2]!)) return { readOnly: true, label };
-      if (args.length === 2 && args[1]!.startsWith('--page=') && isAllDigits(args[1]!.slice(7))) return { readOnly: true, label };
-      return { readOnly: false, label };
-    }
+    case 'brief':
+      return { readOnly: briefReadOnly(args.slice(1)), label };
     default:
       return { readOnly: false, label };
   }
+}
+
+/** `latch brief show [--json]` or `latch brief --page N`, each with optional --session ID / --cwd DIR. */
+function briefReadOnly(rest: readonly string[]): boolean {
+  let show = false;
+  let page = false;
+  let json = false;
+  for (let i = 0; i < rest.length; i++) {
+    const a = rest[i]!;
+    const eq = a.indexOf('=');
+    const name = a.startsWith('--') && eq > 0 ? a.slice(0, eq) : a;
+    const inline = a.startsWith('--') && eq > 0 ? a.slice(eq + 1) : undefined;
+    const value = (): string | undefined => (inline !== undefined ? inline : rest[++i]);
+    if (a === 'show' && !show && !page) show = true;
+    else if (name === '--page' && !page && !show) {
+      const v = value();
+      if (v === undefined || !isAllDigits(v)) return false;
+      page = true;
+    } else if (name === '--session' || name === '--cwd') {
+      const v = value();
+      if (v === undefined || v.startsWith('-')) return false;
+    } else if (a === '--json' && !json) json = true;
+    else return false;
+  }
+  return (show || page) && !(page && json);
 }
 
 function splitPieces(text: string): string[] {

@@ -153,5 +153,63 @@ export const MIGRATIONS: readonly string[] = [
     tree_files    INTEGER
   );
   `,
+  `
+  -- The observation state of src/core/tree.ts (observeTree): per workspace, one blob of stat-cache
+  -- slots aligned with the last path listing, and the validators that let the next observation
+  -- reuse that listing instead of running git ls-files. Supersedes tree_cache rows for observations.
+  CREATE TABLE tree_state (
+    root     TEXT PRIMARY KEY,
+    entries  BLOB NOT NULL,
+    listing  TEXT
+  );
+  `,
+  `
+  -- Task briefs (src/core/brief.ts): one row per version per session. json = the brief model;
+  -- rendered = the markdown whose pages (page_count, page_digests = JSON array of sha256) are read.
+  CREATE TABLE briefs (
+    session_id    TEXT NOT NULL,
+    version       INTEGER NOT NULL,          -- 1, 2, 3, ... per session
+    source        TEXT NOT NULL,             -- auto | human
+    created_at    TEXT NOT NULL,
+    json          TEXT NOT NULL,
+    rendered      TEXT NOT NULL,
+    page_count    INTEGER NOT NULL,
+    page_digests  TEXT NOT NULL,
+    PRIMARY KEY (session_id, version)
+  );
+  `,
+  `
+  -- Continuity: reads of brief pages proven from the transcript, deliveries, resume decisions.
+  CREATE TABLE brief_reads (
+    id                INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id        TEXT NOT NULL,
+    call_id           TEXT NOT NULL,
+    version           INTEGER,
+    page              INTEGER,
+    ok                INTEGER NOT NULL,
+    reasons_json      TEXT NOT NULL,
+    compaction_seq    INTEGER NOT NULL,        -- compactions before the read's position in the transcript
+    transcript_offset INTEGER,
+    at                TEXT NOT NULL,
+    UNIQUE (session_id, call_id)
+  );
+  CREATE TABLE deliveries (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id  TEXT NOT NULL,
+    at          TEXT NOT NULL,
+    reason      TEXT NOT NULL,                 -- compact | resume
+    kind        TEXT NOT NULL,                 -- full | native
+    version     INTEGER,
+    chars       INTEGER NOT NULL
+  );
+  CREATE TABLE resume_decisions (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id  TEXT NOT NULL,
+    at          TEXT NOT NULL,
+    decision    TEXT NOT NULL,                 -- native | full
+    checks_json TEXT NOT NULL
+  );
+  ALTER TABLE sessions ADD COLUMN identity_json TEXT;          -- the latest turn_context identity seen
+  ALTER TABLE sessions ADD COLUMN transcript_record_json TEXT; -- transcript identity + prefix hash at the last Stop
+  `,
 ];
-

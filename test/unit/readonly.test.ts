@@ -500,3 +500,13 @@ describe('classifyCommand: properties', () => {
     assert.ok(Date.now() - t0 < 2000, `took ${Date.now() - t0}ms`);
   });
 });
+
+test('latch brief reads may name the session and the workspace; set never counts as read-only', () => {
+  const ctx = { latchHome: '/home/u/.local/state/latch' };
+  for (const c of ['latch brief --page 2 --session 01a2-bc', 'node /opt/agent-latch/dist/latch.cjs brief --page=1 --cwd /w', 'latch brief show --json --session s']) {
+    assert.equal(classifyCommand(c, ctx).readOnly, true, c);
+  }
+  for (const c of ['latch brief set --file x', 'latch brief --page 1 --json', 'latch brief --page x', 'latch brief --page 1 --session', 'latch brief --page 1 --bogus']) {
+    assert.equal(classifyCommand(c, ctx).readOnly, false, c);
+  }
+});
