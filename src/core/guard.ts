@@ -1,7 +1,8 @@
 // The guard: one agent-neutral core that turns hook observations into records and decisions.
 // Adapters (src/adapters/*) translate an agent's payloads into an Observation + LatchEvent and the
 // Decision back into the agent's reply format.
-import { resolve } from 'node:path';
+import { closeSync, openSync, readdirSync, readSync } from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
 import { compactionEvent, mayMutate, type AuthState } from './authority.js';
 import type { WorkspaceEvidence } from './checkpoint.js';
 import type { ResolvedPolicy } from './config.js';
@@ -23,7 +24,7 @@ import {
 } from './records.js';
 import { immediate, type Db } from './store.js';
 import { summarizeCall, type ToolCall } from './tools.js';
-import { abandonAttempts, attemptId, beginClose, claimRecovery, endClose, getAttempt, laneOf, orphanedClosings, selfId, startAttempt } from './ledger.js';
+import { abandonAttempts, attemptId, beginClose, claimRecovery, endClose, getAttempt, isAlive, laneOf, orphanedClosings, selfId, startAttempt } from './ledger.js';
 import { EMPTY_SCAN, scanTranscript, type ScanResult, type ScanState } from './transcript.js';
 
 export interface Observation {
@@ -129,13 +130,40 @@ async function handleWithDb(ctx: GuardContext, db: Db, obs: Observation, ev: Lat
     newTranscript.some((c) => !getCompaction(db, row.session_id, c.index)?.checkpoint_id) ||
     (hookSeq !== null && !getCompaction(db, row.session_id, hookSeq)?.checkpoint_id);
   const tracked = ev.type === 'pre_tool' && ev.call.kind !== null;
-  if (tracked && orphanedClosings(db, row.workspace).length > 0) await recoverOrphans(ctx, db, row.workspace);
+  // The recovery barrier: before a tracked call's Start, and at a turn's end (so a stopped session
+  // leaves no attempt stuck in `closing` behind a dead closer).
+  if ((tracked || ev.type === 'turn_end') && orphanedClosings(db, row.workspace).length > 0) await recoverOrphans(ctx, db, row.workspace);
   // The first attempt in a workspace needs a baseline observation: its pre-state.
   if ((tracked || ev.type === 'session_start') && !db.prepare('SELECT 1 FROM workspaces WHERE workspace = ?').get(row.workspace)) {
     await observe(ctx, db, row.workspace, 'baseline');
   }
-  const slow = needEvidence ? await loadSlow() : null;
-  const evidence = slow ? slow.collectEvidence(db, row.workspace, null) : null;
+  const briefOutputs = scan.result?.briefOutputs ?? [];
+  const continuity =
+    ev.type === 'pre_compact' || (ev.type === 'session_start' && (ev.source === 'compact' || ev.source === 'resume')) || (ev.type === 'turn_end' && ev.kind === 'stop');
+  const slow = needEvidence || continuity || briefOutputs.length > 0 ? await loadSlow() : null;
+  const evidence = needEvidence && slow ? slow.collectEvidence(db, row.workspace, null) : null;
+  // Read receipts: brief pages the transcript shows the agent read (exit 0, complete, digest ok).
+  if (slow && briefOutputs.length > 0) immediate(db, () => slow.recordReads(db, row, briefOutputs, ctx.now()));
+  // reverify = "evidence": a complete read + a clean workspace + no live attempt give authority back.
+  if (tracked && !mayMutate(row.state) && policyOf(row).reverify === 'evidence') {
+    const s = slow ?? (await loadSlow());
+    const release = s.evidenceRelease(db, row);
+    if (release) {
+      immediate(db, () => {
+        const current = getSession(db, row.session_id)!;
+        if (current.state !== row.state || current.episode_started_at !== row.episode_started_at) return;
+        transition(
+          db,
+          current,
+          'verify',
+          { reverify: 'evidence', reads: release.reads, checks: release.evidence.checks, changes: release.evidence.changes.slice(0, 500), baseline: release.evidence.baseline, current: release.evidence.current },
+          'evidence: brief read completely, workspace checks hold',
+          ctx.now(),
+        );
+      });
+      row = getSession(db, obs.sessionId)!;
+    }
+  }
 
   // Phase 2: apply everything under one write lock. Every step is idempotent against a concurrent hook
   // (compactions are keyed by per-source counters that only grow).
@@ -166,6 +194,10 @@ async function handleWithDb(ctx: GuardContext, db: Db, obs: Observation, ev: Lat
       ensureCheckpoint(slow, db, row, seq, comp.checkpoint_id, evidence, transcript, obs, trigger, now);
       if (hookSource !== 'pre_compact') trip(db, row, seq, hookSource, now);
       row = getSession(db, obs.sessionId)!;
+      // The brief is captured when the compaction is first announced (PreCompact, else SessionStart).
+      if (slow && (hookSource === 'pre_compact' || (hookSource === 'session_start' && !briefSince(db, row.session_id, comp.first_seen_at)))) {
+        slow.captureBrief(db, row, obs.transcriptPath ?? row.transcript_path, now);
+      }
     }
 
     switch (ev.type) {
@@ -177,10 +209,18 @@ async function handleWithDb(ctx: GuardContext, db: Db, obs: Observation, ev: Lat
       case 'turn_end': {
         const where = ev.kind === 'subagent_stop' && obs.agentId ? { lane: laneOf(row.session_id, obs.agentId) } : { session: row.session_id };
         abandonAttempts(db, where, `${ev.kind} before PostToolUse`, now);
+        if (slow && ev.kind === 'stop') slow.recordTranscript(db, row, obs.transcriptPath ?? row.transcript_path, scan.result?.turnContext ?? null);
         return { verdict: 'observe', reasons: [], message: null, state: row.state };
       }
-      case 'session_start':
-        return { verdict: 'observe', reasons: [], message: sessionContext(db, row), state: row.state };
+      case 'session_start': {
+        const status = sessionContext(db, row);
+        if (slow && ev.source === 'compact') return { verdict: 'observe', reasons: [], message: slow.deliveryText(db, row, status, 'compact', now, 'full'), state: row.state };
+        if (slow && ev.source === 'resume') {
+          const q = slow.qualify(db, row, { session_id: obs.sessionId, cwd: obs.cwd, model: obs.model, permission_mode: obs.permissionMode, transcriptPath: obs.transcriptPath }, now);
+          return { verdict: 'observe', reasons: [], message: slow.deliveryText(db, row, status, 'resume', now, q.decision), state: row.state };
+        }
+        return { verdict: 'observe', reasons: [], message: status, state: row.state };
+      }
       default:
         return { verdict: 'observe', reasons: [], message: null, state: row.state };
     }
@@ -221,7 +261,7 @@ async function closeAttempt(ctx: GuardContext, db: Db, row: SessionRow, obs: Obs
     }
     return beginClose(db, id, owner);
   });
-  if (!a || a.state !== 'closing' || a.closer_pid !== owner.pid) return;
+  if (!a || a.state !== 'closing' || a.closer_pid !== owner.pid || a.closer_start !== owner.start) return;
   const slow = await loadSlow();
   immediate(db, () => {
     slow.observeWorkspace(db, row.workspace, 'close', ctx.now());
@@ -241,8 +281,10 @@ export async function recoverOrphans(ctx: GuardContext, db: Db, workspace: strin
   let done = 0;
   for (const orphan of orphanedClosings(db, workspace)) {
     const won = immediate(db, () => {
+      // Re-checked under the write lock: another recoverer may have claimed it since the list was
+      // read, and is then the (live) closer; only a dead closer's attempt may be claimed.
       const current = getAttempt(db, orphan.id);
-      return !!current && current.state === 'closing' && claimRecovery(db, current, owner);
+      return !!current && current.state === 'closing' && !isAlive({ pid: current.closer_pid, start: current.closer_start }) && claimRecovery(db, current, owner);
     });
     if (!won) continue;
     immediate(db, () => {
@@ -252,6 +294,16 @@ export async function recoverOrphans(ctx: GuardContext, db: Db, workspace: strin
     done++;
   }
   return done;
+}
+
+function policyOf(row: SessionRow): ResolvedPolicy {
+  const p = JSON.parse(row.policy_json) as Partial<ResolvedPolicy>;
+  return { ...(p as ResolvedPolicy), reverify: p.reverify ?? 'human' };
+}
+
+/** Was a brief version created at or after `since`? */
+function briefSince(db: Db, sessionId: string, since: string): boolean {
+  return !!db.prepare('SELECT 1 FROM briefs WHERE session_id = ? AND created_at >= ?').get(sessionId, since);
 }
 
 function hookSourceOf(ev: LatchEvent): Exclude<CompactionSource, 'transcript'> | null {
@@ -268,7 +320,11 @@ interface TranscriptRead {
 }
 
 function readTranscript(obs: Observation, row: SessionRow, ev: LatchEvent): TranscriptRead {
-  const path = obs.transcriptPath ?? row.transcript_path;
+  // A sub-agent's hooks carry the root session_id and agent_id, with transcript_path = the sub-agent's
+  // own rollout. The session's scan state belongs to the root rollout: scan that one (a sub-agent's
+  // compaction arrives through its PreCompact/PostCompact hooks). Scanning the sub-agent's file here
+  // would restart it from byte 0 each time and count its compactions again.
+  const path = (obs.agentId ? row.transcript_path : null) ?? obs.transcriptPath ?? row.transcript_path;
   if (!path) return { result: null, problem: 'the session has no transcript (transcript_path is null), so compaction cannot be ruled out' };
   if (row.transcript_path && resolve(path) !== resolve(row.transcript_path)) {
     // A resumed session may get a new rollout file; the scan then starts over for that file.
@@ -358,6 +414,8 @@ async function createSession(ctx: GuardContext, db: Db, obs: Observation, ev: La
   const parentId = meta?.forkedFrom && meta.forkedFrom !== obs.sessionId ? meta.forkedFrom : null;
   const parent = parentId ? getSession(db, parentId) : undefined;
   const policy: ResolvedPolicy = parent ? (JSON.parse(parent.policy_json) as ResolvedPolicy) : slow.resolvePolicy(ctx.home, workspace);
+  // A fork of a session Latch never saw: its inherited history may hold compactions nobody verified.
+  const unseen = parentId && !parent && obs.transcriptPath ? unseenInheritedCompaction(db, obs.transcriptPath, parentId) : null;
 
   // Compactions already in the transcript when Latch first sees the session. A fork inherits its
   // parent's decisions about them; otherwise the transcript scan will trip on them (fail closed).
@@ -393,8 +451,89 @@ async function createSession(ctx: GuardContext, db: Db, obs: Observation, ev: La
         transition(db, row, parent.state === 'paused' ? 'inherit:paused' : 'inherit:latched', { parent_session_id: parent.session_id }, `forked from ${parent.state} session ${parent.session_id}`, now);
       }
     }
+    if (created && unseen && policy.policy !== 'continue') {
+      transition(db, row, policy.policy === 'pause' ? 'inherit:paused' : 'inherit:latched', { parent_session_id: parentId, ancestor_session_id: unseen.ancestor }, `forked from session ${parentId}: ${unseen.detail}`, now);
+    }
     return getSession(db, obs.sessionId)!;
   });
+}
+
+/**
+ * Why a fork of a session Latch never saw must start latched, or null. Codex 0.169 does not copy the
+ * parent's history into the fork's rollout: session_meta.history_base points at the parent's rollout
+ * (same $CODEX_HOME/sessions tree, file name ending `-<thread id>.jsonl`) up to end_byte_offset.
+ * Walks up through unseen ancestors and counts the compactions in each inherited prefix; an
+ * ancestor Latch knows decides by its own state. Unreadable or missing history counts (fail closed).
+ */
+function unseenInheritedCompaction(db: Db, forkTranscript: string, parentId: string): { ancestor: string; detail: string } | null {
+  let child = forkTranscript;
+  let id: string | null = parentId;
+  for (let depth = 0; id !== null && depth < 32; depth++) {
+    const cur: string = id;
+    const known = getSession(db, cur);
+    if (known) return mayMutate(known.state) ? null : { ancestor: cur, detail: `its history comes from session ${cur}, which is ${known.state}` };
+    const what = `the history it inherits from session ${cur}, which Latch never saw,`;
+    try {
+      const end = historyBaseEnd(child);
+      const path = findRolloutOf(child, cur);
+      if (!path) return { ancestor: cur, detail: `${what} cannot be checked for compaction (its rollout was not found)` };
+      const scan = scanTranscript(path, EMPTY_SCAN);
+      const n = scan.compactions.filter((c) => end === null || c.endOffset <= end).length;
+      if (n > 0) return { ancestor: cur, detail: `${what} contains ${n} context compaction(s) that no one verified` };
+      child = path;
+      id = scan.meta?.forkedFrom && scan.meta.forkedFrom !== cur ? scan.meta.forkedFrom : null;
+    } catch (err) {
+      return { ancestor: cur, detail: `${what} cannot be checked for compaction (${errorMessage(err)})` };
+    }
+  }
+  return null;
+}
+
+/** session_meta.history_base.end_byte_offset of a rollout (its first line), or null. */
+function historyBaseEnd(path: string): number | null {
+  const fd = openSync(path, 'r');
+  try {
+    const chunks: Buffer[] = [];
+    const buf = Buffer.allocUnsafe(1 << 16);
+    for (let pos = 0, total = 0; total < 16 << 20; ) {
+      const n = readSync(fd, buf, 0, buf.length, pos);
+      if (n <= 0) break;
+      const nl = buf.subarray(0, n).indexOf(0x0a);
+      chunks.push(Buffer.from(buf.subarray(0, nl >= 0 ? nl : n)));
+      if (nl >= 0) break;
+      pos += n;
+      total += n;
+    }
+    const first = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { type?: unknown; payload?: { history_base?: { end_byte_offset?: unknown } } };
+    const end = first.type === 'session_meta' ? first.payload?.history_base?.end_byte_offset : undefined;
+    return typeof end === 'number' && Number.isSafeInteger(end) && end >= 0 ? end : null;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** The rollout of thread `id` in the sessions tree holding `near` (its own directory first). */
+function findRolloutOf(near: string, id: string): string | null {
+  const suffix = `-${id}.jsonl`;
+  let root = dirname(near);
+  for (let d = root, i = 0; i < 5; i++, d = dirname(d)) {
+    if (basename(d) === 'sessions') {
+      root = d;
+      break;
+    }
+  }
+  const walk = (dir: string, depth: number): string | null => {
+    const entries = readdirSync(dir, { withFileTypes: true });
+    for (const e of entries) if (e.isFile() && e.name.startsWith('rollout-') && e.name.endsWith(suffix)) return join(dir, e.name);
+    if (depth >= 4) return null;
+    for (const e of entries.filter((x) => x.isDirectory()).sort((a, b) => b.name.localeCompare(a.name))) {
+      const hit = walk(join(dir, e.name), depth + 1);
+      if (hit) return hit;
+    }
+    return null;
+  };
+  const here = dirname(near);
+  return walk(here, 4) ?? (root !== here ? walk(root, 0) : null);
 }
 
 function safeWorkspaceRoot(slow: Slow, cwd: string): string {
@@ -457,9 +596,13 @@ function latchReason(db: Db, holder: SessionRow, self: SessionRow): Reason {
       message: `${whose} is paused since its context was compacted (${cpText}). Writes stay blocked until a human runs \`latch resume\` in ${holder.workspace}. Read-only commands (ls, cat, rg, git status/diff/log/show, latch status) still work.`,
     };
   }
+  const release =
+    policyOf(holder).reverify === 'evidence'
+      ? `Read every page of the task brief (\`latch brief --page N --session ${holder.session_id}\`); once all pages are read and the workspace still matches the checkpoint, authority returns by itself (or a human runs \`latch verify\` in ${holder.workspace}).`
+      : `A human must run \`latch verify\` in ${holder.workspace} to check the workspace against the checkpoint and restore authority.`;
   return {
     code: 'latched',
-    message: `${whose} is latched: its context was compacted (${cpText}), so its picture of the task may be incomplete and its authority to change files is revoked. Do not retry; read-only commands (ls, cat, rg, git status/diff/log/show, latch status) still work. A human must run \`latch verify\` in ${holder.workspace} to check the workspace against the checkpoint and restore authority.`,
+    message: `${whose} is latched: its context was compacted (${cpText}), so its picture of the task may be incomplete and its authority to change files is revoked. Do not retry; read-only commands (ls, cat, rg, git status/diff/log/show, latch status) still work. ${release}`,
   };
 }
 

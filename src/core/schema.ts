@@ -155,12 +155,19 @@ export const MIGRATIONS: readonly string[] = [
   `,
   `
   -- The observation state of src/core/tree.ts (observeTree): per workspace, one blob of stat-cache
-  -- slots aligned with the last path listing, and the validators that let the next observation
-  -- reuse that listing instead of running git ls-files. Supersedes tree_cache rows for observations.
+  -- slots aligned with the last path listing, stored in 32 KiB pages so that an observation rewrites
+  -- only the pages that changed; and the validators that let the next observation reuse that listing
+  -- instead of running git ls-files. Supersedes tree_cache rows for observations.
   CREATE TABLE tree_state (
     root     TEXT PRIMARY KEY,
-    entries  BLOB NOT NULL,
+    pages    INTEGER NOT NULL,
     listing  TEXT
+  );
+  CREATE TABLE tree_state_pages (
+    root     TEXT NOT NULL,
+    page     INTEGER NOT NULL,
+    bytes    BLOB NOT NULL,
+    PRIMARY KEY (root, page)
   );
   `,
   `

@@ -5,3 +5,4 @@ export { checkpointRow, collectEvidence, hashPrefix, insertCheckpoint } from './
 export { resolvePolicy } from './config.js';
 export { workspaceRoot } from './git.js';
 export { observeWorkspace } from './observe.js';
+export { captureBrief, deliveryText, evidenceRelease, qualify, recordReads, recordTranscript } from './continuity.js';

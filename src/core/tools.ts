@@ -12,7 +12,9 @@ export interface ToolCall {
 }
 
 const PATCH_TOOLS = new Set(['apply_patch', 'Write', 'Edit']);
-const AGENT_TOOLS = new Set(['Agent', 'spawn_agent']);
+// Codex 0.169 (features.multi_agent_v2) offers spawn_agent in the `collaboration` namespace; hooks see
+// the namespace and name concatenated: `collaborationspawn_agent`.
+const AGENT_TOOLS = new Set(['Agent', 'spawn_agent', 'collaborationspawn_agent']);
 
 export function classifyTool(name: string, input: unknown, toolUseId: string | null = null): ToolCall {
   const command = commandText(input);
@@ -36,7 +38,7 @@ function commandText(input: unknown): string | null {
 }
 
 /** The matcher `latch setup codex` installs for PreToolUse: every tracked tool name. */
-export const TRACKED_TOOL_MATCHER = '^(Bash|apply_patch|Write|Edit|Agent|spawn_agent|mcp__.*)$';
+export const TRACKED_TOOL_MATCHER = '^(Bash|apply_patch|Write|Edit|Agent|spawn_agent|collaborationspawn_agent|mcp__.*)$';
 
 /** A one-line summary of a call for records and messages. */
 export function summarizeCall(call: ToolCall, max = 120): string {
