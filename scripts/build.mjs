@@ -3,7 +3,7 @@
 //   dist/main.cjs   the hook path and the CLI switch (src/main.ts)
 //   dist/slow.cjs   what only a trip or a session's first sight needs (checkpoints, git, TOML)
 //   dist/cli.cjs    the commands, loaded only for `latch <command>`
-// then writes dist/main.cjs.v8cache by running the hook once. better-sqlite3's JS is bundled; its
+// then writes dist/main.cjs.v8cache and dist/slow.cjs.v8cache by running the hook. better-sqlite3's JS is bundled; its
 // native addon is loaded by path from node_modules (src/core/store.ts).
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -46,6 +46,7 @@ await Promise.all([
 
 // Warm the code cache with a representative PreToolUse (a session's first call and a later one).
 rmSync('dist/main.cjs.v8cache', { force: true });
+rmSync('dist/slow.cjs.v8cache', { force: true });
 const tmp = mkdtempSync(join(tmpdir(), 'latch-build-'));
 try {
   const transcript = join(tmp, 'rollout.jsonl');
@@ -57,7 +58,13 @@ try {
     permission_mode: 'default', tool_name: 'Bash', tool_input: { command: 'ls -la && echo hi > a.txt' }, tool_use_id: 'c',
   });
   spawnSync(process.execPath, ['dist/latch.cjs', 'hook', 'codex', '--event', 'PreToolUse'], { input: payload, env: { ...env, LATCH_WRITE_CODE_CACHE: '0' } });
-  const r = spawnSync(process.execPath, ['dist/latch.cjs', 'hook', 'codex', '--event', 'PreToolUse'], { input: payload, env: { ...env, LATCH_WRITE_CODE_CACHE: '1' } });
+  // A PostToolUse (a Close: observes the workspace) writes dist/slow.cjs.v8cache (and a main.cjs cache
+  // the PreToolUse below then replaces with one warmed by the hot path).
+  const post = payload.replace('"PreToolUse"', '"PostToolUse"').replace('"tool_use_id"', '"tool_response":"","tool_use_id"');
+  const p = spawnSync(process.execPath, ['dist/latch.cjs', 'hook', 'codex', '--event', 'PostToolUse'], { input: post, env: { ...env, LATCH_WRITE_CODE_CACHE: '1' } });
+  if (p.status !== 0) throw new Error(`code-cache warm-up (PostToolUse) failed: ${p.stderr}`);
+  const next = payload.replace('"tool_use_id":"c"', '"tool_use_id":"d"');
+  const r = spawnSync(process.execPath, ['dist/latch.cjs', 'hook', 'codex', '--event', 'PreToolUse'], { input: next, env: { ...env, LATCH_WRITE_CODE_CACHE: '1' } });
   if (r.status !== 0) throw new Error(`code-cache warm-up failed: ${r.stderr}`);
 } finally {
   rmSync(tmp, { recursive: true, force: true });

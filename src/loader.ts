@@ -1,6 +1,8 @@
 // dist/latch.cjs: the process entry. It runs dist/main.cjs (the hook and the CLI switch) with a V8 code
 // cache (dist/main.cjs.v8cache, written by the build), which saves the hook most of its compile time
-// on every tool call. Node 22 has module.enableCompileCache(); Node 20 does not, hence this file.
+// on every tool call. dist/slow.cjs (required lazily by main.cjs on a Close, a trip or a session's
+// first sight) gets the same treatment (dist/slow.cjs.v8cache) through a wrapper around the CommonJS
+// loader for that one file. Node 22 has module.enableCompileCache(); Node 20 does not, hence this file.
 // Anything unexpected here falls back to a plain require: the cache is an optimisation, never a
 // condition (and the PreToolUse command maps any crash to a deny).
 import { accessSync, constants, readFileSync, renameSync, writeFileSync } from 'node:fs';
@@ -11,34 +13,35 @@ import { Script } from 'node:vm';
 declare const __filename: string;
 
 const file = join(dirname(__filename), 'main.cjs');
-const cacheFile = `${file}.v8cache`;
+const slowFile = join(dirname(__filename), 'slow.cjs');
 
+type CompiledFn = (exports: unknown, require: NodeJS.Require, module: Module, filename: string, dirname: string) => void;
 type ModuleInternals = typeof Module & {
   wrap(src: string): string;
   _nodeModulePaths(dir: string): string[];
+  _extensions: Record<string, (module: Module, filename: string) => void>;
 };
 
-function runCached(): boolean {
+/** Compiles a CommonJS file with its code cache (`<file>.v8cache`); schedules a cache write when wanted. */
+function compileCached(path: string): CompiledFn | null {
   let source: string;
   let cached: Buffer | undefined;
   try {
-    source = readFileSync(file, 'utf8');
+    source = readFileSync(path, 'utf8');
   } catch {
-    return false;
+    return null;
   }
+  const cacheFile = `${path}.v8cache`;
   try {
     cached = readFileSync(cacheFile);
   } catch {
     cached = undefined;
   }
   const M = Module as ModuleInternals;
-  const script = new Script(M.wrap(source), { filename: file, cachedData: cached });
-  const fn = script.runInThisContext() as (exports: unknown, require: NodeJS.Require, module: Module, filename: string, dirname: string) => void;
-  const mod = new Module(file);
-  mod.filename = file;
-  mod.paths = M._nodeModulePaths(dirname(file));
+  const script = new Script(M.wrap(source), { filename: path, cachedData: cached });
+  const fn = script.runInThisContext() as CompiledFn;
   const want = process.env.LATCH_WRITE_CODE_CACHE;
-  if (want === '1' || ((cached === undefined || script.cachedDataRejected) && want !== '0' && writable(dirname(file)))) {
+  if (want === '1' || ((cached === undefined || script.cachedDataRejected) && want !== '0' && writable(dirname(path)))) {
     // Build time (LATCH_WRITE_CODE_CACHE=1), or a Node version the shipped cache does not fit.
     process.once('exit', () => {
       try {
@@ -49,6 +52,43 @@ function runCached(): boolean {
         /* the cache is optional */
       }
     });
+  }
+  return fn;
+}
+
+/** Routes require('./slow.cjs') through compileCached; any other file keeps the default loader. */
+function hookSlow(): void {
+  const M = Module as ModuleInternals;
+  const exts = M._extensions;
+  const original = exts['.js'];
+  if (typeof original !== 'function') return;
+  exts['.js'] = function (module: Module, filename: string): void {
+    if (filename === slowFile) {
+      let fn: CompiledFn | null = null;
+      try {
+        fn = compileCached(filename);
+      } catch {
+        fn = null;
+      }
+      if (fn) {
+        fn.call(module.exports, module.exports, Module.createRequire(filename), module, filename, dirname(filename));
+        return;
+      }
+    }
+    original.call(this, module, filename);
+  };
+}
+
+function runCached(): boolean {
+  const fn = compileCached(file);
+  if (!fn) return false;
+  const mod = new Module(file);
+  mod.filename = file;
+  mod.paths = (Module as ModuleInternals)._nodeModulePaths(dirname(file));
+  try {
+    hookSlow();
+  } catch {
+    /* slow.cjs then loads without a cache */
   }
   started = true;
   fn.call(mod.exports, mod.exports, Module.createRequire(file), mod, file, dirname(file));

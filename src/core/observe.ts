@@ -7,7 +7,7 @@ import { lstatSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { nowNs, type AttemptState } from './ledger.js';
 import type { Db } from './store.js';
-import { snapshotTree, SqliteStatCache, type StatCache, type StatCacheEntry, type TreeEntry, type TreeSnapshot } from './tree.js';
+import { observeTree, type TreeSnapshot } from './tree.js';
 
 /** Window edges closer than this to a change time make the attribution "unknown" (coarse kernel clock). */
 export const EDGE_NS = 20_000_000n;
@@ -25,19 +25,6 @@ export interface ChangeRecord {
   attempt_id: string | null;
   session_id: string | null;
   candidates: string[];
-}
-
-/** A StatCache that remembers what it loaded: the "before" side of the delta. */
-class RecordingCache implements StatCache {
-  before = new Map<string, StatCacheEntry>();
-  constructor(private readonly inner: StatCache) {}
-  load(root: string): Map<string, StatCacheEntry> {
-    this.before = this.inner.load(root);
-    return this.before;
-  }
-  save(root: string, upserts: StatCacheEntry[], removed: string[]): void {
-    this.inner.save(root, upserts, removed);
-  }
 }
 
 interface Window {
@@ -76,9 +63,14 @@ function changeTime(root: string, path: string, removed: boolean): bigint | null
 
 function windowsOf(db: Db, workspace: string, sinceNs: bigint): Window[] {
   const rows = db
-    .prepare("SELECT id, session_id, started_ns, ended_ns, state FROM attempts WHERE workspace = ? AND (state IN ('started','closing') OR CAST(ended_ns AS INTEGER) >= ?)")
-    .all(workspace, (sinceNs - 10n * EDGE_NS).toString()) as { id: string; session_id: string; started_ns: string; ended_ns: string | null; state: AttemptState }[];
-  return rows.map((r) => ({ id: r.id, session_id: r.session_id, start: BigInt(r.started_ns), end: r.state === 'started' || r.ended_ns === null ? null : BigInt(r.ended_ns) }));
+    .prepare("SELECT id, session_id, started_ns, ended_ns, closing_ns, state FROM attempts WHERE workspace = ? AND (state IN ('started','closing') OR CAST(ended_ns AS INTEGER) >= ?)")
+    .all(workspace, (sinceNs - 10n * EDGE_NS).toString()) as { id: string; session_id: string; started_ns: string; ended_ns: string | null; closing_ns: string | null; state: AttemptState }[];
+  // A closing attempt's window already ended: its PostToolUse arrived (closing_ns) after the tool finished.
+  const endOf = (r: (typeof rows)[number]) => (r.state === 'started' ? null : (r.ended_ns ?? r.closing_ns));
+  return rows.map((r) => {
+    const end = endOf(r);
+    return { id: r.id, session_id: r.session_id, start: BigInt(r.started_ns), end: end === null ? null : BigInt(end) };
+  });
 }
 
 /**
@@ -86,27 +78,24 @@ function windowsOf(db: Db, workspace: string, sinceNs: bigint): Window[] {
  * observation, attributed. Must run inside a BEGIN IMMEDIATE transaction: observations of one
  * workspace are serialised, so no change is recorded twice or lost.
  */
-export function observeWorkspace(db: Db, workspace: string, by: string, now: string, isGit?: boolean): { snapshot: TreeSnapshot; changes: ChangeRecord[] } {
-  const cache = new RecordingCache(new SqliteStatCache(db));
-  const snapshot = snapshotTree(workspace, { cache, isGit });
-  const before = cache.before;
+export function observeWorkspace(
+  db: Db,
+  workspace: string,
+  by: string,
+  now: string,
+  isGit?: boolean,
+  opts: { digest?: boolean } = {},
+): { snapshot: TreeSnapshot; changes: ChangeRecord[] } {
+  // The snapshot's entries and sha256 are computed when first read (checkpoints and verify read them);
+  // the delta comes straight from the stored state (src/core/tree.ts, observeTree).
+  const obs = observeTree(workspace, db, { isGit });
+  const snapshot = obs.snapshot;
   const ws = db.prepare('SELECT scan_gen, last_scan_ns FROM workspaces WHERE workspace = ?').get(workspace) as { scan_gen: number; last_scan_ns: string | null } | undefined;
   const gen = (ws?.scan_gen ?? 0) + 1;
-  const firstScan = ws === undefined && before.size === 0;
+  const firstScan = ws === undefined && obs.beforeCount === 0;
   const changes: ChangeRecord[] = [];
   if (!firstScan) {
-    const seen = new Set<string>();
-    const delta: { path: string; change: ChangeRecord['change']; before: TreeEntry | null; after: TreeEntry | null }[] = [];
-    for (const e of snapshot.entries) {
-      seen.add(e.path);
-      const b = before.get(e.path);
-      if (!b) {
-        if (e.mode !== 160000) delta.push({ path: e.path, change: 'added', before: null, after: e });
-      } else if (b.sha256 !== e.sha256 || b.mode !== e.mode || b.size !== e.size) {
-        delta.push({ path: e.path, change: 'modified', before: { path: e.path, mode: b.mode, size: b.size, sha256: b.sha256 }, after: e });
-      }
-    }
-    for (const [p, b] of before) if (!seen.has(p)) delta.push({ path: p, change: 'removed', before: { path: p, mode: b.mode, size: b.size, sha256: b.sha256 }, after: null });
+    const delta = obs.delta;
     if (delta.length > 0) {
       const since = ws?.last_scan_ns ? BigInt(ws.last_scan_ns) : 0n;
       const windows = windowsOf(db, workspace, since);
@@ -152,10 +141,14 @@ export function observeWorkspace(db: Db, workspace: string, by: string, now: str
       }
     }
   }
+  // workspaces.tree_sha256: the digest when this observation computes it (opts.digest, or a checkpoint
+  // or verify observation, whose callers read snapshot.sha256 anyway), otherwise NULL: a Close does not
+  // pay for sorting and hashing the whole listing, and the column is never stale.
+  const digest = opts.digest || by === 'checkpoint' || by === 'verify' ? snapshot.sha256 : null;
   db.prepare(
     `INSERT INTO workspaces (workspace, scan_gen, last_scan_ns, last_scan_at, tree_sha256, tree_files) VALUES (?, ?, ?, ?, ?, ?)
      ON CONFLICT(workspace) DO UPDATE SET scan_gen = excluded.scan_gen, last_scan_ns = excluded.last_scan_ns, last_scan_at = excluded.last_scan_at,
        tree_sha256 = excluded.tree_sha256, tree_files = excluded.tree_files`,
-  ).run(workspace, gen, nowNs().toString(), now, snapshot.sha256, snapshot.files);
+  ).run(workspace, gen, nowNs().toString(), now, digest, snapshot.files);
   return { snapshot, changes };
 }

@@ -45,9 +45,11 @@ import {
   lstatSync,
   openSync,
   readdirSync,
+  readFileSync,
   readlinkSync,
   readSync,
   type BigIntStats,
+  type Stats,
 } from 'node:fs';
 import { constants as fsc } from 'node:fs';
 import path from 'node:path';
@@ -630,4 +632,636 @@ function normalizeRel(p: string): string | null {
   const norm = path.posix.normalize(s).replace(/^(\.\/)+/, '').replace(/\/+$/, '');
   if (norm === '' || norm === '.' || norm === '..' || norm.startsWith('../') || path.posix.isAbsolute(norm)) return null;
   return norm;
+}
+
+// ---------------------------------------------------------------------------
+// Observations: a delta-first snapshot for src/core/observe.ts
+//
+// observeTree() enumerates and hashes exactly like snapshotTree() (same paths, same entries, same
+// racy-clean rule), but against a compact per-workspace state (table tree_state, one row per root)
+// and reports the delta against it; the sorted entries and the digest are computed only when read.
+//
+// State: one blob of slots aligned with the last path listing, stored in 32 KiB pages (table
+// tree_state_pages; only the pages whose bytes changed are rewritten), the listing validators as
+// JSON in tree_state. Blob layout:
+//   16-byte header (u32 magic, u32 n, u32 paths byte length, u32 0),
+//   n x 7 float64 (dev, ino, size, mtimeMs, ctimeMs, mode, cachedAtMs; mode 0 = no cached data),
+//   n x 32 bytes sha256, then the n paths as UTF-8 joined by NUL.
+// Times are the non-bigint lstat milliseconds (sec * 1e3 + nsec / 1e6, a double: about 0.24 us
+// resolution). The racy-clean rule stays exact in its effect: an entry is reused only when its stat
+// matches AND mtimeMs < cachedAtMs, where cachedAtMs is (wall clock before the pass - 50 ms) truncated
+// to a whole second. Two writes that the double cannot tell apart are < 1 us apart; if the second came
+// after the hash, the first was < 1 us before the pass, hence not older than the stamp: re-hashed.
+// dev and ino are compared as doubles (exact below 2^53).
+//
+// Listing reuse (git only): `git ls-files --cached --others --exclude-standard` is skipped and the
+// stored listing reused when NONE of its inputs can have changed since it was taken:
+//   - the index: <root>/.git/index (ino, size, mtime, ctime, or absence; git replaces it by rename);
+//   - the work tree's directories: every directory reachable from the root without following
+//     symlinks, not entering `.git` nor a directory that contains a `.git` entry (nested repository):
+//     (ino, mtime, ctime). Any entry created, removed or renamed in a directory changes its mtime and
+//     ctime; restoring an mtime (touch -d, tar) still changes the ctime.
+//   - the ignore rules: every `.gitignore` in those directories (created/removed: its directory's
+//     mtime; edited: its stat), <root>/.git/info/exclude, the default global excludes file
+//     ($XDG_CONFIG_HOME/git/ignore or ~/.config/git/ignore), the config files .git/config,
+//     ~/.gitconfig, $XDG_CONFIG_HOME/git/config (or ~/.config/git/config) and /etc/gitconfig;
+//   - the environment: HOME, XDG_CONFIG_HOME and every GIT_* variable;
+//   - <root>/.git is still a directory with the same inode.
+// Each of these is stat'ed BEFORE git runs; a recorded mtime or ctime not older than the listing's
+// stamp (same rule and stamp as file entries) makes the listing non-reusable (a change in the same
+// timestamp tick after git read it would be invisible). The listing is never reused when:
+// <root>/.git is not a directory (worktrees, submodules: `.git` file), a config file mentions
+// excludesFile or include/includeIf (the excludes file could be anywhere), the walk exceeds
+// MAX_WATCH_DIRS directories (e.g. an ignored node_modules: the walk cannot tell ignored directories
+// apart; it is retried when the root directory changes), or the caller says isGit: false.
+// Limits: a system config outside /etc/gitconfig (another prefix) that sets core.excludesFile is not
+// watched; a change that restores a watched file's or directory's ino, size, mtime AND ctime exactly
+// is not seen (ctime cannot be set from user space). When the listing is reused, the isGit
+// detection (`git rev-parse`) is skipped too: a valid listing implies <root> is a git top level.
+
+/** Directories the listing validator may watch; beyond this, git ls-files runs on every observation. */
+export const MAX_WATCH_DIRS = 4096;
+
+const STATE_MAGIC = 0x4c545331; // "LTS1"
+const NUM = 7; // float64 fields per slot
+const F_DEV = 0;
+const F_INO = 1;
+const F_SIZE = 2;
+const F_MTIME = 3;
+const F_CTIME = 4;
+const F_MODE = 5;
+const F_AT = 6;
+
+/** One change between the stored state and the workspace now. */
+export interface TreeDeltaEntry {
+  path: string;
+  change: 'added' | 'modified' | 'removed';
+  before: TreeEntry | null;
+  after: TreeEntry | null;
+}
+
+export interface TreeObservation {
+  /** Lazy: entries and sha256 are computed on first read (the same canonical listing and digest as snapshotTree). */
+  snapshot: TreeSnapshot;
+  /** Added and modified (sorted by path), then removed (sorted by path). Gitlinks are never "added". */
+  delta: TreeDeltaEntry[];
+  /** Number of cached entries in the stored state before this observation (0: never observed). */
+  beforeCount: number;
+  /** True when git ls-files was skipped because the stored listing was still valid. */
+  listingReused: boolean;
+}
+
+interface ListingState {
+  v: 1;
+  /** Stamp (ms) taken before anything was stat'ed; validators must be older. */
+  stamp: number;
+  env: string;
+  /** Set when the walk exceeded MAX_WATCH_DIRS: [ino, mtimeMs, ctimeMs] of the root, to retry when it changes. */
+  over?: [number, number, number];
+  /** [relative dir ('' = root), ino, mtimeMs, ctimeMs] */
+  dirs?: [string, number, number, number][];
+  /** [absolute path, ino, size, mtimeMs, ctimeMs] or [absolute path] when absent; ino only (size -1) for .git */
+  files?: ([string, number, number, number, number] | [string])[];
+}
+
+interface LoadedState {
+  paths: string[];
+  num: Float64Array;
+  sha: Buffer;
+  listing: ListingState | null;
+}
+
+function cacheStampMs(): number {
+  const ms = Date.now() - 50;
+  return ms - (ms % 1000);
+}
+
+function encodeState(paths: string[], num: Float64Array, sha: Buffer): Buffer {
+  const n = paths.length;
+  const text = Buffer.from(paths.join('\0'), 'utf8');
+  const buf = Buffer.allocUnsafe(16 + n * NUM * 8 + n * 32 + text.length);
+  buf.writeUInt32LE(STATE_MAGIC, 0);
+  buf.writeUInt32LE(n, 4);
+  buf.writeUInt32LE(text.length, 8);
+  buf.writeUInt32LE(0, 12);
+  Buffer.from(num.buffer, num.byteOffset, n * NUM * 8).copy(buf, 16);
+  sha.copy(buf, 16 + n * NUM * 8, 0, n * 32);
+  text.copy(buf, 16 + n * NUM * 8 + n * 32);
+  return buf;
+}
+
+function decodeState(raw: Buffer): { paths: string[]; num: Float64Array; sha: Buffer } | null {
+  if (raw.length < 16 || raw.readUInt32LE(0) !== STATE_MAGIC) return null;
+  const n = raw.readUInt32LE(4);
+  const textLen = raw.readUInt32LE(8);
+  const numBytes = n * NUM * 8;
+  if (raw.length !== 16 + numBytes + n * 32 + textLen) return null;
+  // A private, 8-byte aligned copy of the numbers (mutated in place when the listing is reused).
+  const num = new Float64Array(n * NUM);
+  Buffer.from(num.buffer).set(raw.subarray(16, 16 + numBytes));
+  const sha = Buffer.from(raw.subarray(16 + numBytes, 16 + numBytes + n * 32));
+  const paths = n === 0 ? [] : raw.toString('utf8', 16 + numBytes + n * 32).split('\0');
+  if (paths.length !== n) return null;
+  return { paths, num, sha };
+}
+
+/** ns (decimal string) -> the double lstat would report as *Ms. */
+function nsToMs(ns: string): number {
+  try {
+    const b = BigInt(ns);
+    return Number(b / 1_000_000_000n) * 1e3 + Number(b % 1_000_000_000n) / 1e6;
+  } catch {
+    return NaN; // never matches: re-hashed
+  }
+}
+
+/** Page size of the stored state: an observation rewrites only the pages whose bytes changed. */
+const PAGE = 32 * 1024;
+
+/** The per-workspace observation state in SQLite (tables tree_state + tree_state_pages; falls back to tree_cache rows once). */
+export class TreeStateStore {
+  private readonly selHead: Statement<[string], [number, string | null]>;
+  private readonly selPages: Statement<[string], [number, Buffer]>;
+  private readonly putHead: Statement<[string, number, string | null]>;
+  private readonly putPage: Statement<[string, number, Buffer]>;
+  private readonly dropPages: Statement<[string, number]>;
+  /** The bytes and listing text loaded by the last load() of each root (to write only what changed). */
+  private readonly loaded = new Map<string, { raw: Buffer; pages: number; listing: string | null }>();
+  constructor(private readonly db: Database) {
+    this.selHead = db.prepare<[string], [number, string | null]>('SELECT pages, listing FROM tree_state WHERE root = ?').raw(true);
+    this.selPages = db.prepare<[string], [number, Buffer]>('SELECT page, bytes FROM tree_state_pages WHERE root = ? ORDER BY page').raw(true);
+    this.putHead = db.prepare<[string, number, string | null]>('INSERT OR REPLACE INTO tree_state (root, pages, listing) VALUES (?, ?, ?)');
+    this.putPage = db.prepare<[string, number, Buffer]>('INSERT OR REPLACE INTO tree_state_pages (root, page, bytes) VALUES (?, ?, ?)');
+    this.dropPages = db.prepare<[string, number]>('DELETE FROM tree_state_pages WHERE root = ? AND page >= ?');
+  }
+
+  load(root: string): LoadedState | null {
+    const head = this.selHead.get(root);
+    if (head) {
+      const rows = this.selPages.all(root);
+      let ok = rows.length === head[0];
+      for (let k = 0; ok && k < rows.length; k++) ok = rows[k]![0] === k;
+      const raw = ok ? Buffer.concat(rows.map((r) => r[1])) : null;
+      const d = raw ? decodeState(raw) : null;
+      if (d && raw) {
+        let listing: ListingState | null = null;
+        try {
+          const parsed = head[1] === null ? null : (JSON.parse(head[1]) as ListingState);
+          if (parsed && parsed.v === 1) listing = parsed;
+        } catch {
+          listing = null;
+        }
+        this.loaded.set(root, { raw, pages: head[0], listing: head[1] });
+        return { ...d, listing };
+      }
+    }
+    this.loaded.delete(root);
+    return this.loadLegacy(root);
+  }
+
+  /** Stat-cache rows written by snapshotTree's SqliteStatCache (observations before tree_state existed). */
+  private loadLegacy(root: string): LoadedState | null {
+    let rows: CacheRow[];
+    try {
+      rows = this.db
+        .prepare<[string], CacheRow>('SELECT path, dev, ino, size, mtime_ns, ctime_ns, mode, sha256, cached_at_ns FROM tree_cache WHERE root = ?')
+        .raw(true)
+        .all(root);
+    } catch {
+      return null; // no tree_cache table
+    }
+    if (rows.length === 0) return null;
+    const n = rows.length;
+    const num = new Float64Array(n * NUM);
+    const sha = Buffer.alloc(n * 32);
+    const paths: string[] = new Array(n);
+    for (let i = 0; i < n; i++) {
+      const r = rows[i]!;
+      paths[i] = r[0];
+      const o = i * NUM;
+      num[o + F_DEV] = Number(r[1]);
+      num[o + F_INO] = Number(r[2]);
+      num[o + F_SIZE] = Number(r[3]);
+      num[o + F_MTIME] = nsToMs(r[4]);
+      num[o + F_CTIME] = nsToMs(r[5]);
+      num[o + F_MODE] = /^[0-9a-f]{64}$/.test(r[7]) ? Number(r[6]) : 0;
+      num[o + F_AT] = nsToMs(r[8]);
+      if (num[o + F_MODE] !== 0) sha.write(r[7], i * 32, 'hex');
+    }
+    return { paths, num, sha, listing: null };
+  }
+
+  save(root: string, paths: string[], num: Float64Array, sha: Buffer, listing: ListingState | null): void {
+    const raw = encodeState(paths, num, sha);
+    const text = listing === null ? null : JSON.stringify(listing);
+    const prev = this.loaded.get(root);
+    const pages = Math.ceil(raw.length / PAGE);
+    for (let k = 0; k < pages; k++) {
+      const page = raw.subarray(k * PAGE, Math.min(raw.length, (k + 1) * PAGE));
+      if (prev && k < prev.pages && page.equals(prev.raw.subarray(k * PAGE, Math.min(prev.raw.length, (k + 1) * PAGE)))) continue;
+      this.putPage.run(root, k, page);
+    }
+    if (!prev || prev.pages > pages) this.dropPages.run(root, pages);
+    if (!prev || prev.pages !== pages || prev.listing !== text) this.putHead.run(root, pages, text);
+    this.loaded.set(root, { raw, pages, listing: text });
+    if (!prev) {
+      try {
+        this.db.prepare('DELETE FROM tree_cache WHERE root = ?').run(root);
+      } catch {
+        /* no tree_cache table */
+      }
+    }
+  }
+}
+
+function envFingerprint(): string {
+  const keys = Object.keys(process.env)
+    .filter((k) => k.startsWith('GIT_') || k === 'HOME' || k === 'XDG_CONFIG_HOME')
+    .sort();
+  return JSON.stringify(keys.map((k) => [k, process.env[k]]));
+}
+
+function configFiles(gitDir: string): { configs: string[]; globalIgnore: string } {
+  const home = process.env.HOME ?? '';
+  const xdg = process.env.XDG_CONFIG_HOME || (home ? path.join(home, '.config') : '');
+  const configs = [path.join(gitDir, 'config'), '/etc/gitconfig'];
+  if (home) configs.push(path.join(home, '.gitconfig'));
+  if (xdg) configs.push(path.join(xdg, 'git', 'config'));
+  return { configs, globalIgnore: xdg ? path.join(xdg, 'git', 'ignore') : '' };
+}
+
+function statFile(abs: string): [string, number, number, number, number] | [string] {
+  const st = lstatSync(abs, { throwIfNoEntry: false });
+  return st ? [abs, st.ino, st.size, st.mtimeMs, st.ctimeMs] : [abs];
+}
+
+const EXCLUDES_IN_CONFIG = /excludesfile|\[\s*include/i;
+
+/**
+ * The validators of a git listing about to be taken (call BEFORE running git ls-files). null: the
+ * listing can never be reused (see the header of this section).
+ */
+function captureListing(root: string, stamp: number, prev: ListingState | null): ListingState | null {
+  const gitDir = path.join(root, '.git');
+  const g = lstatSync(gitDir, { throwIfNoEntry: false });
+  if (!g || !g.isDirectory()) return null;
+  const env = envFingerprint();
+  const { configs, globalIgnore } = configFiles(gitDir);
+  const files: ([string, number, number, number, number] | [string])[] = [[gitDir, g.ino, -1, 0, 0]];
+  for (const f of [path.join(gitDir, 'index'), path.join(gitDir, 'info', 'exclude'), ...configs, ...(globalIgnore ? [globalIgnore] : [])]) {
+    files.push(statFile(f));
+  }
+  for (const c of configs) {
+    let text: string;
+    try {
+      text = readFileSync(c, 'utf8');
+    } catch {
+      continue;
+    }
+    if (EXCLUDES_IN_CONFIG.test(text)) return null;
+  }
+  const rootSt = lstatSync(root);
+  if (prev?.over && prev.env === env && prev.over[0] === rootSt.ino && prev.over[1] === rootSt.mtimeMs && prev.over[2] === rootSt.ctimeMs) {
+    return prev; // still too big to watch; not reusable (see validListing)
+  }
+  const dirs: [string, number, number, number][] = [];
+  const stack: string[] = [''];
+  while (stack.length > 0) {
+    const rel = stack.pop()!;
+    const abs = rel === '' ? root : root + path.sep + rel;
+    const st = rel === '' ? rootSt : lstatSync(abs, { throwIfNoEntry: false });
+    if (!st || !st.isDirectory()) return null; // changed under us: list without a validator
+    if (dirs.length >= MAX_WATCH_DIRS) return { v: 1, stamp, env, over: [rootSt.ino, rootSt.mtimeMs, rootSt.ctimeMs] };
+    dirs.push([rel, st.ino, st.mtimeMs, st.ctimeMs]);
+    let dirents;
+    try {
+      dirents = readdirSync(abs, { withFileTypes: true });
+    } catch {
+      return null;
+    }
+    const children: string[] = [];
+    let nested = false;
+    for (const d of dirents) {
+      const name = d.name;
+      if (name === '.git') {
+        nested = rel !== '';
+        continue;
+      }
+      const childRel = rel === '' ? name : rel + '/' + name;
+      if (name === '.gitignore') files.push(statFile(abs + path.sep + name));
+      let isDir = d.isDirectory();
+      if (!isDir && !d.isFile() && !d.isSymbolicLink() && !d.isFIFO() && !d.isSocket() && !d.isBlockDevice() && !d.isCharacterDevice()) {
+        isDir = lstatSync(abs + path.sep + name, { throwIfNoEntry: false })?.isDirectory() ?? false;
+      }
+      if (isDir) children.push(childRel);
+    }
+    if (!nested) for (const c of children) stack.push(c);
+  }
+  return { v: 1, stamp, env, dirs, files };
+}
+
+function sameFile(rec: [string, number, number, number, number] | [string]): boolean {
+  const st = lstatSync(rec[0], { throwIfNoEntry: false });
+  if (rec.length === 1) return st === undefined;
+  if (!st || st.ino !== rec[1]) return false;
+  if (rec[2] === -1) return st.isDirectory(); // .git: inode only
+  return st.size === rec[2] && st.mtimeMs === rec[3] && st.ctimeMs === rec[4];
+}
+
+/** True when the listing stored with these validators is still what git ls-files would print. */
+function validListing(root: string, l: ListingState): boolean {
+  if (!l.dirs || !l.files || l.env !== envFingerprint()) return false;
+  for (const f of l.files) {
+    if (f.length === 5 && f[2] !== -1 && (f[3] >= l.stamp || f[4] >= l.stamp)) return false; // racy
+    if (!sameFile(f)) return false;
+  }
+  for (const d of l.dirs) {
+    if (d[2] >= l.stamp || d[3] >= l.stamp) return false; // racy
+    const st = lstatSync(d[0] === '' ? root : root + path.sep + d[0], { throwIfNoEntry: false });
+    if (!st || !st.isDirectory() || st.ino !== d[1] || st.mtimeMs !== d[2] || st.ctimeMs !== d[3]) return false;
+  }
+  return true;
+}
+
+/** lstat that maps "not there" (ENOENT, ENOTDIR) to undefined. */
+function lstatOrNull(abs: string): Stats | undefined {
+  try {
+    return lstatSync(abs, { throwIfNoEntry: false });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOTDIR') return undefined;
+    throw err;
+  }
+}
+
+/** Hash a symlink target or a regular file: [sha256 bytes, hashed size] or null when it vanished. */
+function hashEntry(abs: string, isLink: boolean): [Buffer, number] | null {
+  if (isLink) {
+    let target: Buffer;
+    try {
+      target = readlinkSync(abs, { encoding: 'buffer' });
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'EINVAL') return null;
+      throw err;
+    }
+    return [createHash('sha256').update(target).digest(), target.length];
+  }
+  let fd: number;
+  try {
+    fd = openSync(abs, fsc.O_RDONLY | (fsc.O_NOFOLLOW ?? 0));
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'ELOOP') return null;
+    throw err;
+  }
+  try {
+    const buf = (sharedBuf ??= Buffer.allocUnsafe(CHUNK));
+    const h = createHash('sha256');
+    let size = 0;
+    for (;;) {
+      const n = readSync(fd, buf, 0, CHUNK, null);
+      if (n === 0) break;
+      h.update(n === CHUNK ? buf : buf.subarray(0, n));
+      size += n;
+    }
+    return [h.digest(), size];
+  } finally {
+    closeSync(fd);
+  }
+}
+
+const KIND_ABSENT = 0;
+const KIND_CACHED = 1; // present; the new slot holds its entry
+const KIND_GITLINK = 2;
+const KIND_OTHER = 3; // present; entry in `loose` (hashed, but not cacheable)
+
+/**
+ * Observe the tree under root against the stored state: the same entries as snapshotTree(root),
+ * the delta against the previous observation, and the state saved for the next one. Run it inside
+ * a write transaction (observations of one root must be serialised).
+ */
+export function observeTree(root: string, db: Database, opts: { isGit?: boolean } = {}): TreeObservation {
+  const absRoot = path.resolve(root);
+  const store = new TreeStateStore(db);
+  const prev = store.load(absRoot);
+  const stamp = cacheStampMs(); // before anything is stat'ed
+  let isGit = opts.isGit;
+  let paths: string[];
+  let listing: ListingState | null = null;
+  let reused = false;
+  if (prev?.listing && isGit !== false && validListing(absRoot, prev.listing)) {
+    paths = prev.paths;
+    listing = prev.listing;
+    reused = true;
+    isGit = true;
+  } else {
+    isGit ??= isInsideWorkTree(absRoot);
+    if (isGit) {
+      listing = captureListing(absRoot, stamp, prev?.listing ?? null);
+      paths = listGitPaths(absRoot);
+    } else {
+      paths = listAllPaths(absRoot);
+    }
+  }
+
+  const n = paths.length;
+  let num: Float64Array;
+  let sha: Buffer;
+  let oldIndex: Map<string, number> | null = null;
+  const oldNum = prev?.num;
+  const oldSha = prev?.sha;
+  if (reused) {
+    num = prev!.num; // mutated in place: slot i is path i in both
+    sha = prev!.sha;
+  } else {
+    num = new Float64Array(n * NUM);
+    sha = Buffer.alloc(n * 32);
+    if (prev) {
+      oldIndex = new Map();
+      for (let j = 0; j < prev.paths.length; j++) if (prev.num[j * NUM + F_MODE] !== 0) oldIndex.set(prev.paths[j]!, j);
+    }
+  }
+  let beforeCount = 0;
+  if (prev) for (let j = 0; j < prev.paths.length; j++) if (prev.num[j * NUM + F_MODE] !== 0) beforeCount++;
+
+  // Leading-symlink rule: directories the validator saw (no symlinks, same inodes) are real.
+  const dirOk = new Map<string, boolean>();
+  if (reused && listing?.dirs) for (const d of listing.dirs) dirOk.set(d[0], true);
+  const pass = isGit ? ({ root: absRoot, dirOk } as unknown as HashPass) : null;
+
+  const kind = new Uint8Array(n);
+  const loose = new Map<number, TreeEntry>();
+  const present: TreeDeltaEntry[] = [];
+  const removed: TreeDeltaEntry[] = [];
+  const stats = { hashed: 0, reused: 0, racy: 0 };
+  let dirty = !reused;
+  let files = 0;
+  const seenOld = reused ? null : new Set<number>();
+  const sep = path.sep;
+  const slash = sep === '/';
+
+  const beforeEntry = (j: number, p: string): TreeEntry => ({
+    path: p,
+    mode: oldNum![j * NUM + F_MODE]!,
+    size: oldNum![j * NUM + F_SIZE]!,
+    sha256: oldSha!.toString('hex', j * 32, j * 32 + 32),
+  });
+
+  for (let i = 0; i < n; i++) {
+    const rel = paths[i]!;
+    let j = -1; // old slot with cached data
+    if (reused) {
+      if (num[i * NUM + F_MODE] !== 0) j = i;
+    } else if (oldIndex) {
+      const k = oldIndex.get(rel);
+      if (k !== undefined) {
+        j = k;
+        seenOld!.add(k);
+      }
+    }
+    const o = i * NUM;
+    // The old values of slot j, read before slot i (== j when reused) is overwritten.
+    let oMode = 0, oSize = 0, oDev = 0, oIno = 0, oMtime = 0, oCtime = 0, oAt = 0;
+    if (j >= 0) {
+      const q = j * NUM;
+      oDev = oldNum![q + F_DEV]!;
+      oIno = oldNum![q + F_INO]!;
+      oSize = oldNum![q + F_SIZE]!;
+      oMtime = oldNum![q + F_MTIME]!;
+      oCtime = oldNum![q + F_CTIME]!;
+      oMode = oldNum![q + F_MODE]!;
+      oAt = oldNum![q + F_AT]!;
+    }
+    let st: Stats | undefined;
+    if (pass) {
+      const s = rel.lastIndexOf('/');
+      if (s > 0 && !realDir(pass, rel.slice(0, s))) st = undefined;
+      else st = lstatOrNull(absRoot + sep + (slash ? rel : rel.split('/').join(sep)));
+    } else {
+      st = lstatOrNull(absRoot + sep + (slash ? rel : rel.split('/').join(sep)));
+    }
+    const isLink = st !== undefined && st.isSymbolicLink();
+    if (st === undefined || (!isLink && !st.isFile() && !st.isDirectory())) {
+      kind[i] = KIND_ABSENT;
+      if (j >= 0) {
+        removed.push({ path: rel, change: 'removed', before: beforeEntry(j, rel), after: null });
+        if (reused) num[o + F_MODE] = 0;
+        dirty = true;
+      }
+      continue;
+    }
+    files++;
+    if (st.isDirectory()) {
+      kind[i] = KIND_GITLINK;
+      if (j >= 0) {
+        // A cached file that is now a directory: recorded as modified, its slot dropped.
+        present.push({ path: rel, change: 'modified', before: beforeEntry(j, rel), after: { path: rel, mode: MODE_GITLINK, size: 0, sha256: GITLINK_SHA256 } });
+        if (reused) num[o + F_MODE] = 0;
+        dirty = true;
+      }
+      continue;
+    }
+    const mode = isLink ? MODE_SYMLINK : (st.mode & 0o100) !== 0 ? MODE_EXEC : MODE_FILE;
+    const size = st.size;
+    const mtime = st.mtimeMs;
+    let racy = false;
+    if (j >= 0 && oSize === size && oMode === mode && oMtime === mtime && oCtime === st.ctimeMs && oIno === st.ino && oDev === st.dev) {
+      if (mtime < oAt) {
+        stats.reused++;
+        kind[i] = KIND_CACHED;
+        if (!reused) {
+          num.set(oldNum!.subarray(j * NUM, j * NUM + NUM), o);
+          oldSha!.copy(sha, i * 32, j * 32, j * 32 + 32);
+        }
+        continue;
+      }
+      racy = true;
+    }
+    const abs = absRoot + sep + (slash ? rel : rel.split('/').join(sep));
+    const h = hashEntry(abs, isLink);
+    if (h === null) {
+      files--;
+      kind[i] = KIND_ABSENT;
+      if (j >= 0) {
+        removed.push({ path: rel, change: 'removed', before: beforeEntry(j, rel), after: null });
+        if (reused) num[o + F_MODE] = 0;
+        dirty = true;
+      }
+      continue;
+    }
+    stats.hashed++;
+    if (racy) stats.racy++;
+    const [digest, hashedSize] = h;
+    let changed = true;
+    if (j >= 0 && oMode === mode && oSize === hashedSize) changed = !digest.equals(oldSha!.subarray(j * 32, j * 32 + 32));
+    const after: TreeEntry | null = changed ? { path: rel, mode, size: hashedSize, sha256: digest.toString('hex') } : null;
+    if (changed) {
+      if (j >= 0) present.push({ path: rel, change: 'modified', before: beforeEntry(j, rel), after });
+      else present.push({ path: rel, change: 'added', before: null, after });
+    }
+    if (hashedSize === size) {
+      kind[i] = KIND_CACHED;
+      num[o + F_DEV] = st.dev;
+      num[o + F_INO] = st.ino;
+      num[o + F_SIZE] = size;
+      num[o + F_MTIME] = mtime;
+      num[o + F_CTIME] = st.ctimeMs;
+      num[o + F_MODE] = mode;
+      num[o + F_AT] = stamp;
+      digest.copy(sha, i * 32);
+      dirty = true;
+    } else {
+      // Changed while being read: not cached; the previous cached data (if any) stays, as in snapshotTree.
+      kind[i] = KIND_OTHER;
+      loose.set(i, after ?? { path: rel, mode, size: hashedSize, sha256: digest.toString('hex') });
+      if (!reused && j >= 0) {
+        num.set(oldNum!.subarray(j * NUM, j * NUM + NUM), o);
+        oldSha!.copy(sha, i * 32, j * 32, j * 32 + 32);
+      }
+    }
+  }
+  if (prev && !reused) {
+    for (let j = 0; j < prev.paths.length; j++) {
+      if (prev.num[j * NUM + F_MODE] !== 0 && !seenOld!.has(j)) {
+        const p = prev.paths[j]!;
+        removed.push({ path: p, change: 'removed', before: beforeEntry(j, p), after: null });
+      }
+    }
+  }
+  present.sort((a, b) => compareUtf8(a.path, b.path));
+  removed.sort((a, b) => compareUtf8(a.path, b.path));
+
+  if (dirty) store.save(absRoot, paths, num, sha, listing);
+
+  // Lazy full snapshot: built from this pass's slots (later observations cannot alter them: the
+  // arrays are not reused after this call).
+  let entries: TreeEntry[] | null = null;
+  let digest: string | null = null;
+  const buildEntries = (): TreeEntry[] => {
+    if (entries) return entries;
+    const out: TreeEntry[] = [];
+    for (let i = 0; i < n; i++) {
+      const k = kind[i];
+      if (k === KIND_CACHED) {
+        out.push({ path: paths[i]!, mode: num[i * NUM + F_MODE]!, size: num[i * NUM + F_SIZE]!, sha256: sha.toString('hex', i * 32, i * 32 + 32) });
+      } else if (k === KIND_GITLINK) {
+        out.push({ path: paths[i]!, mode: MODE_GITLINK, size: 0, sha256: GITLINK_SHA256 });
+      } else if (k === KIND_OTHER) {
+        out.push(loose.get(i)!);
+      }
+    }
+    return (entries = sortEntries(out));
+  };
+  const snapshot: TreeSnapshot = {
+    root: absRoot,
+    files,
+    stats,
+    get entries(): TreeEntry[] {
+      return buildEntries();
+    },
+    get sha256(): string {
+      return (digest ??= digestEntries(buildEntries()));
+    },
+  };
+  return { snapshot, delta: [...present, ...removed], beforeCount, listingReused: reused };
 }
