@@ -49,10 +49,16 @@ export const COMMANDS: Record<string, Command> = {
     },
   },
   doctor: {
-    usage: 'latch doctor [--codex-home DIR] [--project DIR] [--json]',
-    summary: 'Check the installation: hooks installed and trusted, binary resolves, Codex version, store health.',
-    options: { ...homeOpts, ...jsonOpt },
-    async run(io, v) {
+    usage: 'latch doctor [FILE] [--codex-home DIR] [--project DIR] [--json] [--full]',
+    summary: 'Without FILE: check the installation (hooks installed and trusted, binary, Codex version, store health). With FILE: fsck a Codex rollout (.jsonl or .jsonl.zst) or a captured app-server stream, cross-checked with the Latch store; exit 0 clean, 1 findings, 2 unreadable.',
+    options: { ...homeOpts, ...jsonOpt, full: { type: 'boolean' } },
+    positionals: true,
+    async run(io, v, p) {
+      if (p.length > 1) throw new ExitError(EXIT.usage, 'usage: latch doctor [FILE] [--json] [--full]');
+      if (p.length === 1) {
+        const { transcriptDoctor } = await import('./commands/transcript-doctor.js');
+        return transcriptDoctor(io, { file: p[0]!, json: v.json === true, full: v.full === true });
+      }
       const { doctor } = await import('./commands/doctor.js');
       return doctor(io, { codexHome: str(v['codex-home']), project: str(v.project), json: v.json === true });
     },

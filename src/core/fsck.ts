@@ -1,0 +1,1720 @@
+// `latch doctor FILE`: fsck for Codex rollouts (legacy or paginated 0.169 layout, plain or .jsonl.zst)
+// and captured `codex app-server` JSON-RPC streams.
+//
+// Streaming, constant memory: the file is read through one fixed buffer and handled line by line;
+// a line longer than MAX_KEEP keeps only its head and its last TAIL_KEEP bytes. Most lines are
+// classified from their first bytes (`{"timestamp":..,"ordinal":N,"type":"T","payload":{"type":"S"`)
+// without JSON.parse; only the few lines whose content matters (session_meta, compacted, tool calls)
+// are parsed. When the Latch store knows the session, the report is cross-checked against it:
+// a checkpoint and a trip per compaction, denials vs blocked outputs, tree digests at checkpoint and
+// at verify, and the transcript prefix hashed at each checkpoint vs the bytes of FILE now.
+import { createHash, type Hash } from 'node:crypto';
+import { closeSync, existsSync, fstatSync, openSync, readSync, realpathSync } from 'node:fs';
+import { basename, resolve } from 'node:path';
+import { errorMessage } from './errors.js';
+import { classifyCommand } from './readonly.js';
+import { openStore, type Db } from './store.js';
+import { dbPath } from './paths.js';
+
+/** Codex versions whose rollout format and hook behaviour Latch was verified against (docs/codex-notes.md). */
+export const QUALIFIED_WRITERS: readonly string[] = ['0.169.0'];
+
+/** Top-level rollout record types written by Codex 0.169.0 (RolloutItem variants, read in the binary). */
+export const KNOWN_RECORD_TYPES: ReadonlySet<string> = new Set([
+  'session_meta',
+  'response_item',
+  'event_msg',
+  'turn_context',
+  'compacted',
+  'world_state',
+  'token_usage_record',
+  'dynamic_tools_updated',
+  'inter_agent_communication',
+  'realtime_item',
+]);
+
+/** Server → client methods of the 0.169.0 app-server protocol (generate-ts: ServerNotification, ServerRequest). */
+const KNOWN_METHODS: ReadonlySet<string> = new Set(
+  (
+    'error thread/started thread/status/changed thread/readState/changed thread/archived thread/deleted thread/unarchived thread/closed ' +
+    'thread/reverted skills/changed thread/name/updated thread/section/changed thread/attachment/updated thread/goal/updated ' +
+    'thread/prediction/updated thread/goal/cleared thread/queue/changed project/changed thread/project/updated ' +
+    'thread/environment/connected thread/environment/disconnected thread/settings/updated thread/tokenUsage/updated turn/started ' +
+    'hook/started turn/completed hook/completed turn/diff/updated turn/plan/updated item/started item/autoApprovalReview/started ' +
+    'item/autoApprovalReview/completed item/completed item/agentMessage/delta item/plan/delta command/exec/outputDelta ' +
+    'process/outputDelta process/exited item/commandExecution/outputDelta item/commandExecution/terminalInteraction ' +
+    'item/fileChange/outputDelta item/fileChange/patchUpdated item/mcpToolCall/progress account/updated ' +
+    'account/gatewayOAuth/changed account/rateLimits/updated app/list/updated fs/changed item/reasoning/summaryTextDelta ' +
+    'item/reasoning/summaryPartAdded item/reasoning/textDelta thread/compacted model/rerouted model/verification ' +
+    'turn/moderationMetadata model/safetyBuffering/updated thread/realtime/started thread/realtime/itemAdded ' +
+    'thread/realtime/item/started thread/realtime/item/transcript/delta thread/realtime/item/completed ' +
+    'thread/realtime/transcript/delta thread/realtime/transcript/done thread/realtime/outputAudio/delta thread/realtime/sdp ' +
+    'thread/realtime/error thread/realtime/closed windows/worldWritableWarning account/login/completed remoteControl/status/changed ' +
+    'mcpServer/startupStatus/updated configWarning deprecationNotice ' +
+    // server requests
+    'item/commandExecution/requestApproval item/fileChange/requestApproval item/tool/requestUserInput item/tool/call ' +
+    'applyPatchApproval execCommandApproval account/chatgptAuthTokens/refresh item/permissions/requestApproval mcpServer/elicitation/request ' +
+    // client requests/notifications, when a capture holds both directions
+    'initialize initialized thread/start thread/resume thread/fork turn/start turn/interrupt thread/compact/start hooks/list'
+  ).split(' '),
+);
+
+const SHELL_TOOLS = new Set(['exec_command', 'shell', 'shell_command', 'container.exec', 'local_shell', 'local_shell_call', 'Bash']);
+const PATCH_TOOLS = new Set(['apply_patch', 'Write', 'Edit']);
+
+/** Longest part of one line kept in memory; longer lines keep this head plus TAIL_KEEP bytes. */
+export const MAX_KEEP = 8 << 20;
+const TAIL_KEEP = 64 << 10;
+const CHUNK = 1 << 20;
+const LIST_CAP = 50;
+const ATTEMPT_CAP = 200;
+const ID_CAP = 100_000;
+
+export type Severity = 'error' | 'warning';
+
+export interface Finding {
+  code: string;
+  severity: Severity;
+  message: string;
+  /** How many times it occurred (lines, calls, ...). */
+  count: number;
+  /** 1-based line numbers of the first occurrences (at most 50). */
+  lines: number[];
+}
+
+export type Outcome = 'ran' | 'failed' | 'blocked' | 'unknown' | 'no_output';
+
+export interface Attempt {
+  compaction: number;
+  line: number;
+  timestamp: string | null;
+  call_id: string | null;
+  tool: string;
+  kind: 'shell' | 'patch' | 'mcp';
+  summary: string;
+  read_only: boolean | null;
+  outcome: Outcome;
+  exit_code: number | null;
+  detail: string | null;
+  output_line: number | null;
+}
+
+export interface OutcomeCounts {
+  total: number;
+  ran: number;
+  failed: number;
+  blocked: number;
+  unknown: number;
+  no_output: number;
+}
+
+export interface CompactionReport {
+  /** 1-based count of this compaction within the file. */
+  index: number;
+  line: number;
+  record_ordinal: number | null;
+  timestamp: string | null;
+  via: string[];
+  turn_id: string | null;
+  window_number: number | null;
+  window_id: string | null;
+  previous_window_id: string | null;
+  /** auto | manual, from the store or (app-server) inferred; null when unknown. */
+  trigger: string | null;
+  trigger_source: 'store' | 'inferred' | null;
+  /** local: the compacted message holds the summary; remote: `message: ""`. */
+  summary: 'local' | 'remote' | null;
+  tool_calls_before: Record<string, number>;
+  tool_calls_after: Record<string, number>;
+  attempts_after: OutcomeCounts;
+}
+
+export interface StoreCrossCheck {
+  home: string;
+  status: 'not_found' | 'unreadable' | 'session_unknown' | 'checked';
+  detail: string;
+  session_id: string | null;
+  policy?: string;
+  state?: string;
+  transcript_path?: string | null;
+  compactions?: { seq: number; trigger: string | null; observed_via: string[]; checkpoint_id: string | null; tripped_at: string | null; in_transcript: boolean }[];
+  checkpoints?: {
+    id: string;
+    compaction_seq: number;
+    created_at: string;
+    tree_sha256: string;
+    tree_files: number;
+    transcript_size: number | null;
+    transcript_sha256: string | null;
+    prefix_now_sha256: string | null;
+    prefix: 'same' | 'rewritten' | 'shorter' | 'not_recorded' | 'not_checked';
+  }[];
+  verifies?: { at: string; accepted_changes: boolean; baseline_tree_sha256: string | null; current_tree_sha256: string | null; checkpoint_tree_sha256: string | null }[];
+  held_intervals?: { from: string; to: string | null; state: string }[];
+  denials?: { store: number; transcript_blocked_by_latch: number; transcript_blocked_other: number; missing_in_transcript: string[]; missing_in_store: string[] };
+  attempts_recorded?: number;
+}
+
+export interface FsckReport {
+  schema: 'latch.doctor.transcript/1';
+  file: string;
+  compression: 'zstd' | null;
+  /** Bytes analysed (decompressed). */
+  bytes: number;
+  format: 'rollout' | 'app-server' | 'unknown';
+  layout: 'paginated' | 'legacy' | null;
+  lines: number;
+  ok: boolean;
+  exit_code: 0 | 1 | 2;
+  unreadable: string | null;
+  records: Record<string, number>;
+  payload_types: Record<string, number>;
+  writer: {
+    cli_version: string | null;
+    qualified: boolean;
+    allowlist: string[];
+    originator: string | null;
+    history_mode: string | null;
+    source: string | null;
+  };
+  sessions: { session_id: string | null; line: number; forked_from: string | null; cwd: string | null }[];
+  turns: { count: number; ids: string[]; ids_truncated: boolean };
+  ordinals: { first: number | null; last: number | null } | null;
+  parse_errors: number;
+  truncated_last_line: { line: number; bytes: number } | null;
+  unknown_types: { type: string; count: number; first_line: number }[];
+  compactions: CompactionReport[];
+  tool_calls: { total: number; by_name: Record<string, number> };
+  /** read_only_listed: read-only shell commands among the listed (and store-checked) attempts. */
+  attempts_after_compaction: OutcomeCounts & { read_only_listed: number; list: Attempt[]; list_truncated: number };
+  hook_blocked_outputs: number;
+  store: StoreCrossCheck | null;
+  findings: Finding[];
+}
+
+export interface FsckOptions {
+  /** $LATCH_HOME for the store cross-check; null skips it. */
+  latchHome?: string | null;
+  /** JSON.parse every line (slower): catches damage inside lines that the fast path only frames. */
+  full?: boolean;
+  allowlist?: readonly string[];
+  /** Called about every 64 MiB with (bytes read from the file, file size). */
+  onProgress?: (done: number, total: number) => void;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Line splitting with bounded memory
+
+type LineSink = (buf: Buffer, s: number, e: number, fullLen: number, tail: Buffer | null, terminated: boolean) => void;
+
+class LineSplitter {
+  private carry = Buffer.allocUnsafe(1 << 16);
+  private carryLen = 0;
+  private pending = false;
+  private total = 0;
+  private tail: Buffer | null = null;
+  private tailLen = 0;
+
+  constructor(private readonly sink: LineSink) {}
+
+  push(b: Buffer): void {
+    let pos = 0;
+    if (this.pending) {
+      const nl = b.indexOf(0x0a);
+      if (nl < 0) {
+        this.append(b, 0, b.length);
+        return;
+      }
+      this.append(b, 0, nl);
+      this.flush(true);
+      pos = nl + 1;
+    }
+    const sink = this.sink;
+    for (;;) {
+      const nl = b.indexOf(0x0a, pos);
+      if (nl < 0) break;
+      sink(b, pos, nl, nl - pos, null, true);
+      pos = nl + 1;
+    }
+    if (pos < b.length) {
+      this.pending = true;
+      this.append(b, pos, b.length);
+    }
+  }
+
+  /** Ends the stream; an unterminated last line is emitted with terminated = false. */
+  end(): void {
+    if (this.pending) this.flush(false);
+  }
+
+  private append(b: Buffer, s: number, e: number): void {
+    const n = e - s;
+    this.total += n;
+    const room = MAX_KEEP - this.carryLen;
+    if (room > 0) {
+      const take = Math.min(room, n);
+      if (this.carryLen + take > this.carry.length) {
+        const bigger = Buffer.allocUnsafe(Math.min(MAX_KEEP, Math.max(this.carry.length * 2, this.carryLen + take)));
+        this.carry.copy(bigger, 0, 0, this.carryLen);
+        this.carry = bigger;
+      }
+      b.copy(this.carry, this.carryLen, s, s + take);
+      this.carryLen += take;
+    }
+    if (this.total > MAX_KEEP) {
+      // Oversize: also keep the last TAIL_KEEP bytes.
+      if (!this.tail) this.tail = Buffer.allocUnsafe(TAIL_KEEP);
+      if (n >= TAIL_KEEP) {
+        b.copy(this.tail, 0, e - TAIL_KEEP, e);
+        this.tailLen = TAIL_KEEP;
+      } else {
+        const keep = Math.min(this.tailLen, TAIL_KEEP - n);
+        this.tail.copy(this.tail, 0, this.tailLen - keep, this.tailLen);
+        b.copy(this.tail, keep, s, e);
+        this.tailLen = keep + n;
+      }
+    }
+  }
+
+  private flush(terminated: boolean): void {
+    const tail = this.total > MAX_KEEP && this.tail ? this.tail.subarray(0, this.tailLen) : null;
+    this.sink(this.carry, 0, this.carryLen, this.total, tail, terminated);
+    this.pending = false;
+    this.carryLen = 0;
+    this.total = 0;
+    this.tailLen = 0;
+    if (this.carry.length > 1 << 20) this.carry = Buffer.allocUnsafe(1 << 16);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Prefix hashing (only while the store has checkpoints of this transcript)
+
+class PrefixHasher {
+  private hash: Hash | null = createHash('sha256');
+  private pos = 0;
+  private targets: number[] = [];
+  readonly digests = new Map<number, string>();
+  /** A target was set after the stream had passed it. */
+  readonly missed = new Set<number>();
+
+  get active(): boolean {
+    return this.hash !== null;
+  }
+
+  setTargets(sizes: number[]): void {
+    const t = [...new Set(sizes)].sort((a, b) => a - b);
+    for (const s of t) if (s < this.pos && !this.digests.has(s)) this.missed.add(s);
+    this.targets = t.filter((s) => s >= this.pos && !this.digests.has(s));
+    if (this.targets.length === 0) this.hash = null;
+    else if (this.targets[0] === this.pos && this.hash) this.take();
+  }
+
+  stop(): void {
+    this.hash = null;
+  }
+
+  feed(b: Buffer): void {
+    if (!this.hash) {
+      this.pos += b.length;
+      return;
+    }
+    let off = 0;
+    while (off < b.length && this.hash) {
+      const next = this.targets[0]!;
+      const upto = Math.min(b.length, off + (next - this.pos));
+      if (upto > off) this.hash.update(b.subarray(off, upto));
+      this.pos += upto - off;
+      off = upto;
+      if (this.pos === next) this.take();
+    }
+    this.pos += b.length - off;
+  }
+
+  private take(): void {
+    while (this.hash && this.targets.length > 0 && this.targets[0] === this.pos) {
+      this.digests.set(this.pos, this.hash.copy().digest('hex'));
+      this.targets.shift();
+    }
+    if (this.targets.length === 0) this.hash = null;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The store view
+
+interface SessionRowLite {
+  session_id: string;
+  policy: string;
+  state: string;
+  transcript_path: string | null;
+}
+interface CompactionRowLite {
+  seq: number;
+  trigger: string | null;
+  observed_via: string;
+  checkpoint_id: string | null;
+  tripped_at: string | null;
+}
+interface CheckpointRowLite {
+  id: string;
+  compaction_seq: number;
+  created_at: string;
+  tree_sha256: string;
+  tree_files: number;
+  transcript_path: string | null;
+  transcript_size: number | null;
+  transcript_sha256: string | null;
+}
+interface TransitionRowLite {
+  at: string;
+  event: string;
+  from_state: string;
+  to_state: string;
+  evidence_json: string;
+}
+interface StoreSession {
+  row: SessionRowLite;
+  compactions: CompactionRowLite[];
+  checkpoints: CheckpointRowLite[];
+  transitions: TransitionRowLite[];
+  denials: { tool_use_id: string | null; tool_name: string; at: string }[];
+  attempts: number;
+  held: { from: string; to: string | null; state: string }[];
+}
+
+class StoreView {
+  private constructor(
+    readonly home: string,
+    private readonly db: Db,
+  ) {}
+
+  static open(home: string): { view: StoreView | null; status: StoreCrossCheck['status']; detail: string } {
+    if (!existsSync(dbPath(home))) return { view: null, status: 'not_found', detail: `no Latch store at ${dbPath(home)}` };
+    try {
+      return { view: new StoreView(home, openStore(home, { create: false, readonly: true })), status: 'checked', detail: '' };
+    } catch (err) {
+      return { view: null, status: 'unreadable', detail: errorMessage(err) };
+    }
+  }
+
+  close(): void {
+    this.db.close();
+  }
+
+  sessionIdByPath(path: string): string | null {
+    const r = this.db.prepare('SELECT session_id FROM sessions WHERE transcript_path = ? ORDER BY created_at LIMIT 1').get(path) as { session_id: string } | undefined;
+    return r?.session_id ?? null;
+  }
+
+  load(id: string): StoreSession | null {
+    const row = this.db.prepare('SELECT session_id, policy, state, transcript_path FROM sessions WHERE session_id = ?').get(id) as SessionRowLite | undefined;
+    if (!row) return null;
+    const transitions = this.db.prepare('SELECT at, event, from_state, to_state, evidence_json FROM transitions WHERE session_id = ? ORDER BY id').all(id) as TransitionRowLite[];
+    const held: StoreSession['held'] = [];
+    for (const t of transitions) {
+      const open = held.length > 0 && held[held.length - 1]!.to === null;
+      if (t.to_state !== 'mutable' && !open) held.push({ from: t.at, to: null, state: t.to_state });
+      else if (t.to_state === 'mutable' && open) held[held.length - 1]!.to = t.at;
+    }
+    return {
+      row,
+      compactions: this.db.prepare('SELECT seq, trigger, observed_via, checkpoint_id, tripped_at FROM compactions WHERE session_id = ? ORDER BY seq').all(id) as CompactionRowLite[],
+      checkpoints: this.db
+        .prepare(
+          'SELECT id, compaction_seq, created_at, tree_sha256, tree_files, transcript_path, transcript_size, transcript_sha256 FROM checkpoints WHERE session_id = ? ORDER BY compaction_seq, created_at',
+        )
+        .all(id) as CheckpointRowLite[],
+      transitions,
+      denials: this.db.prepare('SELECT tool_use_id, tool_name, at FROM denials WHERE session_id = ? ORDER BY id').all(id) as StoreSession['denials'],
+      attempts: (this.db.prepare('SELECT count(*) AS n FROM attempts WHERE session_id = ?').get(id) as { n: number }).n,
+      held,
+    };
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The analyser
+
+const TYPE_KEY = Buffer.from('"type":"');
+const ORD_KEY = Buffer.from('"ordinal":');
+const PAYLOAD_TYPE = Buffer.from('","payload":{"type":"');
+const TS_PREFIX = Buffer.from('{"timestamp":"');
+const ORD_TAIL = Buffer.from(',"ordinal":');
+const TYPE_TAIL = Buffer.from(',"type":"');
+const CC_ITEM = Buffer.from('"type":"ContextCompaction"');
+const BLOCKED = 'Command blocked by PreToolUse hook: ';
+const BLOCKED_BYTES = Buffer.from(BLOCKED);
+const NAME_KEY = Buffer.from('"name":"');
+const ARGS_KEY = Buffer.from('"arguments":"');
+const INPUT_KEY = Buffer.from('"input":"');
+const CALL_ID_KEY = Buffer.from('"call_id":"');
+const OUTPUT_TAIL = Buffer.from(',"output":"');
+
+/** Index of the closing quote of a JSON string whose body starts at `from`, or -1 before `to`. */
+function stringEnd(buf: Buffer, from: number, to: number): number {
+  let i = from;
+  for (;;) {
+    const q = buf.indexOf(0x22, i);
+    if (q < 0 || q >= to) return -1;
+    let bs = 0;
+    for (let k = q - 1; k >= from && buf[k] === 0x5c; k--) bs++;
+    if ((bs & 1) === 0) return q;
+    i = q + 1;
+  }
+}
+
+const HEAD = 1024;
+
+/** buf[at..] starts with needle (a byte loop: cheaper than a native call for short needles). */
+function matchAt(buf: Buffer, at: number, needle: Buffer): boolean {
+  const n = needle.length;
+  if (at < 0 || at + n > buf.length) return false;
+  for (let i = 0; i < n; i++) if (buf[at + i] !== needle[i]) return false;
+  return true;
+}
+
+/** Index of the next '"' in [from, to), or -1. */
+function quoteAt(buf: Buffer, from: number, to: number): number {
+  for (let i = from; i < to; i++) if (buf[i] === 0x22) return i;
+  return -1;
+}
+
+/**
+ * Short names (record types, payload types, tool names) read from bytes without allocating a new
+ * string per line: a hash of the bytes finds the one canonical string, checked byte by byte.
+ */
+class Names {
+  private readonly buckets = new Map<number, { bytes: Buffer; str: string }[]>();
+  private readonly pairs = new Map<string, Map<string, string>>();
+  private size = 0;
+
+  get(buf: Buffer, from: number, to: number): string {
+    let h = to - from;
+    for (let i = from; i < to; i++) h = (Math.imul(h, 31) + buf[i]!) | 0;
+    const bucket = this.buckets.get(h);
+    if (bucket) {
+      outer: for (const c of bucket) {
+        if (c.bytes.length !== to - from) continue;
+        for (let i = 0; i < c.bytes.length; i++) if (c.bytes[i] !== buf[from + i]) continue outer;
+        return c.str;
+      }
+    }
+    const str = buf.toString('utf8', from, to);
+    if (this.size < 10_000) {
+      this.size++;
+      const entry = { bytes: Buffer.from(buf.subarray(from, to)), str };
+      if (bucket) bucket.push(entry);
+      else this.buckets.set(h, [entry]);
+    }
+    return str;
+  }
+
+  pair(a: string, b: string): string {
+    let m = this.pairs.get(a);
+    if (!m) this.pairs.set(a, (m = new Map()));
+    let v = m.get(b);
+    if (v === undefined) m.set(b, (v = `${a}/${b}`));
+    return v;
+  }
+}
+
+/** indexOf bounded to [from, to): never scans past the line (a miss would otherwise scan the chunk). */
+function find(buf: Buffer, needle: Buffer | string, from: number, to: number): number {
+  if (to <= from) return -1;
+  const i = buf.subarray(from, to).indexOf(needle);
+  return i < 0 ? -1 : from + i;
+}
+
+function emptyCounts(): OutcomeCounts {
+  return { total: 0, ran: 0, failed: 0, blocked: 0, unknown: 0, no_output: 0 };
+}
+
+function bump(m: Map<string, number>, k: string, n = 1): void {
+  m.set(k, (m.get(k) ?? 0) + n);
+}
+
+function obj(m: Map<string, number>): Record<string, number> {
+  return Object.fromEntries([...m.entries()].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)));
+}
+
+function str(x: unknown): string | null {
+  return typeof x === 'string' ? x : null;
+}
+
+function num(x: unknown): number | null {
+  return typeof x === 'number' && Number.isFinite(x) ? x : null;
+}
+
+/** JSON string body (escaped) → text; tolerant of a cut-off body. */
+function unescapeJson(body: string): string {
+  let b = body;
+  for (let i = 0; i < 8; i++) {
+    try {
+      return JSON.parse(`"${b}"`) as string;
+    } catch {
+      b = b.slice(0, -1);
+    }
+  }
+  return body;
+}
+
+function oneLine(s: string, max = 160): string {
+  const t = s.replace(/\s+/g, ' ').trim();
+  return t.length > max ? t.slice(0, max - 1) + '…' : t;
+}
+
+interface PendingCall {
+  attempt: Attempt;
+  /** The call's fields (name, arguments / input), read again only when the attempt is listed or checked. */
+  fields: Record<string, unknown>;
+}
+
+interface OpenGroup {
+  compacted: boolean;
+  item: boolean;
+  itemId: string | null;
+  legacy: boolean;
+  thread: boolean;
+}
+
+class Analyser {
+  format: FsckReport['format'] = 'unknown';
+  layout: FsckReport['layout'] = null;
+  lines = 0;
+  bytes = 0;
+  parseErrors = 0;
+  truncated: FsckReport['truncated_last_line'] = null;
+  readonly names = new Names();
+  readonly records = new Map<string, number>();
+  readonly payloadTypes = new Map<string, number>();
+  readonly unknown = new Map<string, { count: number; first: number }>();
+  readonly findings = new Map<string, Finding>();
+  readonly sessions: FsckReport['sessions'] = [];
+  writer: FsckReport['writer'];
+  readonly turnIds = new Set<string>();
+  turnCount = 0;
+  readonly turnList: string[] = [];
+  currentTurn: string | null = null;
+  ordFirst: number | null = null;
+  ordLast: number | null = null;
+  readonly compactions: CompactionReport[] = [];
+  private group: OpenGroup | null = null;
+  /** Tool calls by name, per segment (0: before the first compaction, k: after compaction k). */
+  private segments: Map<string, number>[] = [new Map()];
+  private segAttempts: OutcomeCounts[] = [emptyCounts()];
+  readonly toolNames = new Map<string, number>();
+  toolTotal = 0;
+  readonly attempts: OutcomeCounts & { read_only_listed: number } = { ...emptyCounts(), read_only_listed: 0 };
+  readonly attemptList: Attempt[] = [];
+  attemptDropped = 0;
+  private pending = new Map<string, PendingCall>();
+  hookBlocked = 0;
+  readonly blockedLatch = new Set<string>();
+  blockedOther = 0;
+  /** Filled when the store knows the session: the intervals during which it was not allowed to mutate. */
+  held: StoreSession['held'] = [];
+  private readonly roCache = new Map<string, boolean>();
+  /** app-server: whether the current turn had a user message before its compaction (→ auto). */
+  private turnHadUser = new Map<string, boolean>();
+  onSession: ((id: string) => void) | null = null;
+
+  constructor(
+    private readonly full: boolean,
+    private readonly allowlist: readonly string[],
+  ) {
+    this.writer = { cli_version: null, qualified: false, allowlist: [...allowlist], originator: null, history_mode: null, source: null };
+  }
+
+  finding(code: string, severity: Severity, message: string, line?: number): void {
+    let f = this.findings.get(code);
+    if (!f) {
+      f = { code, severity, message, count: 0, lines: [] };
+      this.findings.set(code, f);
+    }
+    f.count++;
+    if (line !== undefined && f.lines.length < LIST_CAP) f.lines.push(line);
+  }
+
+  // -- lines ----------------------------------------------------------------------------------
+
+  line = (buf: Buffer, s: number, e: number, fullLen: number, tail: Buffer | null, terminated: boolean): void => {
+    const n = ++this.lines;
+    this.bytes += fullLen + (terminated ? 1 : 0);
+    // Trailing \r or spaces are not Codex's, but they do not make a line unreadable.
+    let end = e;
+    while (end > s && (buf[end - 1] === 0x0d || buf[end - 1] === 0x20)) end--;
+    if (end === s) {
+      if (!terminated) return;
+      this.finding('blank_line', 'warning', 'blank line (Codex never writes one)', n);
+      return;
+    }
+    const oversize = tail !== null;
+    const last = oversize ? lastNonSpace(tail) : buf[end - 1];
+    if (buf[s] !== 0x7b || last !== 0x7d) {
+      this.badLine(n, terminated, buf[s] !== 0x7b ? 'not a JSON object' : 'does not end with "}"', buf, s, end);
+      return;
+    }
+    if (this.format === 'unknown') this.detect(buf, s, end);
+    if (this.format === 'app-server') {
+      this.appServerLine(buf, s, end, n, oversize, terminated);
+      return;
+    }
+    this.rolloutLine(buf, s, end, n, oversize, tail, terminated);
+  };
+
+  private badLine(n: number, terminated: boolean, why: string, buf: Buffer, s: number, e: number): void {
+    if (!terminated) {
+      this.truncated = { line: n, bytes: e - s };
+      this.finding('truncated_last_line', 'error', 'the last line is cut off (no newline and not a complete JSON object): the writer stopped mid-line', n);
+      return;
+    }
+    this.parseErrors++;
+    this.finding('parse_error', 'error', `line is not valid JSON (${why}; e.g. ${JSON.stringify(oneLine(buf.toString('utf8', s, Math.min(e, s + 60)), 60))})`, n);
+  }
+
+  private detect(buf: Buffer, s: number, e: number): void {
+    const head = buf.toString('utf8', s, Math.min(e, s + 200));
+    if (/^\{"(?:jsonrpc|id|method)"/.test(head) || (/"method":"/.test(head) && !/^\{"(?:timestamp|type)"/.test(head))) {
+      this.format = 'app-server';
+      return;
+    }
+    if (/^\{"timestamp":"[^"]*","ordinal":/.test(head)) {
+      this.format = 'rollout';
+      this.layout = 'paginated';
+    } else if (/"type":"/.test(head)) {
+      this.format = 'rollout';
+      this.layout = 'legacy';
+    }
+  }
+
+  /** JSON.parse of a whole kept line; null (and a finding) when it does not parse. */
+  private parse(buf: Buffer, s: number, e: number, n: number, terminated: boolean, oversize: boolean): Record<string, unknown> | null {
+    if (oversize) return null;
+    try {
+      const v = JSON.parse(buf.toString('utf8', s, e)) as unknown;
+      if (v && typeof v === 'object' && !Array.isArray(v)) return v as Record<string, unknown>;
+      this.badLine(n, terminated, 'not a JSON object', buf, s, e);
+      return null;
+    } catch (err) {
+      this.badLine(n, terminated, errorMessage(err).replace(/^Unexpected /, 'unexpected '), buf, s, e);
+      return null;
+    }
+  }
+
+  // -- rollouts -------------------------------------------------------------------------------
+
+  private rolloutLine(buf: Buffer, s: number, e: number, n: number, oversize: boolean, tail: Buffer | null, terminated: boolean): void {
+    const headEnd = Math.min(e, s + HEAD);
+    // Fast path: {"timestamp":"<ts>","ordinal":<n>,"type":"<type>" read byte by byte, no allocation.
+    let p = s;
+    let ord = -1;
+    let ti = -1;
+    if (matchAt(buf, p, TS_PREFIX)) {
+      const q = quoteAt(buf, p + TS_PREFIX.length, Math.min(headEnd, p + 64));
+      p = q < 0 ? -1 : q + 1;
+      if (p > 0 && matchAt(buf, p, ORD_TAIL)) {
+        let v = 0;
+        let d = p + ORD_TAIL.length;
+        const d0 = d;
+        for (; d < headEnd; d++) {
+          const c = buf[d]!;
+          if (c < 0x30 || c > 0x39) break;
+          v = v * 10 + (c - 0x30);
+        }
+        if (d > d0) {
+          ord = v;
+          p = d;
+        }
+      }
+      if (p > 0 && matchAt(buf, p, TYPE_TAIL)) ti = p + 1;
+    }
+    if (ti < 0) {
+      ti = find(buf, TYPE_KEY, s, headEnd);
+      // The record's own "type" key: at the line start or after a comma (a payload's follows "{").
+      while (ti >= 0 && !(ti === s + 1 || buf[ti - 1] === 0x2c)) ti = find(buf, TYPE_KEY, ti + 1, headEnd);
+      if (ti >= 0 && ord < 0) {
+        const oi = find(buf, ORD_KEY, s, ti);
+        if (oi >= 0) {
+          let v = 0;
+          let d = oi + ORD_KEY.length;
+          const d0 = d;
+          for (; d < ti; d++) {
+            const c = buf[d]!;
+            if (c < 0x30 || c > 0x39) break;
+            v = v * 10 + (c - 0x30);
+          }
+          if (d > d0) ord = v;
+        }
+      }
+    }
+    let type: string | null = null;
+    let te = -1;
+    if (ti >= 0) {
+      te = quoteAt(buf, ti + TYPE_KEY.length, headEnd);
+      if (te >= 0) type = this.names.get(buf, ti + TYPE_KEY.length, te);
+    }
+    let parsed: Record<string, unknown> | null = null;
+    if (type === null) {
+      parsed = this.parse(buf, s, e, n, terminated, oversize);
+      if (!parsed) {
+        if (oversize) this.badLine(n, terminated, 'no record type in its first bytes', buf, s, e);
+        return;
+      }
+      type = str(parsed.type);
+      if (type === null) {
+        this.unknownType('(no type)', n);
+        return;
+      }
+    } else if (!terminated || this.full) {
+      // The last line without a newline, or --full: prove it parses.
+      parsed = this.parse(buf, s, e, n, terminated, oversize);
+      if (!parsed && !oversize) return;
+    }
+    if (!terminated) this.finding('missing_final_newline', 'warning', 'the last line has no trailing newline (the writer may have stopped mid-write)', n);
+    bump(this.records, type);
+
+    // Ordinal (paginated layout): consecutive from the first line on.
+    if (ord >= 0) {
+      if (this.ordLast !== null && ord !== this.ordLast + 1) {
+        this.finding('ordinal_gap', 'error', 'record ordinals are not consecutive: lines were removed, inserted or reordered', n);
+      }
+      if (this.ordFirst === null) this.ordFirst = ord;
+      this.ordLast = ord;
+    }
+
+    if (!KNOWN_RECORD_TYPES.has(type)) {
+      this.unknownType(type, n);
+      return;
+    }
+    switch (type) {
+      case 'response_item':
+      case 'event_msg': {
+        const sub = this.subtype(buf, te, headEnd, parsed);
+        bump(this.payloadTypes, this.names.pair(type, sub ?? '?'));
+        if (type === 'response_item') this.responseItem(sub, buf, s, e, n, oversize, tail, terminated, parsed);
+        else this.eventMsg(sub, buf, s, e, n, headEnd);
+        return;
+      }
+      case 'turn_context': {
+        const m = /"turn_id":"((?:[^"\\]|\\.)*)"/.exec(buf.toString('utf8', s, headEnd));
+        if (m) this.turn(m[1]!);
+        return;
+      }
+      case 'session_meta':
+        this.sessionMeta(buf, s, e, n, oversize, terminated, parsed);
+        return;
+      case 'compacted':
+        this.compacted(buf, s, e, n, oversize, tail, terminated, parsed);
+        return;
+      default:
+        return;
+    }
+  }
+
+  private unknownType(type: string, n: number): void {
+    const u = this.unknown.get(type);
+    if (u) u.count++;
+    else this.unknown.set(type, { count: 1, first: n });
+    this.finding('unknown_record_type', 'error', 'record of a type Latch does not know (not skipped silently: Latch cannot tell what it means)', n);
+  }
+
+  private subtype(buf: Buffer, te: number, headEnd: number, parsed: Record<string, unknown> | null): string | null {
+    if (parsed) return str((parsed.payload as Record<string, unknown> | undefined)?.type);
+    if (te < 0) return null;
+    let p = -1;
+    if (buf.compare(PAYLOAD_TYPE, 0, PAYLOAD_TYPE.length, te, te + PAYLOAD_TYPE.length) === 0) p = te + PAYLOAD_TYPE.length;
+    else {
+      const i = find(buf, '"payload":{"type":"', te, headEnd);
+      if (i >= 0) p = i + 19;
+    }
+    if (p < 0) return null;
+    const q = quoteAt(buf, p, headEnd);
+    return q >= 0 ? this.names.get(buf, p, q) : null;
+  }
+
+  private timestamp(buf: Buffer, s: number, e: number): string | null {
+    if (buf.compare(TS_PREFIX, 0, TS_PREFIX.length, s, s + TS_PREFIX.length) !== 0) return null;
+    const q = buf.indexOf(0x22, s + TS_PREFIX.length);
+    return q >= 0 && q < Math.min(e, s + 80) ? buf.toString('latin1', s + TS_PREFIX.length, q) : null;
+  }
+
+  private turn(id: string): void {
+    this.currentTurn = id;
+    if (this.turnIds.has(id)) return;
+    this.turnCount++;
+    if (this.turnIds.size < ID_CAP) this.turnIds.add(id);
+    if (this.turnList.length < LIST_CAP) this.turnList.push(id);
+  }
+
+  private sessionMeta(buf: Buffer, s: number, e: number, n: number, oversize: boolean, terminated: boolean, parsed: Record<string, unknown> | null): void {
+    let p: Record<string, unknown> = {};
+    const o = parsed ?? this.parse(buf, s, e, n, terminated, oversize);
+    if (o) p = (o.payload as Record<string, unknown>) ?? {};
+    else {
+      // oversize: read the fields from the head
+      const head = buf.toString('utf8', s, Math.min(e, s + 65536));
+      for (const k of ['id', 'session_id', 'cli_version', 'originator', 'history_mode', 'cwd', 'forked_from_id', 'source']) {
+        const m = new RegExp(`"${k}":"((?:[^"\\\\]|\\\\.)*)"`).exec(head);
+        if (m) p[k] = unescapeJson(m[1]!);
+      }
+    }
+    const id = str(p.id) ?? str(p.session_id);
+    const base = p.history_base as Record<string, unknown> | undefined;
+    this.sessions.push({ session_id: id, line: n, forked_from: str(p.forked_from_id) ?? str(base?.thread_id) ?? null, cwd: str(p.cwd) });
+    if (this.sessions.length === 1) {
+      this.writer.cli_version = str(p.cli_version);
+      this.writer.originator = str(p.originator);
+      this.writer.history_mode = str(p.history_mode);
+      this.writer.source = typeof p.source === 'string' ? p.source : p.source ? JSON.stringify(p.source) : null;
+      if (id && this.onSession) this.onSession(id);
+    } else if (id !== this.sessions[0]!.session_id) {
+      this.finding('several_sessions', 'warning', 'more than one session_meta with different ids in one rollout', n);
+    }
+  }
+
+  private responseItem(
+    sub: string | null,
+    buf: Buffer,
+    s: number,
+    e: number,
+    n: number,
+    oversize: boolean,
+    tail: Buffer | null,
+    terminated: boolean,
+    parsed: Record<string, unknown> | null,
+  ): void {
+    // The model spoke again: the next compaction marker belongs to a new compaction.
+    this.group = null;
+    switch (sub) {
+      case 'function_call':
+      case 'custom_tool_call':
+      case 'local_shell_call': {
+        let p: Record<string, unknown> | null = parsed ? ((parsed.payload as Record<string, unknown>) ?? {}) : null;
+        if (!p && !this.full) p = this.callFields(buf, s, e, sub === 'custom_tool_call' ? 'input' : sub === 'local_shell_call' ? null : 'arguments');
+        if (!p) {
+          const o = this.parse(buf, s, e, n, terminated, oversize);
+          if (o) p = (o.payload as Record<string, unknown>) ?? {};
+          else {
+            if (!oversize) return; // a parse error was recorded
+            const head = buf.toString('utf8', s, Math.min(e, s + 65536));
+            p = {
+              name: /"name":"((?:[^"\\]|\\.)*)"/.exec(head)?.[1],
+              call_id: /"call_id":"((?:[^"\\]|\\.)*)"/.exec(head)?.[1] ?? /"call_id":"((?:[^"\\]|\\.)*)"/.exec(tail!.toString('utf8'))?.[1],
+            };
+          }
+        }
+        const name = sub === 'local_shell_call' ? 'local_shell_call' : (str(p.name) ?? '?');
+        this.toolCall(name, p, n, this.compactions.length > 0 ? this.timestamp(buf, s, e) : null);
+        return;
+      }
+      case 'function_call_output':
+      case 'custom_tool_call_output':
+      case 'local_shell_call_output':
+        this.toolOutput(buf, s, e, n);
+        return;
+      default:
+        return;
+    }
+  }
+
+  private toolCall(name: string, p: Record<string, unknown>, n: number, ts: string | null): void {
+    this.toolTotal++;
+    bump(this.toolNames, name);
+    bump(this.segments[this.segments.length - 1]!, name);
+    const seg = this.compactions.length;
+    if (seg === 0) return;
+    const kind: Attempt['kind'] | null = SHELL_TOOLS.has(name) ? 'shell' : PATCH_TOOLS.has(name) ? 'patch' : name.startsWith('mcp__') ? 'mcp' : null;
+    if (!kind) return;
+    const callId = str(p.call_id) ?? str(p.id);
+    const attempt: Attempt = {
+      compaction: seg,
+      line: n,
+      timestamp: ts,
+      call_id: callId,
+      tool: name,
+      kind,
+      summary: '',
+      read_only: null,
+      outcome: 'no_output',
+      exit_code: null,
+      detail: null,
+      output_line: null,
+    };
+    // The command text is worked out only for attempts that are listed or checked (settle()).
+    const pend: PendingCall = { attempt, fields: p };
+    this.attempts.total++;
+    this.segAttempts[seg]!.total++;
+    if (callId && this.pending.size < ID_CAP) this.pending.set(callId, pend);
+    else this.settle(pend);
+  }
+
+  /**
+   * name, call_id and (after a compaction) the argument string of a tool call, read from the line's
+   * JSON strings without parsing the rest of it. null when the line is not in the expected shape.
+   */
+  private callFields(buf: Buffer, s: number, e: number, argKey: 'arguments' | 'input' | null): Record<string, unknown> | null {
+    const out: Record<string, unknown> = {};
+    const headEnd = Math.min(e, s + 4096);
+    const ni = find(buf, NAME_KEY, s, headEnd);
+    if (ni >= 0) {
+      const a = ni + NAME_KEY.length;
+      const z = stringEnd(buf, a, headEnd);
+      if (z < 0) return null;
+      out.name = this.names.get(buf, a, z);
+    }
+    const post = this.compactions.length > 0;
+    if (!post) return out; // before any compaction only the name is counted
+    if (argKey) {
+      const key = argKey === 'arguments' ? ARGS_KEY : INPUT_KEY;
+      const ai = find(buf, key, s, headEnd);
+      if (ai < 0) return null;
+      const a = ai + key.length;
+      const z = stringEnd(buf, a, e);
+      if (z < 0) return null;
+      try {
+        out[argKey] = JSON.parse(buf.toString('utf8', a - 1, z + 1)) as string;
+      } catch {
+        return null;
+      }
+    }
+    const ci = find(buf, CALL_ID_KEY, s, e);
+    if (ci < 0) return null;
+    const z = stringEnd(buf, ci + CALL_ID_KEY.length, e);
+    if (z < 0) return null;
+    out.call_id = buf.toString('utf8', ci + CALL_ID_KEY.length, z);
+    return argKey === null ? null : out;
+  }
+
+  private toolOutput(buf: Buffer, s: number, e: number, n: number): void {
+    const headEnd = Math.min(e, s + 2048);
+    let id: string | null = null;
+    let raw: string | null = null;
+    // Fast path: "call_id":"<id>","output":"<text>
+    const ci = find(buf, CALL_ID_KEY, s, headEnd);
+    if (ci >= 0) {
+      const a = ci + CALL_ID_KEY.length;
+      const z = stringEnd(buf, a, headEnd);
+      if (z >= 0) {
+        id = buf.toString('utf8', a, z);
+        if (matchAt(buf, z + 1, OUTPUT_TAIL)) {
+          const o = z + 1 + OUTPUT_TAIL.length;
+          // The text matters only for a call being followed, or to tell a hook's block.
+          raw = this.pending.has(id) || matchAt(buf, o, BLOCKED_BYTES) ? buf.toString('utf8', o, Math.min(e, o + 600)) : '';
+        }
+      }
+    }
+    if (raw === null) {
+      const head = buf.toString('utf8', s, headEnd);
+      id = /"call_id":"((?:[^"\\]|\\.)*)"/.exec(head)?.[1] ?? null;
+      // output: a string, or (older writers) content items whose first text is the output
+      const m = /"output":"((?:[^"\\]|\\.)*)/.exec(head) ?? /"output":\[\{[^}]*?"text":"((?:[^"\\]|\\.)*)/.exec(head) ?? /"output":\{"output":"((?:[^"\\]|\\.)*)/.exec(head);
+      raw = m?.[1] ?? '';
+    }
+    const outcome = classifyOutput(raw);
+    if (outcome.outcome === 'blocked') {
+      this.hookBlocked++;
+      if (outcome.detail?.startsWith('Latch')) {
+        if (id && this.blockedLatch.size < ID_CAP) this.blockedLatch.add(id);
+      } else this.blockedOther++;
+    }
+    const p = id ? this.pending.get(id) : undefined;
+    if (!p) return;
+    this.pending.delete(id!);
+    p.attempt.outcome = outcome.outcome;
+    p.attempt.exit_code = outcome.exit;
+    p.attempt.detail = outcome.detail;
+    p.attempt.output_line = n;
+    this.settle(p);
+  }
+
+  /** An attempt whose outcome is known (or never will be): counted, checked against the store, listed. */
+  private settle(p: PendingCall): void {
+    const a = p.attempt;
+    const c = this.segAttempts[a.compaction]!;
+    c[a.outcome]++;
+    this.attempts[a.outcome]++;
+    const executed = a.outcome === 'ran' || a.outcome === 'failed';
+    const listed = this.attemptList.length < ATTEMPT_CAP;
+    const inHeld = executed && a.timestamp !== null && this.held.some((h) => a.timestamp! >= h.from && (h.to === null || a.timestamp! < h.to));
+    if (listed || inHeld) {
+      const f = p.fields;
+      const command = a.kind === 'shell' ? shellCommand(f) : a.kind === 'patch' ? patchFiles(str(f.input) ?? patchArgument(str(f.arguments))) : oneLine(str(f.arguments) ?? '', 80);
+      a.summary = oneLine(command || a.tool);
+      if (a.kind === 'shell') a.read_only = this.readOnly(command);
+    }
+    if (a.read_only) this.attempts.read_only_listed++;
+    if (inHeld && a.read_only !== true) {
+      this.finding('ran_while_held', 'error', 'a mutating call ran while the Latch store had the session latched or paused', a.line);
+    }
+    if (listed) this.attemptList.push(a);
+    else this.attemptDropped++;
+  }
+
+  private readOnly(cmd: string): boolean {
+    const hit = this.roCache.get(cmd);
+    if (hit !== undefined) return hit;
+    const v = classifyCommand(cmd, { latchHome: '/nonexistent-latch-home' }).readOnly;
+    if (this.roCache.size > 1000) this.roCache.clear();
+    this.roCache.set(cmd, v);
+    return v;
+  }
+
+  private eventMsg(sub: string | null, buf: Buffer, s: number, e: number, n: number, headEnd: number): void {
+    if (sub === 'item_completed' || sub === 'item_started') {
+      if (find(buf, CC_ITEM, s, headEnd) >= 0) {
+        const m = /"item":\{"type":"ContextCompaction","id":"((?:[^"\\]|\\.)*)"/.exec(buf.toString('utf8', s, headEnd));
+        this.marker('item', m?.[1] ?? null, n, buf, s, e);
+      }
+    } else if (sub === 'context_compacted') {
+      this.marker('legacy', null, n, buf, s, e);
+    } else if (sub === 'task_started') {
+      const m = /"turn_id":"((?:[^"\\]|\\.)*)"/.exec(buf.toString('utf8', s, headEnd));
+      if (m) this.turn(m[1]!);
+    }
+  }
+
+  private compacted(buf: Buffer, s: number, e: number, n: number, oversize: boolean, tail: Buffer | null, terminated: boolean, parsed: Record<string, unknown> | null): void {
+    const c = this.marker('compacted', null, n, buf, s, e);
+    const o = parsed ?? this.parse(buf, s, e, n, terminated, oversize);
+    if (o) {
+      const p = (o.payload as Record<string, unknown>) ?? {};
+      const msg = p.message;
+      c.summary = typeof msg === 'string' ? (msg.length === 0 ? 'remote' : 'local') : c.summary;
+      c.window_number = num(p.window_number) ?? c.window_number;
+      c.window_id = str(p.window_id) ?? c.window_id;
+      c.previous_window_id = str(p.previous_window_id) ?? c.previous_window_id;
+    } else if (oversize) {
+      const head = buf.toString('utf8', s, Math.min(e, s + 4096));
+      const t = tail!.toString('utf8');
+      if (/"payload":\{"message":""/.test(head)) c.summary = 'remote';
+      else if (/"payload":\{"message":"./.test(head)) c.summary = 'local';
+      const wn = /"window_number":(\d+)/.exec(t);
+      if (wn) c.window_number = Number(wn[1]);
+      c.window_id = /"window_id":"([^"]*)"/.exec(t.replace(/"(first|previous)_window_id"/g, '"_'))?.[1] ?? c.window_id;
+      c.previous_window_id = /"previous_window_id":"([^"]*)"/.exec(t)?.[1] ?? c.previous_window_id;
+    }
+  }
+
+  /** Joins a marker to the open compaction group or starts a new compaction. */
+  private marker(via: 'compacted' | 'item' | 'legacy' | 'thread', itemId: string | null, n: number, buf: Buffer | null, s: number, e: number): CompactionReport {
+    const g = this.group;
+    const joins =
+      g !== null &&
+      (via === 'compacted' ? !g.compacted : via === 'legacy' ? !g.legacy : via === 'thread' ? !g.thread : !g.item || g.itemId === null || itemId === null || g.itemId === itemId);
+    if (!joins) {
+      this.group = { compacted: false, item: false, itemId: null, legacy: false, thread: false };
+      const c: CompactionReport = {
+        index: this.compactions.length + 1,
+        line: n,
+        record_ordinal: this.format === 'rollout' ? this.ordLast : null,
+        timestamp: buf ? this.timestamp(buf, s, e) : null,
+        via: [],
+        turn_id: this.currentTurn,
+        window_number: null,
+        window_id: null,
+        previous_window_id: null,
+        trigger: null,
+        trigger_source: null,
+        summary: null,
+        tool_calls_before: {},
+        tool_calls_after: {},
+        attempts_after: emptyCounts(),
+      };
+      this.compactions.push(c);
+      this.segments.push(new Map());
+      this.segAttempts.push(emptyCounts());
+    }
+    const group = this.group!;
+    const c = this.compactions[this.compactions.length - 1]!;
+    const name = via === 'compacted' ? 'compacted' : via === 'item' ? 'context_compaction_item' : via === 'legacy' ? 'context_compacted' : 'thread/compacted';
+    if (!c.via.includes(name)) c.via.push(name);
+    if (via === 'compacted') group.compacted = true;
+    if (via === 'legacy') group.legacy = true;
+    if (via === 'thread') group.thread = true;
+    if (via === 'item') {
+      group.item = true;
+      group.itemId = group.itemId ?? itemId;
+    }
+    return c;
+  }
+
+  // -- app-server streams ---------------------------------------------------------------------
+
+  private appServerLine(buf: Buffer, s: number, e: number, n: number, oversize: boolean, terminated: boolean): void {
+    let o: Record<string, unknown> | null = null;
+    if (oversize) {
+      const head = buf.toString('utf8', s, Math.min(e, s + 4096));
+      const m = /"method":"([^"]*)"/.exec(head);
+      bump(this.records, m ? 'notification' : 'response');
+      if (m) bump(this.payloadTypes, m[1]!);
+      return;
+    }
+    o = this.parse(buf, s, e, n, terminated, false);
+    if (!o) return;
+    if (!terminated) this.finding('missing_final_newline', 'warning', 'the last line has no trailing newline (the capture may have stopped mid-write)', n);
+    const method = str(o.method);
+    const hasId = 'id' in o;
+    const kind = method ? (hasId ? 'request' : 'notification') : hasId && 'result' in o ? 'response' : hasId && 'error' in o ? 'error_response' : null;
+    if (!kind) {
+      this.unknownType('(neither method nor id/result)', n);
+      return;
+    }
+    bump(this.records, kind);
+    const params = (o.params ?? {}) as Record<string, unknown>;
+    if (method) {
+      bump(this.payloadTypes, method);
+      if (!KNOWN_METHODS.has(method)) {
+        const u = this.unknown.get(`method ${method}`);
+        if (u) u.count++;
+        else this.unknown.set(`method ${method}`, { count: 1, first: n });
+        this.finding('unknown_method', 'warning', 'a JSON-RPC method Latch does not know', n);
+      }
+    }
+    if (kind === 'response') {
+      const r = (o.result ?? {}) as Record<string, unknown>;
+      const ua = str(r.userAgent);
+      if (ua && !this.writer.cli_version) {
+        const v = /\/(\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?)/.exec(ua);
+        if (v) this.writer.cli_version = v[1]!;
+        this.writer.originator = ua.split('/')[0] ?? null;
+      }
+      const th = r.thread as Record<string, unknown> | undefined;
+      if (th) this.thread(th, n);
+      return;
+    }
+    switch (method) {
+      case 'thread/started':
+        this.thread((params.thread ?? {}) as Record<string, unknown>, n);
+        return;
+      case 'turn/started': {
+        const t = params.turn as Record<string, unknown> | undefined;
+        const id = str(t?.id);
+        if (id) {
+          this.turn(id);
+          this.turnHadUser.set(id, false);
+          if (this.turnHadUser.size > 1000) this.turnHadUser.delete(this.turnHadUser.keys().next().value!);
+        }
+        return;
+      }
+      case 'thread/compacted': {
+        const c = this.marker('thread', null, n, null, s, e);
+        c.turn_id = str(params.turnId) ?? c.turn_id;
+        this.inferTrigger(c);
+        return;
+      }
+      case 'item/started':
+      case 'item/completed': {
+        const item = (params.item ?? {}) as Record<string, unknown>;
+        const t = str(item.type);
+        if (t === 'userMessage' && this.currentTurn) this.turnHadUser.set(this.currentTurn, true);
+        if (t === 'contextCompaction') {
+          const c = this.marker('item', str(item.id), n, null, s, e);
+          c.turn_id = str(params.turnId) ?? c.turn_id;
+          this.inferTrigger(c);
+          return;
+        }
+        // Any other item closes an open compaction group (as a response_item does in a rollout).
+        if (t && t !== 'contextCompaction') this.group = null;
+        if (method === 'item/completed' && t) this.appServerTool(t, item, n);
+        return;
+      }
+      default:
+        return;
+    }
+  }
+
+  private inferTrigger(c: CompactionReport): void {
+    if (c.trigger_source === 'store') return;
+    const had = c.turn_id ? this.turnHadUser.get(c.turn_id) : undefined;
+    if (had === undefined) return;
+    c.trigger = had ? 'auto' : 'manual';
+    c.trigger_source = 'inferred';
+  }
+
+  private thread(th: Record<string, unknown>, n: number): void {
+    const id = str(th.id);
+    if (!id || this.sessions.some((x) => x.session_id === id)) return;
+    this.sessions.push({ session_id: id, line: n, forked_from: str(th.forkedFromId) ?? null, cwd: str(th.cwd) });
+    const v = str(th.cliVersion);
+    if (v) this.writer.cli_version = v;
+    this.writer.source = str(th.source) ?? this.writer.source;
+    if (this.sessions.length === 1 && this.onSession) this.onSession(id);
+  }
+
+  private appServerTool(t: string, item: Record<string, unknown>, n: number): void {
+    const name =
+      t === 'commandExecution' ? 'exec_command' : t === 'fileChange' ? 'apply_patch' : t === 'mcpToolCall' ? `mcp__${str(item.server) ?? '?'}__${str(item.tool) ?? '?'}` : t === 'dynamicToolCall' ? (str(item.tool) ?? t) : null;
+    if (!name) return;
+    const p: Record<string, unknown> = { call_id: item.id };
+    if (t === 'commandExecution') p.arguments = JSON.stringify({ cmd: str(item.command) ?? '' });
+    if (t === 'fileChange') p.input = (Array.isArray(item.changes) ? item.changes : []).map((c: { path?: string; kind?: { type?: string } }) => `*** ${c?.kind?.type ?? 'Update'} File: ${c?.path ?? '?'}`).join('\n');
+    this.toolCall(name, p, n, null);
+    const id = str(item.id);
+    const pend = id ? this.pending.get(id) : undefined;
+    if (!pend) return;
+    this.pending.delete(id!);
+    const status = str(item.status);
+    const out = str(item.aggregatedOutput) ?? '';
+    const exit = num(item.exitCode);
+    const a = pend.attempt;
+    a.output_line = n;
+    a.exit_code = exit;
+    if (status === 'declined' || out.startsWith(BLOCKED)) {
+      a.outcome = 'blocked';
+      a.detail = out.startsWith(BLOCKED) ? oneLine(out.slice(BLOCKED.length)) : 'declined';
+      this.hookBlocked++;
+      if (a.detail.startsWith('Latch')) {
+        if (id && this.blockedLatch.size < ID_CAP) this.blockedLatch.add(id);
+      } else this.blockedOther++;
+    } else if (status === 'completed' && (exit === null || exit === 0)) a.outcome = 'ran';
+    else if (status === 'failed' || (exit !== null && exit !== 0)) {
+      a.outcome = 'failed';
+      a.detail = oneLine(out || status || '');
+    } else a.outcome = 'unknown';
+    this.settle(pend);
+  }
+
+  // -- end ------------------------------------------------------------------------------------
+
+  finish(): void {
+    for (const p of this.pending.values()) this.settle(p);
+    this.pending.clear();
+    for (let i = 0; i < this.compactions.length; i++) {
+      const c = this.compactions[i]!;
+      c.tool_calls_before = obj(this.segments[i]!);
+      c.tool_calls_after = obj(this.segments[i + 1]!);
+      c.attempts_after = this.segAttempts[i + 1]!;
+    }
+  }
+}
+
+function lastNonSpace(b: Buffer): number | undefined {
+  let i = b.length - 1;
+  while (i >= 0 && (b[i] === 0x0d || b[i] === 0x20)) i--;
+  return i >= 0 ? b[i] : undefined;
+}
+
+function shellCommand(p: Record<string, unknown>): string {
+  let args: unknown = p.arguments;
+  if (typeof args === 'string') {
+    try {
+      args = JSON.parse(args);
+    } catch {
+      return args as string;
+    }
+  }
+  const a = (args ?? (p.action as Record<string, unknown> | undefined) ?? {}) as Record<string, unknown>;
+  const c = a.cmd ?? a.command;
+  if (typeof c === 'string') return c;
+  if (Array.isArray(c)) {
+    // ["bash","-lc","<script>"] → the script
+    if (c.length === 3 && /(^|\/)(ba|z)?sh$/.test(String(c[0])) && /^-l?c$/.test(String(c[1]))) return String(c[2]);
+    return c.map(String).join(' ');
+  }
+  return '';
+}
+
+/** apply_patch as a function call: arguments = '{"input":"<patch>"}'. */
+function patchArgument(args: string | null): string {
+  if (!args) return '';
+  try {
+    const v = JSON.parse(args) as Record<string, unknown>;
+    return str(v.input) ?? str(v.patch) ?? '';
+  } catch {
+    return args;
+  }
+}
+
+function patchFiles(patch: string): string {
+  const files: string[] = [];
+  for (const m of patch.matchAll(/^\*\*\* (Add|Update|Delete) File: (.+)$/gim)) files.push(`${m[1]!.toLowerCase()} ${m[2]}`);
+  return files.join(', ');
+}
+
+/** The outcome of a call from the start of its output text (still JSON-escaped). */
+export function classifyOutput(raw: string): { outcome: Exclude<Outcome, 'no_output'>; exit: number | null; detail: string | null } {
+  if (raw.startsWith(BLOCKED)) {
+    const text = unescapeJson(raw.slice(BLOCKED.length, BLOCKED.length + 400));
+    const reason = text.split('. Command: ')[0]!;
+    return { outcome: 'blocked', exit: null, detail: oneLine(reason) };
+  }
+  if (raw.startsWith('apply_patch verification failed')) return { outcome: 'failed', exit: null, detail: oneLine(unescapeJson(raw.slice(0, 300))) };
+  const code = /Process exited with code (-?\d+)/.exec(raw.slice(0, 400)) ?? /^Exit code: (-?\d+)/.exec(raw);
+  if (code) {
+    const exit = Number(code[1]);
+    return { outcome: exit === 0 ? 'ran' : 'failed', exit, detail: exit === 0 ? null : `exit code ${exit}` };
+  }
+  if (raw.startsWith('{')) {
+    // older writers: {"output":"...","metadata":{"exit_code":N}}
+    const m = /\\"exit_code\\":(-?\d+)/.exec(raw);
+    if (m) return { outcome: Number(m[1]) === 0 ? 'ran' : 'failed', exit: Number(m[1]), detail: null };
+  }
+  return { outcome: 'unknown', exit: null, detail: raw ? oneLine(unescapeJson(raw.slice(0, 200))) : null };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reading
+
+const ZSTD_MAGIC = Buffer.from([0x28, 0xb5, 0x2f, 0xfd]);
+
+interface Reader {
+  compression: 'zstd' | null;
+  run(push: (b: Buffer) => void): Promise<void>;
+}
+
+class UnreadableError extends Error {}
+
+async function openReader(fd: number, size: number, path: string, onProgress?: (done: number, total: number) => void): Promise<Reader> {
+  const magic = Buffer.alloc(4);
+  const got = size >= 4 ? readSync(fd, magic, 0, 4, 0) : 0;
+  const zstd = (got === 4 && magic.equals(ZSTD_MAGIC)) || /\.zst$/.test(path);
+  const buf = Buffer.allocUnsafe(CHUNK);
+  const progressStep = 64 << 20;
+  let nextProgress = progressStep;
+  const readAll = (each: (b: Buffer) => void) => {
+    let pos = 0;
+    for (;;) {
+      const n = readSync(fd, buf, 0, CHUNK, pos);
+      if (n <= 0) break;
+      pos += n;
+      each(buf.subarray(0, n));
+      if (onProgress && pos >= nextProgress) {
+        onProgress(pos, size);
+        nextProgress += progressStep;
+      }
+    }
+    return pos;
+  };
+  if (!zstd) {
+    return {
+      compression: null,
+      async run(push) {
+        readAll(push);
+      },
+    };
+  }
+  let fzstd: typeof import('fzstd');
+  try {
+    fzstd = await import('fzstd');
+  } catch (err) {
+    throw new UnreadableError(`cannot load the zstd decoder (fzstd): ${errorMessage(err)}`);
+  }
+  return {
+    compression: 'zstd',
+    async run(push) {
+      if (got === 4 && !magic.equals(ZSTD_MAGIC)) throw new UnreadableError('the file is named .zst but is not a zstd stream');
+      const d = new fzstd.Decompress((data) => push(Buffer.from(data.buffer, data.byteOffset, data.byteLength)));
+      try {
+        readAll((b) => d.push(new Uint8Array(b.buffer, b.byteOffset, b.byteLength)));
+        d.push(new Uint8Array(0), true);
+      } catch (err) {
+        if (err instanceof UnreadableError) throw err;
+        throw new UnreadableError(`the zstd stream cannot be decoded: ${errorMessage(err)}`);
+      }
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Entry point
+
+/** Analyses a rollout or app-server capture. Never throws for a bad file: exit_code 2 says unreadable. */
+export async function fsckFile(file: string, opts: FsckOptions = {}): Promise<FsckReport> {
+  const path = resolve(file);
+  const allow = opts.allowlist ?? QUALIFIED_WRITERS;
+  const a = new Analyser(opts.full ?? false, allow);
+  let compression: FsckReport['compression'] = null;
+  let unreadable: string | null = null;
+  let store: StoreCrossCheck | null = null;
+  let view: StoreView | null = null;
+  let session: StoreSession | null = null;
+
+  let fd = -1;
+  try {
+    fd = openSync(path, 'r');
+    const st = fstatSync(fd);
+    if (st.isDirectory()) throw new UnreadableError(`${path} is a directory`);
+    if (!st.isFile()) throw new UnreadableError(`${path} is not a regular file`);
+    const reader = await openReader(fd, st.size, path, opts.onProgress);
+    compression = reader.compression;
+
+    // The store: opened before reading so the prefix hash can start at byte 0.
+    if (opts.latchHome) {
+      const o = StoreView.open(opts.latchHome);
+      view = o.view;
+      store = { home: opts.latchHome, status: o.status, detail: o.detail, session_id: null };
+    }
+    let hashing: PrefixHasher | null = null;
+    if (view) {
+      const v = view;
+      hashing = new PrefixHasher();
+      const real = safeRealpath(path);
+      const fromName = /([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl(?:\.zst)?$/i.exec(basename(path))?.[1] ?? null;
+      const adopt = (id: string | null): void => {
+        if (!id || session?.row.session_id === id) return;
+        const s = v.load(id);
+        if (!s) return;
+        session = s;
+        a.held = s.held;
+        hashing?.setTargets(s.checkpoints.filter((c) => c.transcript_size !== null && c.transcript_sha256).map((c) => c.transcript_size!));
+      };
+      adopt(v.sessionIdByPath(real) ?? v.sessionIdByPath(path));
+      if (!session) adopt(fromName);
+      a.onSession = (id) => adopt(id);
+      if (!session) {
+        // keep hashing from byte 0 until the first session id shows up (line 1 of a rollout)
+        hashing.setTargets([Number.MAX_SAFE_INTEGER]);
+      }
+    }
+    const split = new LineSplitter(a.line);
+    const h = hashing;
+    await reader.run((b) => {
+      split.push(b);
+      if (h && h.active) {
+        // The session id comes from line 1 (session_meta); once a line is read without it, stop.
+        if (!session && a.lines > 0) h.stop();
+        else h.feed(b);
+      }
+    });
+    split.end();
+    hashing?.stop();
+    a.finish();
+    if (view && store) {
+      store = crossCheck(a, store, session, prefixDigests(session, hashing, compression === null ? path : null), path);
+    }
+  } catch (err) {
+    unreadable = err instanceof UnreadableError ? err.message : `cannot read ${path}: ${errorMessage(err)}`;
+    a.finish();
+  } finally {
+    if (fd >= 0) closeSync(fd);
+    view?.close();
+  }
+  return buildReport(a, path, compression, unreadable, store);
+}
+
+/**
+ * Prefix digests keyed by size: those computed during the pass, plus (plain files only) a second
+ * bounded read for a checkpoint the pass could not hash (its session id showed up too late).
+ */
+function prefixDigests(session: StoreSession | null, h: PrefixHasher | null, plainPath: string | null): Map<number, string> {
+  const out = new Map(h?.digests ?? []);
+  if (!session || !plainPath) return out;
+  for (const c of session.checkpoints) {
+    if (c.transcript_size === null || !c.transcript_sha256 || out.has(c.transcript_size)) continue;
+    try {
+      out.set(c.transcript_size, hashFilePrefix(plainPath, c.transcript_size));
+    } catch {
+      /* shorter than the prefix: reported by the caller */
+    }
+  }
+  return out;
+}
+
+function hashFilePrefix(path: string, size: number): string {
+  const fd = openSync(path, 'r');
+  try {
+    const h = createHash('sha256');
+    const buf = Buffer.allocUnsafe(CHUNK);
+    let pos = 0;
+    while (pos < size) {
+      const n = readSync(fd, buf, 0, Math.min(CHUNK, size - pos), pos);
+      if (n <= 0) throw new Error('short file');
+      h.update(buf.subarray(0, n));
+      pos += n;
+    }
+    return h.digest('hex');
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function safeRealpath(p: string): string {
+  try {
+    return realpathSync(p);
+  } catch {
+    return p;
+  }
+}
+
+function crossCheck(a: Analyser, base: StoreCrossCheck, s: StoreSession | null, digests: Map<number, string>, path: string): StoreCrossCheck {
+  const sid = a.sessions[0]?.session_id ?? null;
+  if (!s) {
+    return { ...base, status: 'session_unknown', session_id: sid, detail: sid ? `the Latch store does not know session ${sid}` : 'no session id in the file and no store session for this path' };
+  }
+  const out: StoreCrossCheck = {
+    ...base,
+    status: 'checked',
+    session_id: s.row.session_id,
+    detail: `Latch store knows session ${s.row.session_id}`,
+    policy: s.row.policy,
+    state: s.row.state,
+    transcript_path: s.row.transcript_path,
+    held_intervals: s.held,
+    attempts_recorded: s.attempts,
+  };
+  if (s.row.transcript_path && safeRealpath(s.row.transcript_path) !== safeRealpath(path)) {
+    out.detail += `; FILE is not the recorded transcript ${s.row.transcript_path} (a copy?)`;
+  }
+  // compactions: one store row (with a checkpoint and a trip) per compaction in the file
+  const T = a.compactions.length;
+  const byseq = new Map(s.compactions.map((c) => [c.seq, c]));
+  out.compactions = s.compactions.map((c) => ({
+    seq: c.seq,
+    trigger: c.trigger,
+    observed_via: safeJsonArray(c.observed_via),
+    checkpoint_id: c.checkpoint_id,
+    tripped_at: c.tripped_at,
+    in_transcript: c.seq <= T,
+  }));
+  const cpById = new Map(s.checkpoints.map((c) => [c.id, c]));
+  for (let k = 1; k <= T; k++) {
+    const c = byseq.get(k);
+    const rep = a.compactions[k - 1]!;
+    if (!c) {
+      a.finding('store_missing_compaction', 'error', 'a compaction in the file has no record in the Latch store (Latch did not see it)', rep.line);
+      continue;
+    }
+    if (c.trigger) {
+      rep.trigger = c.trigger;
+      rep.trigger_source = 'store';
+    }
+    if (!c.checkpoint_id || !cpById.has(c.checkpoint_id)) a.finding('no_checkpoint', 'error', 'a compaction has no checkpoint in the Latch store', rep.line);
+    if (!c.tripped_at) a.finding('no_trip', 'error', 'a compaction did not trip the policy in the Latch store', rep.line);
+  }
+  for (const c of s.compactions) {
+    if (c.seq > T) a.finding('transcript_missing_compaction', 'error', `the Latch store recorded compaction #${c.seq} but the file shows only ${T}: the transcript lost lines or was rewritten`);
+  }
+  // prefix hashes
+  out.checkpoints = s.checkpoints.map((c) => {
+    let prefix: NonNullable<StoreCrossCheck['checkpoints']>[number]['prefix'] = 'not_recorded';
+    let now: string | null = null;
+    if (c.transcript_size !== null && c.transcript_sha256) {
+      if (a.bytes < c.transcript_size) {
+        prefix = 'shorter';
+        a.finding('prefix_rewritten', 'error', `the file is shorter (${a.bytes} bytes) than the ${c.transcript_size} bytes hashed at checkpoint ${c.id}: it was truncated or rewritten`);
+      } else {
+        now = digests.get(c.transcript_size) ?? null;
+        if (now === null) prefix = 'not_checked';
+        else if (now === c.transcript_sha256) prefix = 'same';
+        else {
+          prefix = 'rewritten';
+          a.finding('prefix_rewritten', 'error', `prefix rewritten: the first ${c.transcript_size} bytes differ from what checkpoint ${c.id} hashed`);
+        }
+      }
+    }
+    return {
+      id: c.id,
+      compaction_seq: c.compaction_seq,
+      created_at: c.created_at,
+      tree_sha256: c.tree_sha256,
+      tree_files: c.tree_files,
+      transcript_size: c.transcript_size,
+      transcript_sha256: c.transcript_sha256,
+      prefix_now_sha256: now,
+      prefix,
+    };
+  });
+  // verify transitions: tree digests at checkpoint vs at verify
+  out.verifies = [];
+  for (const t of s.transitions) {
+    if (t.event !== 'verify') continue;
+    let ev: { accepted_changes?: boolean; baseline?: { id?: string; tree_sha256?: string } | null; current?: { tree_sha256?: string } } = {};
+    try {
+      ev = JSON.parse(t.evidence_json) as typeof ev;
+    } catch {
+      /* recorded below as nulls */
+    }
+    const cp = ev.baseline?.id ? cpById.get(ev.baseline.id) : undefined;
+    const v = {
+      at: t.at,
+      accepted_changes: ev.accepted_changes === true,
+      baseline_tree_sha256: ev.baseline?.tree_sha256 ?? null,
+      current_tree_sha256: ev.current?.tree_sha256 ?? null,
+      checkpoint_tree_sha256: cp?.tree_sha256 ?? null,
+    };
+    out.verifies.push(v);
+    if (cp && v.baseline_tree_sha256 !== cp.tree_sha256) a.finding('verify_inconsistent', 'error', `a verify's baseline tree digest differs from checkpoint ${cp.id}'s`);
+    if (!v.accepted_changes && v.baseline_tree_sha256 && v.current_tree_sha256 && v.baseline_tree_sha256 !== v.current_tree_sha256) {
+      a.finding('verify_inconsistent', 'error', 'a verify restored authority with a tree digest different from the checkpoint without accepting the changes');
+    }
+  }
+  // denials vs blocked outputs
+  const denied = s.denials.map((d) => d.tool_use_id).filter((x): x is string => !!x);
+  const deniedSet = new Set(denied);
+  const missingInTranscript = denied.filter((id) => !a.blockedLatch.has(id));
+  const missingInStore = [...a.blockedLatch].filter((id) => !deniedSet.has(id));
+  out.denials = {
+    store: s.denials.length,
+    transcript_blocked_by_latch: a.blockedLatch.size,
+    transcript_blocked_other: a.blockedOther,
+    missing_in_transcript: missingInTranscript.slice(0, LIST_CAP),
+    missing_in_store: missingInStore.slice(0, LIST_CAP),
+  };
+  if (missingInTranscript.length > 0) {
+    a.finding('denial_not_in_transcript', 'error', `${missingInTranscript.length} denial(s) recorded by Latch have no "Command blocked" output in the file (the call ran anyway, or the transcript was altered)`);
+  }
+  if (missingInStore.length > 0) {
+    a.finding('block_not_in_store', 'warning', `${missingInStore.length} call(s) blocked by Latch in the file have no denial in the store`);
+  }
+  return out;
+}
+
+function safeJsonArray(s: string): string[] {
+  try {
+    const v = JSON.parse(s) as unknown;
+    return Array.isArray(v) ? v.map(String) : [];
+  } catch {
+    return [];
+  }
+}
+
+function buildReport(a: Analyser, path: string, compression: FsckReport['compression'], unreadable: string | null, store: StoreCrossCheck | null): FsckReport {
+  if (!unreadable) {
+    if (a.lines === 0) a.finding('empty_file', 'error', 'the file is empty');
+    else if (a.format === 'unknown') unreadable = 'not a Codex rollout or app-server stream: no line could be read as a record';
+  }
+  if (!unreadable && a.format === 'rollout') {
+    if (!a.records.get('session_meta')) a.finding('missing_session_meta', 'error', 'no session_meta record: the session id, writer version and fork origin are unknown');
+    else if (a.sessions[0] && a.sessions[0].line !== 1) a.finding('session_meta_not_first', 'warning', 'session_meta is not the first line', a.sessions[0].line);
+  }
+  a.writer.qualified = a.writer.cli_version !== null && a.writer.allowlist.includes(a.writer.cli_version);
+  if (!unreadable && a.lines > 0 && a.format !== 'unknown' && !a.writer.qualified) {
+    a.finding(
+      'unqualified_writer',
+      'error',
+      a.writer.cli_version
+        ? `written by Codex ${a.writer.cli_version}, which Latch has not qualified (allowlist: ${a.writer.allowlist.join(', ')})`
+        : `the writer version is unknown (Latch qualifies: ${a.writer.allowlist.join(', ')})`,
+    );
+  }
+  const findings = [...a.findings.values()];
+  const exit: 0 | 1 | 2 = unreadable ? 2 : findings.length > 0 ? 1 : 0;
+  return {
+    schema: 'latch.doctor.transcript/1',
+    file: path,
+    compression,
+    bytes: a.bytes,
+    format: a.format,
+    layout: a.layout,
+    lines: a.lines,
+    ok: exit === 0,
+    exit_code: exit,
+    unreadable,
+    records: obj(a.records),
+    payload_types: obj(a.payloadTypes),
+    writer: a.writer,
+    sessions: a.sessions,
+    turns: { count: a.turnCount, ids: a.turnList, ids_truncated: a.turnCount > a.turnList.length },
+    ordinals: a.ordFirst === null ? null : { first: a.ordFirst, last: a.ordLast },
+    parse_errors: a.parseErrors,
+    truncated_last_line: a.truncated,
+    unknown_types: [...a.unknown.entries()].map(([type, u]) => ({ type, count: u.count, first_line: u.first })),
+    compactions: a.compactions,
+    tool_calls: { total: a.toolTotal, by_name: obj(a.toolNames) },
+    attempts_after_compaction: { ...a.attempts, list: a.attemptList, list_truncated: a.attemptDropped },
+    hook_blocked_outputs: a.hookBlocked,
+    store,
+    findings,
+  };
+}
