@@ -60,6 +60,16 @@ export function sessionJson(db: Db, row: SessionRow) {
     git: { head: c.git_head as string | null, branch: c.git_branch as string | null },
     transcript: { path: c.transcript_path as string | null, size: c.transcript_size as number | null, sha256: c.transcript_sha256 as string | null },
   }));
+  const lastResume = db.prepare('SELECT at, decision, checks_json FROM resume_decisions WHERE session_id = ? ORDER BY id DESC LIMIT 1').get(row.session_id) as
+    | { at: string; decision: string; checks_json: string }
+    | undefined;
+  const resume = lastResume
+    ? {
+        at: lastResume.at,
+        decision: lastResume.decision,
+        failed: (JSON.parse(lastResume.checks_json) as { name: string; ok: boolean; reason: string }[]).filter((c) => !c.ok).map((c) => ({ name: c.name, reason: c.reason })),
+      }
+    : null;
   const reason = row.state_reason ?? (held.length ? `held by the workspace-scoped latch of session ${held.map((h) => h.session_id).join(', ')}` : null);
   return {
     session_id: row.session_id,
@@ -75,6 +85,7 @@ export function sessionJson(db: Db, row: SessionRow) {
     compactions: compactions.length,
     denials,
     checkpoints,
+    last_resume: resume,
     created_at: row.created_at,
     updated_at: row.updated_at,
   };
@@ -101,6 +112,9 @@ export async function status(io: Io, opts: TargetOptions & { json?: boolean }): 
       for (const c of s.checkpoints) {
         io.out(`  checkpoint ${c.id}: compaction #${c.compaction_seq} (${c.trigger ?? 'trigger unknown'}) via ${c.observed_via.join('+')} at ${c.created_at}\n`);
         io.out(`    tree ${c.tree.sha256.slice(0, 16)}… ${c.tree.files} files; git ${c.git.head?.slice(0, 12) ?? '-'} ${c.git.branch ?? ''}\n`);
+      }
+      if (s.last_resume) {
+        io.out(`  last resume: ${s.last_resume.decision} (${s.last_resume.at})${s.last_resume.failed.length ? ': ' + s.last_resume.failed.map((f) => `${f.name}: ${f.reason}`).join('; ') : ''}\n`);
       }
       if (!s.may_mutate) io.out(`  next: a human runs \`latch ${s.state === 'paused' ? 'resume' : 'verify'}\` in ${s.workspace}\n`);
     }

@@ -1,9 +1,8 @@
 // Continuity with proof: brief capture at compaction, delivery at SessionStart(compact|resume), read
 // receipts proven from the transcript, native-resume qualification, and evidence-based re-verification.
 // Slow path (loaded through slow.ts): it hashes transcripts and reads briefs.
-import { existsSync, lstatSync, realpathSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { lstatSync, realpathSync } from 'node:fs';
+import { pageCommand } from './command.js';
 import { latestBrief, fitContext, recordAutoBrief, verifyRead, CONTEXT_CHARS, type Brief } from './brief.js';
 import { hashPrefix } from './checkpoint.js';
 import { evaluateEvidence, type Evidence } from './evidence.js';
@@ -11,20 +10,6 @@ import { qualifyResume, QUALIFIED_VERSIONS, type QualifyDecision, type RecordedT
 import type { SessionRow } from './records.js';
 import type { Db } from './store.js';
 import type { BriefOutput, TurnIdentity } from './transcript.js';
-
-/** The command the agent should run to read a page (absolute, so PATH does not matter). */
-export function pageCommand(sessionId: string, n: number | 'N'): string {
-  let entry: string | null = null;
-  try {
-    const here = dirname(fileURLToPath(import.meta.url));
-    const p = join(here, 'latch.cjs');
-    if (existsSync(p)) entry = p;
-  } catch {
-    entry = null;
-  }
-  const prog = entry ? `node ${entry}` : 'latch';
-  return `${prog} brief --page ${n} --session ${sessionId}`;
-}
 
 /** Captures (or refreshes) the brief at a compaction. */
 export function captureBrief(db: Db, row: SessionRow, transcriptPath: string | null, now: string): Brief {

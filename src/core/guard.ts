@@ -24,6 +24,7 @@ import {
 } from './records.js';
 import { immediate, type Db } from './store.js';
 import { summarizeCall, type ToolCall } from './tools.js';
+import { pageCommand } from './command.js';
 import { abandonAttempts, attemptId, beginClose, claimRecovery, endClose, getAttempt, isAlive, laneOf, orphanedClosings, selfId, startAttempt } from './ledger.js';
 import { EMPTY_SCAN, scanTranscript, type ScanResult, type ScanState } from './transcript.js';
 
@@ -178,6 +179,8 @@ async function handleWithDb(ctx: GuardContext, db: Db, obs: Observation, ev: Lat
         trip(db, row, comp.seq, 'transcript', now);
       }
       saveScanState(db, row.session_id, mergeScan(row, scan.result.state), now);
+      // The identity a later resume must match: the newest turn_context (main lane only).
+      if (scan.result.turnContext && !obs.agentId) db.prepare('UPDATE sessions SET identity_json = ? WHERE session_id = ?').run(JSON.stringify(scan.result.turnContext), row.session_id);
       // A tool output in the transcript while its attempt is still `started`: Codex wrote the result
       // without a PostToolUse (failed apply_patch, MCP error, a call another hook denied): a sure signal.
       const ids = scan.result.outputs.map((callId) => attemptId(row.session_id, callId));
@@ -598,7 +601,7 @@ function latchReason(db: Db, holder: SessionRow, self: SessionRow): Reason {
   }
   const release =
     policyOf(holder).reverify === 'evidence'
-      ? `Read every page of the task brief (\`latch brief --page N --session ${holder.session_id}\`); once all pages are read and the workspace still matches the checkpoint, authority returns by itself (or a human runs \`latch verify\` in ${holder.workspace}).`
+      ? `Read every page of the task brief (\`${pageCommand(holder.session_id, 'N')}\`); once all pages are read and the workspace still matches the checkpoint, authority returns by itself (or a human runs \`latch verify\` in ${holder.workspace}).`
       : `A human must run \`latch verify\` in ${holder.workspace} to check the workspace against the checkpoint and restore authority.`;
   return {
     code: 'latched',

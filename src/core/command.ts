@@ -1,0 +1,24 @@
+// How the agent (or a human) invokes this very Latch: `node <dist>/latch.cjs`, absolute, so that
+// the agent's PATH does not matter; `latch` when not running from a bundle (tests under tsx).
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+let cached: string | undefined;
+
+export function latchCommand(): string {
+  if (cached) return cached;
+  let prog = 'latch';
+  try {
+    const entry = join(dirname(fileURLToPath(import.meta.url)), 'latch.cjs');
+    if (existsSync(entry)) prog = `node ${entry}`;
+  } catch {
+    prog = 'latch';
+  }
+  return (cached = prog);
+}
+
+/** The read-only command that prints page N of a session's brief. */
+export function pageCommand(sessionId: string, n: number | 'N'): string {
+  return `${latchCommand()} brief --page ${n} --session ${sessionId}`;
+}
