@@ -1,7 +1,9 @@
 // `latch verify` (restore authority on evidence + human confirmation) and `latch resume` (lift a pause).
 import { mayMutate } from '../core/authority.js';
 import { ExitError, EXIT } from '../core/errors.js';
+import { readStatus } from '../core/continuity.js';
 import { evaluateEvidence, type Evidence } from '../core/evidence.js';
+import type { Db } from '../core/store.js';
 import { getSession, RefusedTransition, transition, type SessionRow } from '../core/records.js';
 import { immediate } from '../core/store.js';
 import { json, withStore, type Io } from './io.js';
@@ -44,7 +46,7 @@ export async function verify(io: Io, opts: VerifyOptions): Promise<number> {
   const prepared = withStore(io, (db) => {
     const { workspace, sessions } = targetSessions(db, io, opts);
     const held = sessions.filter((s) => !mayMutate(s.state));
-    return { workspace, held: held.map((row) => ({ row, evidence: evaluateEvidence(db, row) })) };
+    return { workspace, held: held.map((row) => ({ row, evidence: withBriefCheck(db, row, evaluateEvidence(db, row)) })) };
   });
   if (prepared.held.length === 0) {
     if (opts.json) json(io, { workspace: prepared.workspace, restored: true, sessions: [] });
@@ -107,6 +109,19 @@ export async function verify(io: Io, opts: VerifyOptions): Promise<number> {
   if (opts.json) json(io, { workspace: prepared.workspace, restored: all, sessions: outcomes });
   else for (const o of outcomes) io.out(`${o.restored ? 'Restored' : 'NOT restored'}: session ${o.session_id} (${o.note})\n`);
   return all ? EXIT.ok : EXIT.evidence;
+}
+
+/**
+ * reverify = "both": a human's verify also needs a complete read of the current brief since the latest
+ * compaction; reverify = "evidence" shows the read status as a check too (the same evidence that
+ * would release the latch by itself).
+ */
+function withBriefCheck(db: Db, row: SessionRow, e: Evidence): Evidence {
+  const policy = JSON.parse(row.policy_json) as { reverify?: string };
+  if (policy.reverify !== 'both' && policy.reverify !== 'evidence') return e;
+  const r = readStatus(db, row.session_id);
+  const checks = [...e.checks, { name: 'brief' as const, ok: r.complete, detail: r.detail }];
+  return { ...e, checks, holds: e.holds && r.complete };
 }
 
 function outcome(row: SessionRow, evidence: Evidence, restored: boolean, note: string): SessionOutcome {

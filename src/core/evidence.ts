@@ -12,7 +12,7 @@ import { immediate } from './store.js';
 import { decodeListing, diffTrees, type TreeEntry } from './tree.js';
 
 export interface Check {
-  name: 'checkpoint' | 'tree' | 'git' | 'transcript' | 'attempts';
+  name: 'checkpoint' | 'tree' | 'git' | 'transcript' | 'attempts' | 'brief';
   ok: boolean;
   detail: string;
 }
