@@ -20,7 +20,7 @@ export interface ChangeJson {
   after: { sha256: string; mode: number; size: number } | null;
 }
 
-interface ChangeRow {
+export interface ChangeRow {
   id: number;
   path: string;
   change: string;

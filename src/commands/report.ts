@@ -15,7 +15,7 @@ import { resolve } from 'node:path';
 import { EXIT, ExitError } from '../core/errors.js';
 import type { Db } from '../core/store.js';
 import { withStore, type Io } from './io.js';
-import { timeline, type ChangeJson, type LogEntry } from './ledger.js';
+import { timeline, type ChangeJson, type ChangeRow, type LogEntry } from './ledger.js';
 import { resolveWorkspace, sessionJson, targetSessions } from './status.js';
 
 declare const __LATCH_VERSION__: string | undefined;
@@ -76,23 +76,6 @@ interface FileChange extends ChangeJson {
   attempt_state: string | null;
 }
 
-interface ChangeRow {
-  id: number;
-  path: string;
-  change: string;
-  attribution: string;
-  attempt_id: string | null;
-  session_id: string | null;
-  candidates_json: string;
-  observed_at: string;
-  observed_by: string;
-  before_sha256: string | null;
-  before_mode: number | null;
-  before_size: number | null;
-  after_sha256: string | null;
-  after_mode: number | null;
-  after_size: number | null;
-}
 
 interface AttemptLite {
   id: string;

@@ -8,6 +8,7 @@
 // are parsed. When the Latch store knows the session, the report is cross-checked against it:
 // a checkpoint and a trip per compaction, denials vs blocked outputs, tree digests at checkpoint and
 // at verify, and the transcript prefix hashed at each checkpoint vs the bytes of FILE now.
+import { QUALIFIED_VERSIONS } from './qualify.js';
 import { createHash, type Hash } from 'node:crypto';
 import { closeSync, existsSync, fstatSync, openSync, readSync, realpathSync } from 'node:fs';
 import { basename, resolve } from 'node:path';
@@ -17,7 +18,8 @@ import { openStore, type Db } from './store.js';
 import { dbPath } from './paths.js';
 
 /** Codex versions whose rollout format and hook behaviour Latch was verified against (docs/codex-notes.md). */
-export const QUALIFIED_WRITERS: readonly string[] = ['0.169.0'];
+/** The exact writer allowlist is the qualification's (src/core/qualify.ts). */
+export const QUALIFIED_WRITERS: readonly string[] = QUALIFIED_VERSIONS;
 
 /** Top-level rollout record types written by Codex 0.169.0 (RolloutItem variants, read in the binary). */
 export const KNOWN_RECORD_TYPES: ReadonlySet<string> = new Set([

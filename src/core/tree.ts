@@ -1006,28 +1006,8 @@ function hashEntry(abs: string, isLink: boolean): [Buffer, number] | null {
     }
     return [createHash('sha256').update(target).digest(), target.length];
   }
-  let fd: number;
-  try {
-    fd = openSync(abs, fsc.O_RDONLY | (fsc.O_NOFOLLOW ?? 0));
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'ELOOP') return null;
-    throw err;
-  }
-  try {
-    const buf = (sharedBuf ??= Buffer.allocUnsafe(CHUNK));
-    const h = createHash('sha256');
-    let size = 0;
-    for (;;) {
-      const n = readSync(fd, buf, 0, CHUNK, null);
-      if (n === 0) break;
-      h.update(n === CHUNK ? buf : buf.subarray(0, n));
-      size += n;
-    }
-    return [h.digest(), size];
-  } finally {
-    closeSync(fd);
-  }
+  const h = hashFile(abs);
+  return h ? [Buffer.from(h.sha256, 'hex'), h.size] : null;
 }
 
 const KIND_ABSENT = 0;
