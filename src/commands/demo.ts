@@ -4,7 +4,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { runCodex, writeCodexConfig, type RunCodexResult } from '../codex/driver.js';
+import { runCodex, writeCodexConfig } from '../codex/driver.js';
 import { EXIT } from '../core/errors.js';
 import { snapshotTree } from '../core/tree.js';
 import { itemText, startFakeModel, type FakeStep } from '../fake-model/server.js';
@@ -47,13 +47,6 @@ function capture(io: Io): { io: Io; text: () => string } {
   return { io: { ...io, out: (t) => (buf += t), err: (t) => (buf += t), interactive: false }, text: () => buf };
 }
 
-function deniedCalls(run: RunCodexResult): string[] {
-  // The exec --json stream reports each command execution; denied ones carry the hook's message.
-  return run.events
-    .filter((e) => e?.type === 'item.completed' && /Latch blocked/.test(JSON.stringify(e.item ?? {})))
-    .map((e) => String(e.item?.command ?? e.item?.type ?? 'call'));
-}
-
 export async function demo(io: Io, opts: DemoOptions): Promise<number> {
   const base = opts.dir ?? mkdtempSync(join(tmpdir(), 'latch-demo-'));
   const work = join(base, 'work');
@@ -87,7 +80,9 @@ export async function demo(io: Io, opts: DemoOptions): Promise<number> {
     const compactions = fake.requests.filter((r) => r.isCompaction).length;
     const st = capture(sub);
     await status(st.io, { cwd: work, json: true });
-    const statusJson = JSON.parse(st.text()) as { sessions: { session_id: string; state: string; checkpoints: { id: string; observed_via: string[]; tree: { sha256: string; files: number } }[]; reason: string | null }[] };
+    const statusJson = JSON.parse(st.text()) as {
+      sessions: { session_id: string; state: string; denials: number; checkpoints: { id: string; observed_via: string[]; tree: { sha256: string; files: number } }[]; reason: string | null }[];
+    };
     const session = statusJson.sessions[0];
     const cp = session?.checkpoints[0];
     const now = snapshotTree(work);
@@ -96,8 +91,10 @@ export async function demo(io: Io, opts: DemoOptions): Promise<number> {
     say(`   session ${session?.session_id}: ${session?.state}`);
     say(`   checkpoint ${cp?.id} observed via ${cp?.observed_via.join(' + ')}`);
     say(`   tree at checkpoint ${cp?.tree.sha256.slice(0, 16)}… (${cp?.tree.files} files); now ${now.sha256.slice(0, 16)}… (${now.files} files): ${cp?.tree.sha256 === now.sha256 ? 'EQUAL' : 'DIFFERENT'}`);
-    say(`   denied after compaction: ${deniedCalls(first).length} call(s); the model received ${new Set(modelSaw).size} denial message(s), e.g.:`);
+    say(`   denied after compaction: ${session?.denials ?? 0} call(s) (the read-only \`cat\` ran); the model received ${new Set(modelSaw).size} denial message(s), e.g.:`);
     if (modelSaw[0]) say(`     "${modelSaw[0].slice(0, 220).replace(/\s+/g, ' ')}…"`);
+    const briefDelivered = modelSawAll(fake).some((t) => t.includes('<<<LATCH-BRIEF'));
+    say(`   task brief re-delivered to the model after the compaction: ${briefDelivered ? 'yes' : 'no'}`);
     say(`   progress.txt is still: ${JSON.stringify(readFileSync(join(work, 'progress.txt'), 'utf8'))}`);
 
     say('3. A human runs `latch verify --yes`:');
@@ -127,6 +124,10 @@ export async function demo(io: Io, opts: DemoOptions): Promise<number> {
     await fake.close();
     if (!opts.keep && !opts.dir) rmSync(base, { recursive: true, force: true });
   }
+}
+
+function modelSawAll(fake: { requests: { body?: { input?: unknown[] } }[] }): string[] {
+  return fake.requests.flatMap((r) => (r.body?.input ?? []) as unknown[]).map(itemText);
 }
 
 function git(cwd: string, args: string[]): void {
