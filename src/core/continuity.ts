@@ -3,7 +3,7 @@
 // Slow path (loaded through slow.ts): it hashes transcripts and reads briefs.
 import { lstatSync, realpathSync } from 'node:fs';
 import { pageCommand } from './command.js';
-import { latestBrief, fitContext, recordAutoBrief, verifyRead, CONTEXT_CHARS, type Brief } from './brief.js';
+import { fitContext, getBrief, latestBrief, recordAutoBrief, verifyRead, CONTEXT_CHARS, type Brief } from './brief.js';
 import { hashPrefix } from './checkpoint.js';
 import { evaluateEvidence, type Evidence } from './evidence.js';
 import { qualifyResume, QUALIFIED_VERSIONS, type QualifyDecision, type RecordedTranscript } from './qualify.js';
@@ -74,15 +74,55 @@ export function readStatus(db: Db, sessionId: string): ReadStatus {
   };
 }
 
-/** What SessionStart(compact|resume) hands the agent: its authority status, then the brief. */
+/**
+ * What SessionStart(compact|resume) hands the agent: its authority status, then the brief. A delta
+ * (what changed since the version the agent last received) is delivered only when that previous
+ * delivery is proven read (every page of its version, receipts from the transcript); otherwise the
+ * full brief. Either way the current version's pages must be read again after this compaction.
+ */
 export function deliveryText(db: Db, row: SessionRow, status: string | null, reason: 'compact' | 'resume', now: string, kind: 'full' | 'native'): string | null {
   const brief = latestBrief(db, row.session_id);
   const preamble = (status ? status + '\n\n' : '') + (brief && kind === 'full' ? `To read the brief's pages run: \`${pageCommand(row.session_id, 'N')}\`\n` : '');
   let text = preamble;
-  if (brief && kind === 'full') text += fitContext(brief, Math.max(500, CONTEXT_CHARS - preamble.length));
+  let delivered: 'full' | 'native' | 'delta' = kind;
+  if (brief && kind === 'full') {
+    const delta = deltaSincePreviousRead(db, row.session_id, brief);
+    if (delta) {
+      delivered = 'delta';
+      text += delta;
+    } else {
+      text += fitContext(brief, Math.max(500, CONTEXT_CHARS - preamble.length));
+    }
+  }
   if (!text.trim()) return null;
-  db.prepare('INSERT INTO deliveries (session_id, at, reason, kind, version, chars) VALUES (?, ?, ?, ?, ?, ?)').run(row.session_id, now, reason, kind, brief?.version ?? null, text.length);
+  db.prepare('INSERT INTO deliveries (session_id, at, reason, kind, version, chars) VALUES (?, ?, ?, ?, ?, ?)').run(row.session_id, now, reason, delivered, brief?.version ?? null, text.length);
   return text;
+}
+
+const DELTA_FIELDS = ['objective', 'acceptance_criteria', 'stop_conditions', 'done_steps', 'decisions', 'next_action', 'latch'] as const;
+
+/** The changed fields since the last delivered version, if that delivery was proven read. */
+function deltaSincePreviousRead(db: Db, sessionId: string, current: Brief): string | null {
+  const prev = db
+    .prepare("SELECT version FROM deliveries WHERE session_id = ? AND kind IN ('full','delta') AND version IS NOT NULL ORDER BY id DESC LIMIT 1")
+    .get(sessionId) as { version: number } | undefined;
+  if (!prev || prev.version === current.version) return null;
+  const old = getBrief(db, sessionId, prev.version);
+  if (!old) return null;
+  const readPages = (db.prepare('SELECT DISTINCT page FROM brief_reads WHERE session_id = ? AND version = ? AND ok = 1').all(sessionId, prev.version) as { page: number }[]).map((r) => r.page);
+  if (old.page_digests.some((_, i) => !readPages.includes(i + 1))) return null; // not proven read: full
+  const changed = DELTA_FIELDS.filter((f) => JSON.stringify(old[f]) !== JSON.stringify(current[f]));
+  const total = current.page_digests.length;
+  const lines = [
+    `Latch task brief for session ${sessionId}: version ${current.version} (${total} page${total === 1 ? '' : 's'}) replaces version ${old.version}, which you read completely.`,
+    changed.length ? `Changed since version ${old.version}: ${changed.join(', ')}.` : `Nothing but the version changed since version ${old.version}.`,
+  ];
+  for (const f of changed) {
+    const v = current[f];
+    lines.push(`- ${f}: ${typeof v === 'string' ? v : JSON.stringify(v)}`.slice(0, 1500));
+  }
+  lines.push(`Read every page of version ${current.version} with \`${pageCommand(sessionId, 'N')}\` (N = 1${total > 1 ? `..${total}` : ''}) before changing anything.`);
+  return lines.join('\n') + '\n';
 }
 
 /** The transcript's identity at a turn's end: what a later resume is compared with. */

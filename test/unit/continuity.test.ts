@@ -74,3 +74,40 @@ test('reverify = "both": verify waits for a complete read proven by the transcri
   assert.equal(await verify(second, { yes: true }), 0, second.text());
   assert.match(second.text(), /\[ok\] brief: all \d+ page\(s\) of brief version \d+ read successfully/);
 });
+
+function readAllPages(sb: Sandbox, tag: string) {
+  const db = openStore(sb.home, { create: false });
+  const brief = latestBrief(db, 'S')!;
+  db.close();
+  brief.page_digests.forEach((_, i) => {
+    const output = `Chunk ID: ${tag}${i}\nWall time: 0.0100 seconds\nProcess exited with code 0\nOriginal token count: 40\nOutput:\n${pageText(brief, i + 1)}`;
+    appendFileSync(sb.transcript, rolloutLine('response_item', { type: 'function_call', name: 'exec_command', call_id: `${tag}_${i}`, arguments: '{}' }));
+    appendFileSync(sb.transcript, rolloutLine('response_item', { type: 'function_call_output', call_id: `${tag}_${i}`, output }));
+  });
+}
+
+async function compactAgain(sb: Sandbox) {
+  await hook(sb, payload('pre-compact-auto', sb));
+  appendFileSync(sb.transcript, remoteCompaction().replace('remote-1', 'remote-2'));
+  await hook(sb, payload('post-compact-auto', sb));
+  return (await hook(sb, payload('session-start-compact', sb)))?.hookSpecificOutput?.additionalContext ?? '';
+}
+
+test('delivery: a delta only when the previous delivery was proven read, else the full brief', async (t) => {
+  const read = sandbox();
+  t.after(read.cleanup);
+  await compactRemotely(read);
+  readAllPages(read, 'r');
+  await hook(read, payload('stop', read));
+  const delta = await compactAgain(read);
+  assert.match(delta, /replaces version \d+, which you read completely/);
+  assert.doesNotMatch(delta, /<<<LATCH-BRIEF/);
+
+  const unread = sandbox();
+  t.after(unread.cleanup);
+  await compactRemotely(unread);
+  await hook(unread, payload('stop', unread));
+  const full = await compactAgain(unread);
+  assert.match(full, /<<<LATCH-BRIEF session=S version=\d+ page=1\//);
+  assert.doesNotMatch(full, /which you read completely/);
+});
