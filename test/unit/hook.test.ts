@@ -276,3 +276,13 @@ test('a fork of a latched session is latched', async (t) => {
   const r = await hook(sb, bash(sb, 'touch f', { session_id: 'F', transcript_path: forkT }));
   assert.ok(r.denied);
 });
+
+test('an invalid config denies tracked tools with a clear reason (fail closed), untracked tools still run', async (t) => {
+  const sb = sandbox();
+  t.after(sb.cleanup);
+  writeFileSync(join(sb.home, 'config.toml'), 'policy = "sometimes"\n');
+  const r = await hook(sb, bash(sb, 'echo x > x.txt'));
+  assert.ok(r.denied);
+  assert.match(r.reason, /configuration is invalid: .*policy/);
+  assert.equal((await hook(sb, payload('pre-tool-use-bash', sb, { tool_name: 'view_image', tool_input: {} }))).stdout, null);
+});
