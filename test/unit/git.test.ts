@@ -1,35 +1,14 @@
-import { test, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdirSync, mkdtempSync, realpathSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { mkdirSync, realpathSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { gitState, isInsideWorkTree, workspaceRoot } from '../../src/core/git.js';
+import { git, tmpDir as tmpDirIn } from '../helpers/git.js';
 
-const GIT_ENV = {
-  ...process.env,
-  GIT_AUTHOR_NAME: 'Latch Test',
-  GIT_AUTHOR_EMAIL: 'test@example.invalid',
-  GIT_COMMITTER_NAME: 'Latch Test',
-  GIT_COMMITTER_EMAIL: 'test@example.invalid',
-  GIT_CONFIG_NOSYSTEM: '1',
-};
-
-const temps: string[] = [];
-after(() => {
-  for (const d of temps) rmSync(d, { recursive: true, force: true });
-});
-
-function tmpDir(): string {
-  const d = mkdtempSync(path.join(os.tmpdir(), 'latch-git-'));
-  temps.push(d);
-  return d;
-}
-
-function git(cwd: string, ...args: string[]): string {
-  return execFileSync('git', args, { cwd, env: GIT_ENV, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
-}
+const tmpDir = (): string => tmpDirIn('latch-git-');
 
 function initRepo(): string {
   const d = tmpDir();

@@ -1,38 +1,16 @@
 // observeTree / observeWorkspace: the compact observation state, the delta, and the rules that let an
 // observation reuse the previous `git ls-files` listing (src/core/tree.ts, "Observations").
-import { test, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { lstatSync, mkdirSync, mkdtempSync, renameSync, rmSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { lstatSync, mkdirSync, renameSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { MIGRATIONS } from '../../src/core/schema.js';
 import { observeTree, snapshotTree, SqliteStatCache, type TreeObservation } from '../../src/core/tree.js';
 import { observeWorkspace } from '../../src/core/observe.js';
+import { git, tmpDir as tmpDirIn } from '../helpers/git.js';
 
-const GIT_ENV = {
-  ...process.env,
-  GIT_AUTHOR_NAME: 'Latch Test',
-  GIT_AUTHOR_EMAIL: 'test@example.invalid',
-  GIT_COMMITTER_NAME: 'Latch Test',
-  GIT_COMMITTER_EMAIL: 'test@example.invalid',
-};
-
-const temps: string[] = [];
-after(() => {
-  for (const d of temps) rmSync(d, { recursive: true, force: true });
-});
-
-function tmpDir(): string {
-  const d = mkdtempSync(path.join(os.tmpdir(), 'latch-observe-'));
-  temps.push(d);
-  return d;
-}
-
-function git(cwd: string, ...args: string[]): string {
-  return execFileSync('git', args, { cwd, env: GIT_ENV, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
-}
+const tmpDir = (): string => tmpDirIn('latch-observe-');
 
 function write(root: string, rel: string, content: string): void {
   const p = path.join(root, rel);

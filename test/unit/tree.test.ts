@@ -1,13 +1,11 @@
-import { test, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import {
   chmodSync,
   lstatSync,
   lutimesSync,
   mkdirSync,
-  mkdtempSync,
   readFileSync,
   rmSync,
   symlinkSync,
@@ -15,7 +13,6 @@ import {
   utimesSync,
   writeFileSync,
 } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { deflateSync } from 'node:zlib';
 import Database from 'better-sqlite3';
@@ -36,30 +33,9 @@ import {
   type StatCacheEntry,
   type TreeEntry,
 } from '../../src/core/tree.js';
+import { git, tmpDir as tmpDirIn } from '../helpers/git.js';
 
-const GIT_ENV = {
-  ...process.env,
-  GIT_AUTHOR_NAME: 'Latch Test',
-  GIT_AUTHOR_EMAIL: 'test@example.invalid',
-  GIT_COMMITTER_NAME: 'Latch Test',
-  GIT_COMMITTER_EMAIL: 'test@example.invalid',
-  GIT_CONFIG_NOSYSTEM: '1',
-};
-
-const temps: string[] = [];
-after(() => {
-  for (const d of temps) rmSync(d, { recursive: true, force: true });
-});
-
-function tmpDir(): string {
-  const d = mkdtempSync(path.join(os.tmpdir(), 'latch-tree-'));
-  temps.push(d);
-  return d;
-}
-
-function git(cwd: string, ...args: string[]): string {
-  return execFileSync('git', args, { cwd, env: GIT_ENV, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
-}
+const tmpDir = (): string => tmpDirIn('latch-tree-');
 
 function initRepo(dir = tmpDir()): string {
   git(dir, 'init', '-q', '-b', 'main');
