@@ -623,7 +623,7 @@ class Analyser {
 
   constructor(
     private readonly full: boolean,
-    private readonly allowlist: readonly string[],
+    allowlist: readonly string[],
   ) {
     this.writer = { cli_version: null, qualified: false, allowlist: [...allowlist], originator: null, history_mode: null, source: null };
   }

@@ -165,11 +165,6 @@ function globOptionReason(cmd: string, w: Word): string {
   return `glob \`${short(w.value)}\` could expand to an option of \`${cmd}\` (write ./${short(w.value)} instead)`;
 }
 
-function firstGlobOption(cmd: string, args: readonly Word[]): string | null {
-  for (const w of optionArea(args)) if (mayExpandToOption(w)) return globOptionReason(cmd, w);
-  return null;
-}
-
 // ---------------------------------------------------------------------------------------------
 // Glob matching against protected paths (for `cat ~/.local/state/lat*/latch.db`)
 
