@@ -6,6 +6,7 @@ import { codexDeny, codexReply, parseCodexPayload, type HookReply } from './adap
 import { handle } from './core/guard.js';
 import { errorMessage, StoreError } from './core/errors.js';
 import { latchHome } from './core/paths.js';
+import { setDeadline } from './core/deadline.js';
 import { openStore } from './core/store.js';
 import { classifyTool } from './core/tools.js';
 
@@ -25,6 +26,7 @@ export async function runCodexHook(stdin: string, expectedEvent: string | null, 
   if (!parsed.ok) return failure(parsed.error);
   if (!parsed.event) return { stdout: null, exitCode: 0 };
   try {
+    setDeadline(hookDeadline(eventName, env));
     const home = latchHome(env);
     const decision = await handle(
       { home, openDb: () => openStore(home, { create: false, busyTimeoutMs: busyTimeout(env) }), now: () => new Date().toISOString() },
@@ -37,7 +39,19 @@ export async function runCodexHook(stdin: string, expectedEvent: string | null, 
   }
 }
 
+/**
+ * The hook answers before Codex's timeout (setup writes 120 s; SessionEnd is capped at 3 s by Codex):
+ * slow work past this deadline throws, and the call is denied instead of failing open.
+ * LATCH_HOOK_DEADLINE_MS overrides it.
+ */
+function hookDeadline(eventName: string | null, env: NodeJS.ProcessEnv): number {
+  const n = Number(env.LATCH_HOOK_DEADLINE_MS);
+  if (Number.isFinite(n) && n > 0) return n;
+  return eventName === 'SessionEnd' ? 2_500 : 90_000;
+}
+
 function describeFailure(err: unknown): string {
+  if (err instanceof Error && err.name === 'DeadlineError') return `Latch ${err.message}`;
   if (err instanceof StoreError) return `the Latch state store is unusable: ${err.message}`;
   if (err instanceof Error && err.name === 'ConfigError') return `the Latch configuration is invalid: ${err.message}`;
   const code = (err as { code?: unknown }).code;

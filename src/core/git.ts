@@ -5,6 +5,7 @@
 // commands such as `git status` never take (or contend for) the index lock
 // while the agent itself may be running git.
 
+import { DeadlineError, remainingMs } from './deadline.js';
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { realpathSync } from 'node:fs';
@@ -39,6 +40,8 @@ export function runGit(cwd: string, args: string[]): GitResult {
   const r = spawnSync('git', args, {
     cwd,
     env: env(),
+    timeout: remainingMs(),
+    killSignal: 'SIGKILL',
     maxBuffer: MAX_BUFFER,
     stdio: ['ignore', 'pipe', 'pipe'],
     windowsHide: true,
@@ -47,6 +50,7 @@ export function runGit(cwd: string, args: string[]): GitResult {
     const code = (r.error as NodeJS.ErrnoException).code;
     // ENOENT: git not installed, or cwd does not exist. Report as a failed call.
     if (code === 'ENOENT' || code === 'ENOTDIR') return { status: null, stdout: Buffer.alloc(0), stderr: String(r.error) };
+    if (code === 'ETIMEDOUT') throw new DeadlineError(`ran out of time while running git ${args[0] ?? ''} (the hook must answer before Codex's timeout)`);
     throw r.error;
   }
   return { status: r.status, stdout: r.stdout ?? Buffer.alloc(0), stderr: r.stderr ? r.stderr.toString('utf8') : '' };

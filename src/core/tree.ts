@@ -55,6 +55,7 @@ import { constants as fsc } from 'node:fs';
 import path from 'node:path';
 import { deflateSync, inflateSync } from 'node:zlib';
 import type { Database, Statement } from 'better-sqlite3';
+import { checkDeadline } from './deadline.js';
 import { isInsideWorkTree, runGit } from './git.js';
 
 // ---------------------------------------------------------------------------
@@ -350,6 +351,7 @@ export function listAllPaths(root: string): string[] {
   const out: string[] = [];
   const stack: string[] = [''];
   while (stack.length > 0) {
+    checkDeadline('listing the workspace');
     const rel = stack.pop()!;
     const abs = rel === '' ? root : root + path.sep + rel;
     let dirents;
@@ -574,7 +576,9 @@ export function snapshotTree(root: string, opts: SnapshotOptions = {}): TreeSnap
   const paths = isGit ? listGitPaths(absRoot) : listAllPaths(absRoot);
 
   const entries: TreeEntry[] = [];
+  let k = 0;
   for (const rel of paths) {
+    if ((++k & 255) === 0) checkDeadline('snapshotting the workspace');
     const e = entryFor(pass, rel);
     if (e) entries.push(e);
   }
@@ -1088,6 +1092,7 @@ export function observeTree(root: string, db: Database, opts: { isGit?: boolean 
   });
 
   for (let i = 0; i < n; i++) {
+    if ((i & 255) === 255) checkDeadline('observing the workspace');
     const rel = paths[i]!;
     let j = -1; // old slot with cached data
     if (reused) {

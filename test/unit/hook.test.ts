@@ -286,3 +286,15 @@ test('an invalid config denies tracked tools with a clear reason (fail closed), 
   assert.match(r.reason, /configuration is invalid: .*policy/);
   assert.equal((await hook(sb, payload('pre-tool-use-bash', sb, { tool_name: 'view_image', tool_input: {} }))).stdout, null);
 });
+
+test('slow work past the hook deadline denies instead of letting Codex time out (and fail open)', async (t) => {
+  const sb = sandbox();
+  t.after(sb.cleanup);
+  for (let i = 0; i < 600; i++) writeFileSync(join(sb.work, `f${i}.txt`), `${i}\n`);
+  // The first tracked call in a workspace takes a baseline observation: give it no time at all.
+  const r = await runCodexHook(JSON.stringify(bash(sb, 'echo x > x.txt')), null, { ...sb.env, LATCH_HOOK_DEADLINE_MS: '1' });
+  assertValidReply('PreToolUse', r.stdout);
+  const reply = JSON.parse(r.stdout!);
+  assert.equal(reply.hookSpecificOutput.permissionDecision, 'deny');
+  assert.match(reply.hookSpecificOutput.permissionDecisionReason, /ran out of time/);
+});

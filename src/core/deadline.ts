@@ -1,0 +1,27 @@
+// A process-wide deadline for a hook's slow work (tree observations, git). Codex fails OPEN when a
+// hook exceeds its timeout, so the hook must stop first and deny. Kept on globalThis because the
+// hook bundle and the lazily loaded slow bundle each carry their own copy of this module.
+const KEY = Symbol.for('agent-latch.deadline');
+
+type Holder = { [KEY]?: number };
+
+export class DeadlineError extends Error {
+  override name = 'DeadlineError';
+}
+
+/** From now on, work checked with checkDeadline() must finish within `ms` (null: no deadline). */
+export function setDeadline(ms: number | null): void {
+  (globalThis as Holder)[KEY] = ms === null ? undefined : Date.now() + ms;
+}
+
+/** Milliseconds left, or undefined without a deadline. */
+export function remainingMs(): number | undefined {
+  const at = (globalThis as Holder)[KEY];
+  return at === undefined ? undefined : Math.max(1, at - Date.now());
+}
+
+/** Throws DeadlineError once the deadline has passed. Cheap: call it every few hundred items. */
+export function checkDeadline(what: string): void {
+  const at = (globalThis as Holder)[KEY];
+  if (at !== undefined && Date.now() > at) throw new DeadlineError(`ran out of time while ${what} (the hook must answer before Codex's timeout)`);
+}
