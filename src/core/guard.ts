@@ -171,7 +171,9 @@ async function handleWithDb(ctx: GuardContext, db: Db, obs: Observation, ev: Lat
   const decision = immediate<Decision>(db, () => {
     const now = ctx.now();
     row = getSession(db, obs.sessionId)!;
-    if (scan.result && scan.result.state.offset >= row.transcript_offset) {
+    // Apply this scan unless a concurrent hook already consumed further (a replaced or shrunk file
+    // is rescanned from 0: its offset may be smaller, and it must still be applied).
+    if (scan.result && (scan.result.reset !== null || scan.result.state.offset >= row.transcript_offset)) {
       for (const c of scan.result.compactions) {
         if (c.index <= row.transcript_compactions) continue;
         const comp = observeCompaction(db, row.session_id, c.index, 'transcript', { transcript_offset: c.endOffset, summary_kind: c.summaryKind, turn_id: obs.turnId }, now);
@@ -241,9 +243,13 @@ async function handleWithDb(ctx: GuardContext, db: Db, obs: Observation, ev: Lat
  * pending. Returns a deny decision when the Start cannot be admitted.
  */
 function admitStart(db: Db, row: SessionRow, obs: Observation, call: ToolCall, now: string): Decision | null {
-  if (!call.toolUseId) return denyDecision([{ code: 'no_tool_use_id', message: 'The hook payload has no tool_use_id, so Latch cannot record this attempt.' }], row.state);
+  const refuse = (reason: Reason): Decision => {
+    recordDenial(db, { session_id: row.session_id, turn_id: obs.turnId, tool_name: call.name, tool_use_id: call.toolUseId, summary: summarizeCall(call), reasons: [reason] }, now);
+    return denyDecision([reason], row.state);
+  };
+  if (!call.toolUseId) return refuse({ code: 'no_tool_use_id', message: 'The hook payload has no tool_use_id, so Latch cannot record this attempt.' });
   if (orphanedClosings(db, row.workspace).length > 0) {
-    return denyDecision([{ code: 'recovery_pending', message: 'Latch is recovering an attempt whose hook process died; retry the call in a moment.' }], row.state);
+    return refuse({ code: 'recovery_pending', message: 'Latch is recovering an attempt whose hook process died; retry the call in a moment.' });
   }
   const lane = laneOf(row.session_id, obs.agentId);
   const stale = (db.prepare("SELECT id FROM attempts WHERE lane = ? AND state = 'started' AND turn_id IS NOT ? ").all(lane, obs.turnId) as { id: string }[]).map((r) => r.id);

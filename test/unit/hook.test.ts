@@ -2,7 +2,7 @@
 // Every reply is checked against Codex's own output schema.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { chmodSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { runCodexHook } from '../../src/hook.js';
 import { openStore } from '../../src/core/store.js';
@@ -297,4 +297,18 @@ test('slow work past the hook deadline denies instead of letting Codex time out 
   const reply = JSON.parse(r.stdout!);
   assert.equal(reply.hookSpecificOutput.permissionDecision, 'deny');
   assert.match(reply.hookSpecificOutput.permissionDecisionReason, /ran out of time/);
+});
+
+test('a transcript replaced by a file with a new compaction trips, even though its offset is smaller', async (t) => {
+  const sb = sandbox();
+  t.after(sb.cleanup);
+  for (let i = 0; i < 40; i++) appendModelTurn(sb.transcript); // the old file is longer than the new one
+  assert.equal((await hook(sb, bash(sb, 'true'))).stdout, null);
+  const fresh = join(sb.base, 'replacement.jsonl');
+  writeFileSync(fresh, '');
+  appendCompaction(fresh);
+  rmSync(sb.transcript);
+  renameSync(fresh, sb.transcript);
+  assert.ok((await hook(sb, bash(sb, 'touch x'))).denied);
+  assert.equal(counts(sb).state, 'latched');
 });
