@@ -67,7 +67,7 @@ const PATCH_TOOLS = new Set(['apply_patch', 'Write', 'Edit']);
 /** Longest part of one line kept in memory; longer lines keep this head plus TAIL_KEEP bytes. */
 export const MAX_KEEP = 8 << 20;
 const TAIL_KEEP = 64 << 10;
-const CHUNK = 1 << 20;
+const CHUNK = 4 << 20;
 const LIST_CAP = 50;
 const ATTEMPT_CAP = 200;
 const ID_CAP = 100_000;
@@ -468,6 +468,57 @@ function stringEnd(buf: Buffer, from: number, to: number): number {
 
 const HEAD = 1024;
 
+/** Where walkFields found the needles "name":", the argument key and "call_id":" (-1: not asked). */
+const FIELD_AT = new Int32Array(3);
+
+/** stringEnd, with a byte loop for the first bytes (short ids and names end there, without a native call). */
+function stringEndShort(buf: Buffer, from: number, to: number): number {
+  const lim = Math.min(to, from + 96);
+  for (let i = from; i < lim; i++) {
+    if (buf[i] !== 0x22) continue;
+    let bs = 0;
+    for (let k = i - 1; k >= from && buf[k] === 0x5c; k--) bs++;
+    if ((bs & 1) === 0) return i;
+  }
+  return lim < to ? stringEnd(buf, from, to) : -1;
+}
+
+/**
+ * Walks a payload's string fields `,"key":"value"` from p (just past the closing quote of a string)
+ * up to e, noting in FIELD_AT the first position of the needles "name":" (want & 1), argKey (want & 2)
+ * and "call_id":" (want & 4). Every value passed is a JSON string closed by an unescaped quote and
+ * followed by ',': no needle can start inside it or at its quotes, so a needle found at a key is its
+ * first occurrence in the line, as a search from the line start would find. false when the line
+ * leaves that shape before all were found (the caller then searches).
+ */
+function walkFields(buf: Buffer, p: number, e: number, argKey: Buffer | null, want: number): boolean {
+  FIELD_AT[0] = FIELD_AT[1] = FIELD_AT[2] = -1;
+  let need = want;
+  while (need !== 0) {
+    if (p + 2 > e || buf[p] !== 0x2c || buf[p + 1] !== 0x22) return false;
+    const k = p + 1;
+    const kq = quoteAt(buf, k + 1, Math.min(e, k + 40));
+    if (kq < 0 || kq + 3 > e || buf[kq + 1] !== 0x3a || buf[kq + 2] !== 0x22) return false;
+    const v = kq + 3;
+    const len = v - k;
+    if ((need & 1) !== 0 && len === NAME_KEY.length && matchAt(buf, k, NAME_KEY)) {
+      FIELD_AT[0] = k;
+      need &= ~1;
+    } else if ((need & 2) !== 0 && argKey !== null && len === argKey.length && matchAt(buf, k, argKey)) {
+      FIELD_AT[1] = k;
+      need &= ~2;
+    } else if ((need & 4) !== 0 && len === CALL_ID_KEY.length && matchAt(buf, k, CALL_ID_KEY)) {
+      FIELD_AT[2] = k;
+      need &= ~4;
+    }
+    if (need === 0) return true;
+    const z = stringEndShort(buf, v, e);
+    if (z < 0) return false;
+    p = z + 1;
+  }
+  return true;
+}
+
 /** buf[at..] starts with needle (a byte loop: cheaper than a native call for short needles). */
 function matchAt(buf: Buffer, at: number, needle: Buffer): boolean {
   const n = needle.length;
@@ -486,30 +537,49 @@ function quoteAt(buf: Buffer, from: number, to: number): number {
  * Short names (record types, payload types, tool names) read from bytes without allocating a new
  * string per line: a hash of the bytes finds the one canonical string, checked byte by byte.
  */
+interface NameEntry {
+  readonly bytes: Buffer;
+  readonly str: string;
+  /** KNOWN_RECORD_TYPES.has(str) */
+  readonly known: boolean;
+  /** Lines counted with this record type (rollout fast path; flushed into records by finish()). */
+  records: number;
+  /** Lines counted with this payload type under response_item / event_msg (flushed into payload_types). */
+  ri: number;
+  em: number;
+}
+
 class Names {
-  private readonly buckets = new Map<number, { bytes: Buffer; str: string }[]>();
+  private readonly buckets = new Map<number, NameEntry[]>();
   private readonly pairs = new Map<string, Map<string, string>>();
-  private size = 0;
+  readonly entries: NameEntry[] = [];
 
   get(buf: Buffer, from: number, to: number): string {
-    let h = to - from;
+    return this.entry(buf, from, to)?.str ?? buf.toString('utf8', from, to);
+  }
+
+  /** The canonical entry for these bytes; null once 10,000 distinct names were seen (not cached). */
+  entry(buf: Buffer, from: number, to: number): NameEntry | null {
+    const len = to - from;
+    let h = len;
     for (let i = from; i < to; i++) h = (Math.imul(h, 31) + buf[i]!) | 0;
     const bucket = this.buckets.get(h);
     if (bucket) {
-      outer: for (const c of bucket) {
-        if (c.bytes.length !== to - from) continue;
-        for (let i = 0; i < c.bytes.length; i++) if (c.bytes[i] !== buf[from + i]) continue outer;
-        return c.str;
+      outer: for (let k = 0; k < bucket.length; k++) {
+        const c = bucket[k]!;
+        const cb = c.bytes;
+        if (cb.length !== len) continue;
+        for (let i = 0; i < len; i++) if (cb[i] !== buf[from + i]) continue outer;
+        return c;
       }
     }
+    if (this.entries.length >= 10_000) return null;
     const str = buf.toString('utf8', from, to);
-    if (this.size < 10_000) {
-      this.size++;
-      const entry = { bytes: Buffer.from(buf.subarray(from, to)), str };
-      if (bucket) bucket.push(entry);
-      else this.buckets.set(h, [entry]);
-    }
-    return str;
+    const entry: NameEntry = { bytes: Buffer.from(buf.subarray(from, to)), str, known: KNOWN_RECORD_TYPES.has(str), records: 0, ri: 0, em: 0 };
+    this.entries.push(entry);
+    if (bucket) bucket.push(entry);
+    else this.buckets.set(h, [entry]);
+    return entry;
   }
 
   pair(a: string, b: string): string {
@@ -602,6 +672,8 @@ class Analyser {
   ordLast: number | null = null;
   readonly compactions: CompactionReport[] = [];
   private group: OpenGroup | null = null;
+  /** Just past the payload type's closing quote on the current line (fast path), or -1. */
+  private subEnd = -1;
   /** Tool calls by name, per segment (0: before the first compaction, k: after compaction k). */
   private segments: Map<string, number>[] = [new Map()];
   private segAttempts: OutcomeCounts[] = [emptyCounts()];
@@ -712,6 +784,8 @@ class Analyser {
     let p = s;
     let ord = -1;
     let ti = -1;
+    /** The bytes up to the record type were read in the fixed shape (no search). */
+    let fastHead = false;
     if (matchAt(buf, p, TS_PREFIX)) {
       const q = quoteAt(buf, p + TS_PREFIX.length, Math.min(headEnd, p + 64));
       p = q < 0 ? -1 : q + 1;
@@ -729,7 +803,10 @@ class Analyser {
           p = d;
         }
       }
-      if (p > 0 && matchAt(buf, p, TYPE_TAIL)) ti = p + 1;
+      if (p > 0 && matchAt(buf, p, TYPE_TAIL)) {
+        ti = p + 1;
+        fastHead = true;
+      }
     }
     if (ti < 0) {
       ti = find(buf, TYPE_KEY, s, headEnd);
@@ -751,10 +828,14 @@ class Analyser {
       }
     }
     let type: string | null = null;
+    let typeE: NameEntry | null = null;
     let te = -1;
     if (ti >= 0) {
       te = quoteAt(buf, ti + TYPE_KEY.length, headEnd);
-      if (te >= 0) type = this.names.get(buf, ti + TYPE_KEY.length, te);
+      if (te >= 0) {
+        typeE = this.names.entry(buf, ti + TYPE_KEY.length, te);
+        type = typeE ? typeE.str : buf.toString('utf8', ti + TYPE_KEY.length, te);
+      }
     }
     let parsed: Record<string, unknown> | null = null;
     if (type === null) {
@@ -774,7 +855,8 @@ class Analyser {
       if (!parsed && !oversize) return;
     }
     if (!terminated) this.finding('missing_final_newline', 'warning', 'the last line has no trailing newline (the writer may have stopped mid-write)', n);
-    bump(this.records, type);
+    if (typeE) typeE.records++;
+    else bump(this.records, type);
 
     // Ordinal (paginated layout): consecutive from the first line on.
     if (ord >= 0) {
@@ -785,15 +867,24 @@ class Analyser {
       this.ordLast = ord;
     }
 
-    if (!KNOWN_RECORD_TYPES.has(type)) {
+    if (!(typeE ? typeE.known : KNOWN_RECORD_TYPES.has(type))) {
       this.unknownType(type, n);
       return;
     }
     switch (type) {
       case 'response_item':
       case 'event_msg': {
-        const sub = this.subtype(buf, te, headEnd, parsed);
-        bump(this.payloadTypes, this.names.pair(type, sub ?? '?'));
+        this.subEnd = -1;
+        const st = parsed ? str((parsed.payload as Record<string, unknown> | undefined)?.type) : this.subtype(buf, te, headEnd, fastHead);
+        let sub: string | null;
+        if (st !== null && typeof st === 'object') {
+          sub = st.str;
+          if (type === 'response_item') st.ri++;
+          else st.em++;
+        } else {
+          sub = st;
+          bump(this.payloadTypes, this.names.pair(type, sub ?? '?'));
+        }
         if (type === 'response_item') this.responseItem(sub, buf, s, e, n, oversize, tail, terminated, parsed);
         else this.eventMsg(sub, buf, s, e, n, headEnd);
         return;
@@ -821,18 +912,25 @@ class Analyser {
     this.finding('unknown_record_type', 'error', 'record of a type Latch does not know (not skipped silently: Latch cannot tell what it means)', n);
   }
 
-  private subtype(buf: Buffer, te: number, headEnd: number, parsed: Record<string, unknown> | null): string | null {
-    if (parsed) return str((parsed.payload as Record<string, unknown> | undefined)?.type);
+  /** The payload type read from the bytes after the record type: its name entry (counted by the caller), or the string when uncached. */
+  private subtype(buf: Buffer, te: number, headEnd: number, fastHead: boolean): NameEntry | string | null {
     if (te < 0) return null;
     let p = -1;
-    if (buf.compare(PAYLOAD_TYPE, 0, PAYLOAD_TYPE.length, te, te + PAYLOAD_TYPE.length) === 0) p = te + PAYLOAD_TYPE.length;
+    let fixed = false;
+    if (matchAt(buf, te, PAYLOAD_TYPE)) {
+      p = te + PAYLOAD_TYPE.length;
+      fixed = fastHead;
+    }
     else {
       const i = find(buf, '"payload":{"type":"', te, headEnd);
       if (i >= 0) p = i + 19;
     }
     if (p < 0) return null;
     const q = quoteAt(buf, p, headEnd);
-    return q >= 0 ? this.names.get(buf, p, q) : null;
+    if (q < 0) return null;
+    // Only a line read in the fixed shape up to here lets the field walk start at the payload type.
+    if (fixed) this.subEnd = q + 1;
+    return this.names.entry(buf, p, q) ?? buf.toString('utf8', p, q);
   }
 
   private timestamp(buf: Buffer, s: number, e: number): string | null {
@@ -893,7 +991,7 @@ class Analyser {
       case 'custom_tool_call':
       case 'local_shell_call': {
         let p: Record<string, unknown> | null = parsed ? ((parsed.payload as Record<string, unknown>) ?? {}) : null;
-        if (!p && !this.full) p = this.callFields(buf, s, e, sub === 'custom_tool_call' ? 'input' : sub === 'local_shell_call' ? null : 'arguments');
+        if (!p && !this.full) p = this.callFields(buf, s, e, sub === 'custom_tool_call' ? 'input' : sub === 'local_shell_call' ? null : 'arguments', this.subEnd);
         if (!p) {
           const o = this.parse(buf, s, e, n, terminated, oversize);
           if (o) p = (o.payload as Record<string, unknown>) ?? {};
@@ -913,7 +1011,7 @@ class Analyser {
       case 'function_call_output':
       case 'custom_tool_call_output':
       case 'local_shell_call_output':
-        this.toolOutput(buf, s, e, n);
+        this.toolOutput(buf, s, e, n, this.subEnd);
         return;
       default:
         return;
@@ -955,22 +1053,25 @@ class Analyser {
    * name, call_id and (after a compaction) the argument string of a tool call, read from the line's
    * JSON strings without parsing the rest of it. null when the line is not in the expected shape.
    */
-  private callFields(buf: Buffer, s: number, e: number, argKey: 'arguments' | 'input' | null): Record<string, unknown> | null {
+  private callFields(buf: Buffer, s: number, e: number, argKey: 'arguments' | 'input' | null, from: number): Record<string, unknown> | null {
     const out: Record<string, unknown> = {};
     const headEnd = Math.min(e, s + 4096);
-    const ni = find(buf, NAME_KEY, s, headEnd);
+    const post = this.compactions.length > 0;
+    const key = argKey === 'arguments' ? ARGS_KEY : INPUT_KEY;
+    // The needles' first occurrences, walked from the payload type when the line has the usual shape.
+    const walked = from > s && (argKey !== null || !post) && walkFields(buf, from, e, key, post ? 7 : 1);
+    let ni = walked ? FIELD_AT[0]! : find(buf, NAME_KEY, s, headEnd);
+    if (ni + NAME_KEY.length > headEnd) ni = -1;
     if (ni >= 0) {
       const a = ni + NAME_KEY.length;
-      const z = stringEnd(buf, a, headEnd);
+      const z = stringEndShort(buf, a, headEnd);
       if (z < 0) return null;
       out.name = this.names.get(buf, a, z);
     }
-    const post = this.compactions.length > 0;
     if (!post) return out; // before any compaction only the name is counted
     if (argKey) {
-      const key = argKey === 'arguments' ? ARGS_KEY : INPUT_KEY;
-      const ai = find(buf, key, s, headEnd);
-      if (ai < 0) return null;
+      const ai = walked ? FIELD_AT[1]! : find(buf, key, s, headEnd);
+      if (ai < 0 || ai + key.length > headEnd) return null;
       const a = ai + key.length;
       const z = stringEnd(buf, a, e);
       if (z < 0) return null;
@@ -980,23 +1081,24 @@ class Analyser {
         return null;
       }
     }
-    const ci = find(buf, CALL_ID_KEY, s, e);
+    const ci = walked ? FIELD_AT[2]! : find(buf, CALL_ID_KEY, s, e);
     if (ci < 0) return null;
-    const z = stringEnd(buf, ci + CALL_ID_KEY.length, e);
+    const z = stringEndShort(buf, ci + CALL_ID_KEY.length, e);
     if (z < 0) return null;
     out.call_id = buf.toString('utf8', ci + CALL_ID_KEY.length, z);
     return argKey === null ? null : out;
   }
 
-  private toolOutput(buf: Buffer, s: number, e: number, n: number): void {
+  private toolOutput(buf: Buffer, s: number, e: number, n: number, from: number): void {
     const headEnd = Math.min(e, s + 2048);
     let id: string | null = null;
     let raw: string | null = null;
     // Fast path: "call_id":"<id>","output":"<text>
-    const ci = find(buf, CALL_ID_KEY, s, headEnd);
+    let ci = from > s && walkFields(buf, from, e, null, 4) ? FIELD_AT[2]! : find(buf, CALL_ID_KEY, s, headEnd);
+    if (ci + CALL_ID_KEY.length > headEnd) ci = -1;
     if (ci >= 0) {
       const a = ci + CALL_ID_KEY.length;
-      const z = stringEnd(buf, a, headEnd);
+      const z = stringEndShort(buf, a, headEnd);
       if (z >= 0) {
         id = buf.toString('utf8', a, z);
         if (matchAt(buf, z + 1, OUTPUT_TAIL)) {
@@ -1280,6 +1382,13 @@ class Analyser {
   // -- end ------------------------------------------------------------------------------------
 
   finish(): void {
+    // Counts kept on the name entries by the rollout fast path.
+    for (const en of this.names.entries) {
+      if (en.records > 0) bump(this.records, en.str, en.records);
+      if (en.ri > 0) bump(this.payloadTypes, this.names.pair('response_item', en.str), en.ri);
+      if (en.em > 0) bump(this.payloadTypes, this.names.pair('event_msg', en.str), en.em);
+      en.records = en.ri = en.em = 0;
+    }
     for (const p of this.pending.values()) this.settle(p);
     this.pending.clear();
     for (let i = 0; i < this.compactions.length; i++) {

@@ -339,3 +339,44 @@ test('transcriptDoctor: human summary, --json with a stable schema, exit codes 0
 test.after(() => {
   for (const p of created) rmSync(p, { recursive: true, force: true });
 });
+
+test('tool calls and outputs read the same from the fixed shape, reordered fields and decoy keys as with --full', async () => {
+  const d = tmp();
+  const lines = readFileSync(REAL, 'utf8').trimEnd().split('\n');
+  const variants: Record<string, (p: Record<string, unknown>) => Record<string, unknown>> = {
+    asis: (p) => p,
+    // call_id first, then the rest in reverse order
+    reordered: (p) => Object.fromEntries([['type', p.type], ['call_id', p.call_id], ...Object.entries(p).filter(([k]) => k !== 'type' && k !== 'call_id').reverse()]),
+    // a nested object holding decoy keys before the real ones: the walk must give up and search
+    decoy: (p) => ({ type: p.type, meta: { name: 'decoy', call_id: 'decoy', arguments: 'x', input: 'y' }, ...p }),
+    // a string value with escaped quotes that look like keys
+    escaped: (p) => ({ type: p.type, id: '"name":"decoy","call_id":"decoy"', ...Object.fromEntries(Object.entries(p).filter(([k]) => k !== 'type' && k !== 'id')) }),
+  };
+  const pick = (r: FsckReport) => ({
+    tool_calls: r.tool_calls,
+    attempts: { ...r.attempts_after_compaction, list: r.attempts_after_compaction.list.map((a) => [a.call_id, a.tool, a.summary, a.outcome, a.exit_code, a.output_line]) },
+    hook_blocked_outputs: r.hook_blocked_outputs,
+    parse_errors: r.parse_errors,
+    findings: r.findings,
+  });
+  for (const [name, edit] of Object.entries(variants)) {
+    const out = lines.map((l) => {
+      const o = JSON.parse(l) as { type: string; payload: Record<string, unknown> };
+      if (o.type !== 'response_item' || !/call/.test(String(o.payload.type))) return l;
+      return JSON.stringify({ ...o, payload: edit(o.payload) });
+    });
+    const f = join(d, `${name}.jsonl`);
+    writeFileSync(f, out.join('\n') + '\n');
+    const fast = await fsckFile(f, { latchHome: null });
+    const full = await fsckFile(f, { latchHome: null, full: true });
+    assert.ok(fast.tool_calls.total > 0, name);
+    if (name === 'decoy') {
+      // the fast path takes the first "name" in the line (a search from the line start), the walk must not skip it
+      assert.deepEqual(Object.keys(fast.tool_calls.by_name), ['decoy'], name);
+      continue;
+    }
+    assert.ok(fast.attempts_after_compaction.total > 0, name);
+    assert.deepEqual(pick(fast), pick(full), name);
+    if (name !== 'decoy') assert.deepEqual(pick(fast).tool_calls, pick(await fsckFile(REAL, { latchHome: null })).tool_calls, name);
+  }
+});
