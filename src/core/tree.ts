@@ -493,25 +493,10 @@ function entryFor(pass: HashPass, rel: string): TreeEntry | null {
     wasRacy = true;
   }
 
-  let sha256: string;
-  let hashedSize: number;
-  if (isLink) {
-    let target: Buffer;
-    try {
-      target = readlinkSync(abs, { encoding: 'buffer' });
-    } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'EINVAL') return null;
-      throw err;
-    }
-    sha256 = createHash('sha256').update(target).digest('hex');
-    hashedSize = target.length;
-  } else {
-    const h = hashFile(abs);
-    if (!h) return null;
-    sha256 = h.sha256;
-    hashedSize = h.size;
-  }
+  const hashed = hashEntry(abs, isLink);
+  if (!hashed) return null;
+  const sha256 = hashed[0].toString('hex');
+  const hashedSize = hashed[1];
   pass.stats.hashed++;
   if (wasRacy) pass.stats.racy++;
 
