@@ -1,6 +1,7 @@
 // What a command needs from the outside world, injected so tests can call commands directly.
 import { createInterface } from 'node:readline';
-import { latchHome } from '../core/paths.js';
+import { existsSync } from 'node:fs';
+import { dbPath, latchHome } from '../core/paths.js';
 import { openStore, type Db } from '../core/store.js';
 
 export interface Io {
@@ -37,9 +38,13 @@ export function homeOf(io: Pick<Io, 'env'>): string {
   return latchHome(io.env);
 }
 
-/** Opens the store for a command (creating it when missing) and closes it afterwards. */
-export function withStore<T>(io: Pick<Io, 'env'>, fn: (db: Db, home: string) => T, opts: { create?: boolean } = {}): T {
+/**
+ * Opens the store for a command (creating it when missing, unless `ifMissing` is given: read-only
+ * commands answer from it instead of creating an empty store) and closes it afterwards.
+ */
+export function withStore<T>(io: Pick<Io, 'env'>, fn: (db: Db, home: string) => T, opts: { create?: boolean; ifMissing?: (home: string) => T } = {}): T {
   const home = homeOf(io);
+  if (opts.ifMissing && !existsSync(dbPath(home))) return opts.ifMissing(home);
   const db = openStore(home, { create: opts.create ?? true });
   try {
     return fn(db, home);

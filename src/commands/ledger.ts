@@ -117,6 +117,11 @@ function fileList(files: ChangeJson[]): string {
 }
 
 export async function log(io: Io, opts: TargetOptions & { json?: boolean }): Promise<number> {
+  const none = (home: string): number => {
+    if (opts.json) json(io, { workspace: resolveWorkspace(io, opts.cwd), entries: [] });
+    else io.out(`No Latch state at ${home} yet: nothing has been recorded.\n`);
+    return EXIT.ok;
+  };
   return withStore(io, (db) => {
     const { workspace, sessions } = targetSessions(db, io, opts);
     const ws = workspace ?? resolveWorkspace(io, opts.cwd);
@@ -147,7 +152,7 @@ export async function log(io: Io, opts: TargetOptions & { json?: boolean }): Pro
       }
     }
     return EXIT.ok;
-  });
+  }, { ifMissing: none });
 }
 
 export interface BlameEntry extends ChangeJson {

@@ -92,6 +92,11 @@ export function sessionJson(db: Db, row: SessionRow) {
 }
 
 export async function status(io: Io, opts: TargetOptions & { json?: boolean }): Promise<number> {
+  const none = (home: string): number => {
+    if (opts.json) json(io, { workspace: resolveWorkspace(io, opts.cwd), sessions: [] });
+    else io.out(`No Latch state at ${home} yet: nothing has been recorded (is Latch installed? \`latch doctor\`).\n`);
+    return EXIT.ok;
+  };
   return withStore(io, (db) => {
     const { workspace, sessions } = targetSessions(db, io, opts);
     const out = sessions.map((s) => sessionJson(db, s));
@@ -119,5 +124,5 @@ export async function status(io: Io, opts: TargetOptions & { json?: boolean }): 
       if (!s.may_mutate) io.out(`  next: a human runs \`latch ${s.state === 'paused' ? 'resume' : 'verify'}\` in ${s.workspace}\n`);
     }
     return EXIT.ok;
-  });
+  }, { ifMissing: none });
 }

@@ -539,3 +539,15 @@ describe('cliMain', () => {
     }
   });
 });
+
+test('read commands do not create a store: status and log answer that nothing is recorded', async () => {
+  const sb = sandbox({ store: false });
+  try {
+    const c = capture(sb);
+    assert.equal(await status(c.io, {}), 0);
+    assert.match(c.out(), /No Latch state at .* yet/);
+    assert.equal(existsSync(join(sb.home, 'latch.db')), false);
+  } finally {
+    sb.cleanup();
+  }
+});
