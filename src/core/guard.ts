@@ -271,6 +271,13 @@ async function closeAttempt(ctx: GuardContext, db: Db, row: SessionRow, obs: Obs
     return beginClose(db, id, owner);
   });
   if (!a || a.state !== 'closing' || a.closer_pid !== owner.pid || a.closer_start !== owner.start) return;
+  // A command the read-only classifier accepts cannot change files: its Close skips the workspace
+  // scan. Should it have changed something after all, the next observation times that change into
+  // this attempt's window [started, closing] like any other (attribution is by time, not by observer).
+  if (call.kind === 'shell' && a.started_ns !== '0' && classifyCommand(call.command ?? '', { latchHome: '' }).readOnly) {
+    immediate(db, () => endClose(db, id, ctx.now(), 'PostToolUse (read-only command: no scan)'));
+    return;
+  }
   const slow = await loadSlow();
   immediate(db, () => {
     slow.observeWorkspace(db, row.workspace, 'close', ctx.now());

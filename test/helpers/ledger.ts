@@ -153,7 +153,7 @@ export function crashClose(home: string, id: string, pid: number): void {
   }
 }
 
-export const CLOSE_REASONS = ['PostToolUse', 'recovered after the closing hook died'];
+export const CLOSE_REASONS = ['PostToolUse (read-only command: no scan)', 'PostToolUse', 'recovered after the closing hook died'];
 export const ABANDON_REASON = /before PostToolUse|without PostToolUse|later turn/;
 
 /** States reachable from `from` along ATTEMPT_TABLE (including itself). */

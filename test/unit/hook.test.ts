@@ -312,3 +312,31 @@ test('a transcript replaced by a file with a new compaction trips, even though i
   assert.ok((await hook(sb, bash(sb, 'touch x'))).denied);
   assert.equal(counts(sb).state, 'latched');
 });
+
+test('a read-only command closes without a scan; a change in its window is still timed into it by the next observation', async (t) => {
+  const sb = sandbox();
+  t.after(sb.cleanup);
+  await hook(sb, payload('session-start-startup', sb));
+  const id = 'call_ro';
+  assert.equal((await hook(sb, bash(sb, 'cat README.md', { tool_use_id: id }))).stdout, null);
+  await new Promise((r) => setTimeout(r, 30));
+  writeFileSync(join(sb.work, 'sneaky.txt'), 'written while a "read-only" call ran\n');
+  await new Promise((r) => setTimeout(r, 30));
+  await hook(sb, payload('post-tool-use-bash', sb, { tool_use_id: id, tool_input: { command: 'cat README.md' } }));
+  const db = openStore(sb.home, { create: false });
+  try {
+    const a = db.prepare('SELECT state, end_reason FROM attempts WHERE id = ?').get(`S/${id}`) as { state: string; end_reason: string };
+    assert.deepEqual(a, { state: 'closed', end_reason: 'PostToolUse (read-only command: no scan)' });
+    assert.equal((db.prepare('SELECT COUNT(*) n FROM changes').get() as { n: number }).n, 0, 'no scan at that Close');
+  } finally {
+    db.close();
+  }
+  await hook(sb, payload('stop', sb));
+  const db2 = openStore(sb.home, { create: false });
+  try {
+    const c = db2.prepare("SELECT attribution, attempt_id FROM changes WHERE path = 'sneaky.txt'").get() as { attribution: string; attempt_id: string };
+    assert.deepEqual(c, { attribution: 'attempt', attempt_id: `S/${id}` });
+  } finally {
+    db2.close();
+  }
+});
