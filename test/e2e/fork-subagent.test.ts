@@ -140,7 +140,11 @@ test('fork of a compacted session Latch never saw: the fork is latched; a fork o
 // ---------------------------------------------------------------------------------------------
 // Sub-agents (multi_agent_v2: namespace `collaboration`, PreToolUse tool_name `collaborationspawn_agent`).
 
-/** `agent_name` from the request's x-codex-turn-metadata header: `/root` or `/root/<task_name>`. */
+/** Codex's agent path of the root thread (an agent name, not a filesystem path); a sub-agent's is ROOT_AGENT + '/' + task. */
+const ROOT_AGENT = '/root';
+const subAgent = (task: string): string => `${ROOT_AGENT}/${task}`;
+
+/** `agent_name` from the request's x-codex-turn-metadata header: ROOT_AGENT or subAgent(<task_name>). */
 function agentName(r: RecordedRequest): string {
   const h = r.headers['x-codex-turn-metadata'];
   return JSON.parse(String(h)).agent_name as string;
@@ -164,7 +168,7 @@ test('sub-agent: spawned before the compaction, its mutations after the parent c
   let parentN = 0;
   let subN = 0;
   const script = (r: RecordedRequest): FakeStep => {
-    if (agentName(r) === '/root') {
+    if (agentName(r) === ROOT_AGENT) {
       switch (parentN++) {
         case 0: // spawn while mutable; this response's usage triggers auto-compaction of the parent
           return { items: [collab('spawn_agent', 'spawn_writer', { task_name: 'writer', message: 'Write sub.txt.', fork_turns: 'none' })], inputTokens: BIG };
@@ -198,14 +202,14 @@ test('sub-agent: spawned before the compaction, its mutations after the parent c
   assert.equal(r.code, 0, r.stderr);
   assert.deepEqual(env.fake.errors, []);
   const root = r.threadId!;
-  const parentReqs = env.fake.requests.filter((q) => !q.isCompaction && agentName(q) === '/root');
-  const subReqs = env.fake.requests.filter((q) => !q.isCompaction && agentName(q) === '/root/writer');
+  const parentReqs = env.fake.requests.filter((q) => !q.isCompaction && agentName(q) === ROOT_AGENT);
+  const subReqs = env.fake.requests.filter((q) => !q.isCompaction && agentName(q) === subAgent('writer'));
   assert.ok(existsSync(marker), 'the parent reached its post-compaction request');
-  assert.ok(env.fake.requests.some((q) => q.isCompaction && agentName(q) === '/root'), 'the parent compacted');
+  assert.ok(env.fake.requests.some((q) => q.isCompaction && agentName(q) === ROOT_AGENT), 'the parent compacted');
   assert.ok(subReqs.length >= 3, `the sub-agent ran (${subReqs.length} requests)`);
   const subThread = String(subReqs[0]!.headers['thread-id']);
   assert.notEqual(subThread, root, 'the sub-agent is its own thread');
-  assert.equal(env.fake.requests.filter((q) => agentName(q) === '/root/late').length, 0, 'no second sub-agent was started');
+  assert.equal(env.fake.requests.filter((q) => agentName(q) === subAgent('late')).length, 0, 'no second sub-agent was started');
 
   // The sub-agent's rollout: its own file, session_meta.session_id = the root session.
   const meta = sessionMeta(env.codexHome, subThread);
@@ -236,7 +240,7 @@ test('sub-agent: its own compaction latches the session; the parent is denied af
   let parentN = 0;
   let subN = 0;
   const script = (r: RecordedRequest): FakeStep => {
-    if (agentName(r) === '/root') {
+    if (agentName(r) === ROOT_AGENT) {
       switch (parentN++) {
         case 0:
           return { items: [collab('spawn_agent', 'spawn_writer', { task_name: 'writer', message: 'Write sub.txt.', fork_turns: 'none' })] };
@@ -264,8 +268,8 @@ test('sub-agent: its own compaction latches the session; the parent is denied af
   assert.equal(r.code, 0, r.stderr);
   assert.deepEqual(env.fake.errors, []);
   const root = r.threadId!;
-  assert.ok(env.fake.requests.some((q) => q.isCompaction && agentName(q) === '/root/writer'), 'the sub-agent compacted');
-  assert.ok(!env.fake.requests.some((q) => q.isCompaction && agentName(q) === '/root'), 'the parent did not');
+  assert.ok(env.fake.requests.some((q) => q.isCompaction && agentName(q) === subAgent('writer')), 'the sub-agent compacted');
+  assert.ok(!env.fake.requests.some((q) => q.isCompaction && agentName(q) === ROOT_AGENT), 'the parent did not');
   assert.equal(env.file('before.txt'), 'before\n');
   assert.equal(env.file('sub.txt'), null, 'sub-agent denied after its compaction');
   assert.equal(env.file('parent.txt'), null, 'parent denied: the latch covers the whole session');
