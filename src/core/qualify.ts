@@ -75,7 +75,11 @@ export const QUALIFIED_VERSIONS = ['0.169.0'] as const;
 export const QUALIFY_CHECKS = ['file', 'identity', 'writer', 'append-only', 'tail', 'complete-read', 'fork'] as const;
 export type QualifyCheckName = (typeof QUALIFY_CHECKS)[number];
 
-/** Top-level rollout record types written by Codex 0.169.0 (docs/codex-notes.md, test/fixtures/rollouts/). */
+/**
+ * Record types Latch understands well enough to resume natively (docs/codex-notes.md, test/fixtures/rollouts/).
+ * Deliberately narrower than fsck.ts's KNOWN_RECORD_TYPES (everything 0.169 can write): a type Latch
+ * only recognises, such as inter_agent_communication, still makes a resume `full`.
+ */
 export const KNOWN_RECORD_TYPES: ReadonlySet<string> = new Set([
   'session_meta',
   'response_item',

@@ -1102,22 +1102,26 @@ export function observeTree(root: string, db: Database, opts: { isGit?: boolean 
       oMode = oldNum![q + F_MODE]!;
       oAt = oldNum![q + F_AT]!;
     }
-    let st: Stats | undefined;
-    if (pass) {
-      const s = rel.lastIndexOf('/');
-      if (s > 0 && !realDir(pass, rel.slice(0, s))) st = undefined;
-      else st = lstatOrNull(absRoot + sep + (slash ? rel : rel.split('/').join(sep)));
-    } else {
-      st = lstatOrNull(absRoot + sep + (slash ? rel : rel.split('/').join(sep)));
-    }
-    const isLink = st !== undefined && st.isSymbolicLink();
-    if (st === undefined || (!isLink && !st.isFile() && !st.isDirectory())) {
+    const abs = absRoot + sep + (slash ? rel : rel.split('/').join(sep));
+    // A path that is gone (or not a file/link/dir): a removal if the previous observation had it.
+    const absent = (): void => {
       kind[i] = KIND_ABSENT;
       if (j >= 0) {
         removed.push({ path: rel, change: 'removed', before: beforeEntry(j, rel), after: null });
         if (reused) num[o + F_MODE] = 0;
         dirty = true;
       }
+    };
+    let st: Stats | undefined;
+    if (pass) {
+      const s = rel.lastIndexOf('/');
+      st = s > 0 && !realDir(pass, rel.slice(0, s)) ? undefined : lstatOrNull(abs);
+    } else {
+      st = lstatOrNull(abs);
+    }
+    const isLink = st !== undefined && st.isSymbolicLink();
+    if (st === undefined || (!isLink && !st.isFile() && !st.isDirectory())) {
+      absent();
       continue;
     }
     files++;
@@ -1147,16 +1151,10 @@ export function observeTree(root: string, db: Database, opts: { isGit?: boolean 
       }
       racy = true;
     }
-    const abs = absRoot + sep + (slash ? rel : rel.split('/').join(sep));
     const h = hashEntry(abs, isLink);
     if (h === null) {
       files--;
-      kind[i] = KIND_ABSENT;
-      if (j >= 0) {
-        removed.push({ path: rel, change: 'removed', before: beforeEntry(j, rel), after: null });
-        if (reused) num[o + F_MODE] = 0;
-        dirty = true;
-      }
+      absent();
       continue;
     }
     stats.hashed++;
