@@ -2,8 +2,9 @@
 //   dist/latch.cjs  the process entry (src/loader.ts): runs main.cjs from a V8 code cache
 //   dist/main.cjs   the hook path and the CLI switch (src/main.ts)
 //   dist/slow.cjs   what only a trip or a session's first sight needs (checkpoints, git, TOML)
+//   dist/observer.cjs  what a Close or a turn's end needs (workspace observation, watcher client)
 //   dist/cli.cjs    the commands, loaded only for `latch <command>`
-// then writes dist/main.cjs.v8cache and dist/slow.cjs.v8cache by running the hook. better-sqlite3's JS is bundled; its
+// then writes the code caches (dist/*.cjs.v8cache) by running the hook. better-sqlite3's JS is bundled; its
 // native addon is loaded by path from node_modules (src/core/store.ts).
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -33,6 +34,7 @@ const lazySlow = {
   name: 'lazy-slow',
   setup(b) {
     b.onResolve({ filter: /\/slow\.js$/ }, () => ({ path: './slow.cjs', external: true }));
+    b.onResolve({ filter: /\/observer\.js$/ }, () => ({ path: './observer.cjs', external: true }));
   },
 };
 
@@ -41,12 +43,14 @@ await Promise.all([
   build({ ...common, entryPoints: ['src/loader.ts'], outfile: 'dist/latch.cjs', sourcemap: false, banner: {} }),
   build({ ...common, entryPoints: ['src/main.ts'], outfile: 'dist/main.cjs', plugins: [lazySlow], supported: { 'dynamic-import': false } }),
   build({ ...common, entryPoints: ['src/core/slow.ts'], outfile: 'dist/slow.cjs' }),
+  build({ ...common, entryPoints: ['src/core/observer.ts'], outfile: 'dist/observer.cjs' }),
   build({ ...common, entryPoints: ['src/cli.ts'], outfile: 'dist/cli.cjs' }),
 ]);
 
 // Warm the code cache with a representative PreToolUse (a session's first call and a later one).
 rmSync('dist/main.cjs.v8cache', { force: true });
 rmSync('dist/slow.cjs.v8cache', { force: true });
+rmSync('dist/observer.cjs.v8cache', { force: true });
 const tmp = mkdtempSync(join(tmpdir(), 'latch-build-'));
 try {
   const transcript = join(tmp, 'rollout.jsonl');
@@ -57,9 +61,10 @@ try {
     session_id: 'warm', turn_id: 't', transcript_path: transcript, cwd: tmp, hook_event_name: 'PreToolUse', model: 'm',
     permission_mode: 'default', tool_name: 'Bash', tool_input: { command: 'ls -la && echo hi > a.txt' }, tool_use_id: 'c',
   });
-  spawnSync(process.execPath, ['dist/latch.cjs', 'hook', 'codex', '--event', 'PreToolUse'], { input: payload, env: { ...env, LATCH_WRITE_CODE_CACHE: '0' } });
-  // A PostToolUse (a Close: observes the workspace) writes dist/slow.cjs.v8cache (and a main.cjs cache
-  // the PreToolUse below then replaces with one warmed by the hot path).
+  // A session's first PreToolUse loads dist/slow.cjs: it writes that file's cache.
+  spawnSync(process.execPath, ['dist/latch.cjs', 'hook', 'codex', '--event', 'PreToolUse'], { input: payload, env: { ...env, LATCH_WRITE_CODE_CACHE: '1' } });
+  // A PostToolUse (a Close: observes the workspace) writes dist/observer.cjs.v8cache (and a main.cjs
+  // cache the PreToolUse below then replaces with one warmed by the hot path).
   const post = payload.replace('"PreToolUse"', '"PostToolUse"').replace('"tool_use_id"', '"tool_response":"","tool_use_id"');
   const p = spawnSync(process.execPath, ['dist/latch.cjs', 'hook', 'codex', '--event', 'PostToolUse'], { input: post, env: { ...env, LATCH_WRITE_CODE_CACHE: '1' } });
   if (p.status !== 0) throw new Error(`code-cache warm-up (PostToolUse) failed: ${p.stderr}`);

@@ -158,6 +158,16 @@ export const COMMANDS: Record<string, Command> = {
       return execGuarded(io, { cwd: str(v.cwd), command: p });
     },
   },
+  watch: {
+    usage: 'latch watch [status|stop] [--cwd DIR | --all] [--json]',
+    summary: 'List the workspace watchers (which let a Close stat only the paths that changed) or stop them; hooks start them.',
+    options: { ...cwdOpt, ...jsonOpt, all: { type: 'boolean' } },
+    positionals: true,
+    async run(io, v, p) {
+      const { watch } = await import('./commands/watch.js');
+      return watch(io, { action: p[0] ?? 'status', cwd: str(v.cwd), all: v.all === true, json: v.json === true });
+    },
+  },
   demo: {
     usage: 'latch demo [--keep] [--json]',
     summary: 'Run a real Codex session over a loopback fake model across an auto-compaction and show the latch at work.',
@@ -188,6 +198,12 @@ function help(io: Io): number {
 export async function cliMain(argv: string[], io: Io = processIo()): Promise<number> {
   const [name, ...rest] = argv;
   if (!name || name === '--help' || name === '-h' || name === 'help') return help(io);
+  if (name === '__watch' && rest.length === 1) {
+    // The workspace watcher process a hook starts (src/watch/client.ts); not a user command.
+    const { runWatcher } = await import('./watch/daemon.js');
+    const { latchHome } = await import('./core/paths.js');
+    return runWatcher({ home: latchHome(io.env), root: rest[0]! });
+  }
   if (name === '--version' || name === '-V' || name === 'version') {
     io.out(`${VERSION}\n`);
     return EXIT.ok;

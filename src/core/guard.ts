@@ -64,10 +64,16 @@ export interface Decision {
 }
 
 type Slow = typeof import('./slow.js');
+type Observer = typeof import('./observer.js');
 let slowModule: Promise<Slow> | undefined;
+let observerModule: Promise<Observer> | undefined;
 /** Loads the slow path once (a separate file in the bundle; see scripts/build.mjs). */
 export function loadSlow(): Promise<Slow> {
   return (slowModule ??= import('./slow.js'));
+}
+/** Loads the observation path once (its own file in the bundle, smaller than the slow path). */
+export function loadObserver(): Promise<Observer> {
+  return (observerModule ??= import('./observer.js'));
 }
 
 export interface GuardContext {
@@ -137,6 +143,8 @@ async function handleWithDb(ctx: GuardContext, db: Db, obs: Observation, ev: Lat
   // The first attempt in a workspace needs a baseline observation: its pre-state.
   if ((tracked || ev.type === 'session_start') && !db.prepare('SELECT 1 FROM workspaces WHERE workspace = ?').get(row.workspace)) {
     await observe(ctx, db, row.workspace, 'baseline');
+    // From now on a watcher journals what may change, so that a Close need not stat every file.
+    (await loadObserver()).ensureWatcher(db, ctx.home, row.workspace);
   }
   const briefOutputs = scan.result?.briefOutputs ?? [];
   const continuity =
@@ -278,21 +286,25 @@ async function closeAttempt(ctx: GuardContext, db: Db, row: SessionRow, obs: Obs
     immediate(db, () => endClose(db, id, ctx.now(), 'PostToolUse (read-only command: no scan)'));
     return;
   }
-  const slow = await loadSlow();
+  const observer = await loadObserver();
+  // Synced with the workspace watcher (when one runs), the Close stats only what it journaled.
+  const watch = observer.syncWatcher(db, ctx.home, row.workspace);
   immediate(db, () => {
-    slow.observeWorkspace(db, row.workspace, 'close', ctx.now());
+    observer.observeWorkspace(db, row.workspace, 'close', ctx.now(), undefined, { watch });
     endClose(db, id, ctx.now(), 'PostToolUse');
   });
 }
 
+/** A full observation (every file stat'ed: also the safety net for anything a watcher missed). */
 async function observe(ctx: GuardContext, db: Db, workspace: string, by: string): Promise<void> {
-  const slow = await loadSlow();
-  immediate(db, () => slow.observeWorkspace(db, workspace, by, ctx.now()));
+  const observer = await loadObserver();
+  const sync = by === 'baseline' ? null : observer.syncWatcher(db, ctx.home, workspace);
+  immediate(db, () => observer.observeWorkspace(db, workspace, by, ctx.now(), undefined, { watch: sync && { ...sync, full: true } }));
 }
 
 /** The recovery barrier: finish the closes whose hook process died, one claim (generation) each. */
 export async function recoverOrphans(ctx: GuardContext, db: Db, workspace: string): Promise<number> {
-  const slow = await loadSlow();
+  const observer = await loadObserver();
   const owner = selfId();
   let done = 0;
   for (const orphan of orphanedClosings(db, workspace)) {
@@ -304,7 +316,7 @@ export async function recoverOrphans(ctx: GuardContext, db: Db, workspace: strin
     });
     if (!won) continue;
     immediate(db, () => {
-      slow.observeWorkspace(db, workspace, 'recovery', ctx.now());
+      observer.observeWorkspace(db, workspace, 'recovery', ctx.now());
       endClose(db, orphan.id, ctx.now(), 'recovered after the closing hook died');
     });
     done++;

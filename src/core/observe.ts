@@ -7,7 +7,7 @@ import { lstatSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { nowNs, type AttemptState } from './ledger.js';
 import type { Db } from './store.js';
-import { observeTree, type TreeSnapshot } from './tree.js';
+import { observeTree, type TreeSnapshot, type WatchSyncHint } from './tree.js';
 
 /** Window edges closer than this to a change time make the attribution "unknown" (coarse kernel clock). */
 export const EDGE_NS = 20_000_000n;
@@ -84,11 +84,11 @@ export function observeWorkspace(
   by: string,
   now: string,
   isGit?: boolean,
-  opts: { digest?: boolean } = {},
+  opts: { digest?: boolean; watch?: WatchSyncHint | null } = {},
 ): { snapshot: TreeSnapshot; changes: ChangeRecord[] } {
   // The snapshot's entries and sha256 are computed when first read (checkpoints and verify read them);
   // the delta comes straight from the stored state (src/core/tree.ts, observeTree).
-  const obs = observeTree(workspace, db, { isGit });
+  const obs = observeTree(workspace, db, { isGit, watch: opts.watch });
   const snapshot = obs.snapshot;
   const ws = db.prepare('SELECT scan_gen, last_scan_ns FROM workspaces WHERE workspace = ?').get(workspace) as { scan_gen: number; last_scan_ns: string | null } | undefined;
   const gen = (ws?.scan_gen ?? 0) + 1;

@@ -17,3 +17,8 @@ export function userConfigPath(home: string): string {
 }
 
 export const PROJECT_CONFIG = '.latch.toml';
+
+/** Where a workspace watcher (src/watch/daemon.ts) takes its sync cookies. */
+export function cookieDir(home: string, instance: string): string {
+  return join(home, 'watch', instance);
+}

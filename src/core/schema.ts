@@ -219,4 +219,35 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE sessions ADD COLUMN identity_json TEXT;          -- the latest turn_context identity seen
   ALTER TABLE sessions ADD COLUMN transcript_record_json TEXT; -- transcript identity + prefix hash at the last Stop
   `,
+  `
+  -- The workspace watcher (src/watch/daemon.ts): one process per workspace that records, from inotify
+  -- events, which paths may have changed. A Close then stats only those paths (src/core/tree.ts).
+  -- watchers: the live instance (state starting | ready | unavailable); flushed_seq = the highest
+  -- event sequence number written to watch_journal. watch_journal: one row per path (NULL = "observe
+  -- everything": coverage was lost) and kind (c = content/attributes, r = entry created, removed or
+  -- renamed, g = git metadata that the listing depends on).
+  CREATE TABLE watchers (
+    workspace    TEXT PRIMARY KEY,
+    instance     TEXT NOT NULL,
+    pid          INTEGER NOT NULL,
+    pid_start    TEXT NOT NULL,            -- process start time (src/core/ledger.ts selfId): pid reuse
+    state        TEXT NOT NULL,
+    flushed_seq  INTEGER NOT NULL DEFAULT 0,
+    dirs         INTEGER NOT NULL DEFAULT 0,
+    reason       TEXT,
+    started_at   TEXT NOT NULL,
+    updated_at   TEXT NOT NULL
+  );
+  CREATE TABLE watch_journal (
+    workspace  TEXT NOT NULL,
+    instance   TEXT NOT NULL,
+    seq        INTEGER NOT NULL,
+    path       TEXT,
+    kind       TEXT NOT NULL
+  );
+  CREATE INDEX watch_journal_seq ON watch_journal(workspace, instance, seq);
+  -- The watcher position an observation state is complete up to (NULL: taken without a watcher).
+  ALTER TABLE tree_state ADD COLUMN watch_instance TEXT;
+  ALTER TABLE tree_state ADD COLUMN watch_seq INTEGER;
+  `,
 ];

@@ -698,6 +698,26 @@ export interface TreeObservation {
   beforeCount: number;
   /** True when git ls-files was skipped because the stored listing was still valid. */
   listingReused: boolean;
+  /** 'hinted': only the paths the watcher journaled (and new paths) were stat'ed; 'full': every path. */
+  mode: 'hinted' | 'full';
+  /** Listed paths stat'ed by this observation. */
+  statted: number;
+}
+
+/** A watcher this observation synced with (src/watch/client.ts). full: stat everything anyway, but take its position. */
+export interface WatchSyncHint {
+  instance: string;
+  full?: boolean;
+}
+
+/** The watcher journal since an observation state's position: what may have changed. */
+interface Journal {
+  /** Every journaled path. */
+  paths: Set<string>;
+  /** Paths whose entry was created, removed or renamed (everything below them may be new). */
+  entries: Set<string>;
+  /** Git metadata or an ignore file changed: the listing must be taken again. */
+  listing: boolean;
 }
 
 interface ListingState {
@@ -711,13 +731,19 @@ interface ListingState {
   dirs?: [string, number, number, number][];
   /** [absolute path, ino, size, mtimeMs, ctimeMs] or [absolute path] when absent; ino only (size -1) for .git */
   files?: ([string, number, number, number, number] | [string])[];
+  /** The paths were listed without git (every file under the root). */
+  nogit?: true;
 }
+
+/** The watcher position a state is complete up to: [instance, journal seq]. */
+type WatchToken = [string, number];
 
 interface LoadedState {
   paths: string[];
   num: Float64Array;
   sha: Buffer;
   listing: ListingState | null;
+  token: WatchToken | null;
 }
 
 function cacheStampMs(): number {
@@ -739,19 +765,55 @@ function encodeState(paths: string[], num: Float64Array, sha: Buffer): Buffer {
   return buf;
 }
 
-function decodeState(raw: Buffer): { paths: string[]; num: Float64Array; sha: Buffer } | null {
-  if (raw.length < 16 || raw.readUInt32LE(0) !== STATE_MAGIC) return null;
-  const n = raw.readUInt32LE(4);
-  const textLen = raw.readUInt32LE(8);
+/** Copies bytes [from, to) of the blob stored as `pages` (each PAGE long but the last) into dest at destOffset. */
+function copyOut(pages: Buffer[], from: number, to: number, dest: Uint8Array, destOffset: number): void {
+  for (let k = Math.floor(from / PAGE); from < to; k++) {
+    const page = pages[k]!;
+    const start = from - k * PAGE;
+    const end = Math.min(page.length, to - k * PAGE);
+    dest.set(page.subarray(start, end), destOffset);
+    destOffset += end - start;
+    from += end - start;
+  }
+}
+
+/** Decodes the stored state straight from its pages (no concatenated copy of the blob). */
+function decodePages(pages: Buffer[]): { paths: string[]; num: Float64Array; sha: Buffer } | null {
+  const total = pages.reduce((a, p) => a + p.length, 0);
+  const head = pages[0];
+  if (!head || head.length < 16 || head.readUInt32LE(0) !== STATE_MAGIC) return null;
+  for (let k = 0; k < pages.length - 1; k++) if (pages[k]!.length !== PAGE) return null;
+  const n = head.readUInt32LE(4);
+  const textLen = head.readUInt32LE(8);
   const numBytes = n * NUM * 8;
-  if (raw.length !== 16 + numBytes + n * 32 + textLen) return null;
+  if (total !== 16 + numBytes + n * 32 + textLen) return null;
   // A private, 8-byte aligned copy of the numbers (mutated in place when the listing is reused).
   const num = new Float64Array(n * NUM);
-  Buffer.from(num.buffer).set(raw.subarray(16, 16 + numBytes));
-  const sha = Buffer.from(raw.subarray(16 + numBytes, 16 + numBytes + n * 32));
-  const paths = n === 0 ? [] : raw.toString('utf8', 16 + numBytes + n * 32).split('\0');
+  copyOut(pages, 16, 16 + numBytes, new Uint8Array(num.buffer), 0);
+  const sha = Buffer.allocUnsafe(n * 32);
+  copyOut(pages, 16 + numBytes, 16 + numBytes + n * 32, sha, 0);
+  const text = Buffer.allocUnsafe(textLen);
+  copyOut(pages, 16 + numBytes + n * 32, total, text, 0);
+  const paths = n === 0 ? [] : text.toString('utf8').split('\0');
   if (paths.length !== n) return null;
   return { paths, num, sha };
+}
+
+/**
+ * A stored page with the number and hash regions it overlaps rewritten from num and sha (the header
+ * and the paths are unchanged: same listing). Page k covers blob bytes [k * PAGE, k * PAGE + length).
+ */
+function patchPage(prevPage: Buffer, k: number, n: number, num: Float64Array, sha: Buffer): Buffer {
+  const page = Buffer.from(prevPage);
+  const start = k * PAGE;
+  const end = start + page.length;
+  const numBytes = new Uint8Array(num.buffer, num.byteOffset, n * NUM * 8);
+  for (const [base, bytes] of [[16, numBytes], [16 + n * NUM * 8, sha.subarray(0, n * 32)]] as const) {
+    const a = Math.max(start, base);
+    const b = Math.min(end, base + bytes.length);
+    if (a < b) page.set(bytes.subarray(a - base, b - base), a - start);
+  }
+  return page;
 }
 
 /** ns (decimal string) -> the double lstat would report as *Ms. */
@@ -769,17 +831,21 @@ const PAGE = 32 * 1024;
 
 /** The per-workspace observation state in SQLite (tables tree_state + tree_state_pages; falls back to tree_cache rows once). */
 export class TreeStateStore {
-  private readonly selHead: Statement<[string], [number, string | null]>;
+  private readonly selHead: Statement<[string], [number, string | null, string | null, number | null]>;
   private readonly selPages: Statement<[string], [number, Buffer]>;
-  private readonly putHead: Statement<[string, number, string | null]>;
+  private readonly putHead: Statement<[string, number, string | null, string | null, number | null]>;
   private readonly putPage: Statement<[string, number, Buffer]>;
   private readonly dropPages: Statement<[string, number]>;
   /** The bytes and listing text loaded by the last load() of each root (to write only what changed). */
-  private readonly loaded = new Map<string, { raw: Buffer; pages: number; listing: string | null }>();
+  private readonly loaded = new Map<string, { pages: Buffer[]; listing: string | null; token: string }>();
   constructor(private readonly db: Database) {
-    this.selHead = db.prepare<[string], [number, string | null]>('SELECT pages, listing FROM tree_state WHERE root = ?').raw(true);
+    this.selHead = db
+      .prepare<[string], [number, string | null, string | null, number | null]>('SELECT pages, listing, watch_instance, watch_seq FROM tree_state WHERE root = ?')
+      .raw(true);
     this.selPages = db.prepare<[string], [number, Buffer]>('SELECT page, bytes FROM tree_state_pages WHERE root = ? ORDER BY page').raw(true);
-    this.putHead = db.prepare<[string, number, string | null]>('INSERT OR REPLACE INTO tree_state (root, pages, listing) VALUES (?, ?, ?)');
+    this.putHead = db.prepare<[string, number, string | null, string | null, number | null]>(
+      'INSERT OR REPLACE INTO tree_state (root, pages, listing, watch_instance, watch_seq) VALUES (?, ?, ?, ?, ?)',
+    );
     this.putPage = db.prepare<[string, number, Buffer]>('INSERT OR REPLACE INTO tree_state_pages (root, page, bytes) VALUES (?, ?, ?)');
     this.dropPages = db.prepare<[string, number]>('DELETE FROM tree_state_pages WHERE root = ? AND page >= ?');
   }
@@ -790,9 +856,9 @@ export class TreeStateStore {
       const rows = this.selPages.all(root);
       let ok = rows.length === head[0];
       for (let k = 0; ok && k < rows.length; k++) ok = rows[k]![0] === k;
-      const raw = ok ? Buffer.concat(rows.map((r) => r[1])) : null;
-      const d = raw ? decodeState(raw) : null;
-      if (d && raw) {
+      const pages = rows.map((r) => r[1]);
+      const d = ok ? decodePages(pages) : null;
+      if (d) {
         let listing: ListingState | null = null;
         try {
           const parsed = head[1] === null ? null : (JSON.parse(head[1]) as ListingState);
@@ -800,8 +866,9 @@ export class TreeStateStore {
         } catch {
           listing = null;
         }
-        this.loaded.set(root, { raw, pages: head[0], listing: head[1] });
-        return { ...d, listing };
+        const token: WatchToken | null = head[2] !== null && head[3] !== null ? [head[2], head[3]] : null;
+        this.loaded.set(root, { pages, listing: head[1], token: JSON.stringify(token) });
+        return { ...d, listing, token };
       }
     }
     this.loaded.delete(root);
@@ -837,22 +904,57 @@ export class TreeStateStore {
       num[o + F_AT] = nsToMs(r[8]);
       if (num[o + F_MODE] !== 0) sha.write(r[7], i * 32, 'hex');
     }
-    return { paths, num, sha, listing: null };
+    return { paths, num, sha, listing: null, token: null };
   }
 
-  save(root: string, paths: string[], num: Float64Array, sha: Buffer, listing: ListingState | null): void {
-    const raw = encodeState(paths, num, sha);
-    const text = listing === null ? null : JSON.stringify(listing);
+  /** Writes the head row alone (the slots did not change). */
+  saveToken(root: string, token: WatchToken | null): void {
     const prev = this.loaded.get(root);
-    const pages = Math.ceil(raw.length / PAGE);
-    for (let k = 0; k < pages; k++) {
-      const page = raw.subarray(k * PAGE, Math.min(raw.length, (k + 1) * PAGE));
-      if (prev && k < prev.pages && page.equals(prev.raw.subarray(k * PAGE, Math.min(prev.raw.length, (k + 1) * PAGE)))) continue;
-      this.putPage.run(root, k, page);
+    if (!prev || prev.token === JSON.stringify(token)) return;
+    this.putHead.run(root, prev.pages.length, prev.listing, token?.[0] ?? null, token?.[1] ?? null);
+    prev.token = JSON.stringify(token);
+  }
+
+  /**
+   * Stores the state. touched: when the listing is the loaded one (same paths, slots updated in
+   * place), the slots written by this observation: only their pages are rebuilt and written.
+   */
+  save(root: string, paths: string[], num: Float64Array, sha: Buffer, listing: ListingState | null, token: WatchToken | null, touched: number[] | null = null): void {
+    const text = listing === null ? null : JSON.stringify(listing);
+    const tokenText = JSON.stringify(token);
+    const prev = this.loaded.get(root);
+    let pages: Buffer[];
+    if (prev && touched) {
+      const n = paths.length;
+      pages = prev.pages.slice();
+      const dirty = new Set<number>();
+      const span = (from: number, len: number): void => {
+        dirty.add(Math.floor(from / PAGE));
+        dirty.add(Math.floor((from + len - 1) / PAGE));
+      };
+      for (const i of touched) {
+        span(16 + i * NUM * 8, NUM * 8);
+        span(16 + n * NUM * 8 + i * 32, 32);
+      }
+      for (const k of dirty) {
+        pages[k] = patchPage(prev.pages[k]!, k, n, num, sha);
+        if (!pages[k]!.equals(prev.pages[k]!)) this.putPage.run(root, k, pages[k]!);
+      }
+    } else {
+      const raw = encodeState(paths, num, sha);
+      pages = [];
+      for (let k = 0; k * PAGE < raw.length; k++) {
+        const page = raw.subarray(k * PAGE, Math.min(raw.length, (k + 1) * PAGE));
+        pages.push(page);
+        if (prev && k < prev.pages.length && page.equals(prev.pages[k]!)) continue;
+        this.putPage.run(root, k, page);
+      }
+      if (!prev || prev.pages.length > pages.length) this.dropPages.run(root, pages.length);
     }
-    if (!prev || prev.pages > pages) this.dropPages.run(root, pages);
-    if (!prev || prev.pages !== pages || prev.listing !== text) this.putHead.run(root, pages, text);
-    this.loaded.set(root, { raw, pages, listing: text });
+    if (!prev || prev.pages.length !== pages.length || prev.listing !== text || prev.token !== tokenText) {
+      this.putHead.run(root, pages.length, text, token?.[0] ?? null, token?.[1] ?? null);
+    }
+    this.loaded.set(root, { pages, listing: text, token: tokenText });
     if (!prev) {
       try {
         this.db.prepare('DELETE FROM tree_cache WHERE root = ?').run(root);
@@ -887,14 +989,13 @@ function statFile(abs: string): [string, number, number, number, number] | [stri
 const EXCLUDES_IN_CONFIG = /excludesfile|\[\s*include/i;
 
 /**
- * The validators of a git listing about to be taken (call BEFORE running git ls-files). null: the
- * listing can never be reused (see the header of this section).
+ * The validators outside the work tree's directories: .git, its index and info/exclude, the config
+ * files and the global excludes file. null: the listing can never be reused.
  */
-function captureListing(root: string, stamp: number, prev: ListingState | null): ListingState | null {
+function gitValidators(root: string, stamp: number): ListingState | null {
   const gitDir = path.join(root, '.git');
   const g = lstatSync(gitDir, { throwIfNoEntry: false });
   if (!g || !g.isDirectory()) return null;
-  const env = envFingerprint();
   const { configs, globalIgnore } = configFiles(gitDir);
   const files: ([string, number, number, number, number] | [string])[] = [[gitDir, g.ino, -1, 0, 0]];
   for (const f of [path.join(gitDir, 'index'), path.join(gitDir, 'info', 'exclude'), ...configs, ...(globalIgnore ? [globalIgnore] : [])]) {
@@ -909,6 +1010,17 @@ function captureListing(root: string, stamp: number, prev: ListingState | null):
     }
     if (EXCLUDES_IN_CONFIG.test(text)) return null;
   }
+  return { v: 1, stamp, env: envFingerprint(), files };
+}
+
+/**
+ * The validators of a git listing about to be taken (call BEFORE running git ls-files). null: the
+ * listing can never be reused (see the header of this section).
+ */
+function captureListing(root: string, stamp: number, prev: ListingState | null): ListingState | null {
+  const base = gitValidators(root, stamp);
+  if (!base) return null;
+  const { env, files } = base as { env: string; files: ([string, number, number, number, number] | [string])[] };
   const rootSt = lstatSync(root);
   if (prev?.over && prev.env === env && prev.over[0] === rootSt.ino && prev.over[1] === rootSt.mtimeMs && prev.over[2] === rootSt.ctimeMs) {
     return prev; // still too big to watch; not reusable (see validListing)
@@ -957,13 +1069,30 @@ function sameFile(rec: [string, number, number, number, number] | [string]): boo
   return st.size === rec[2] && st.mtimeMs === rec[3] && st.ctimeMs === rec[4];
 }
 
-/** True when the listing stored with these validators is still what git ls-files would print. */
-function validListing(root: string, l: ListingState): boolean {
-  if (!l.dirs || !l.files || l.env !== envFingerprint()) return false;
-  for (const f of l.files) {
+/** The validator files still as recorded (and none racily so). */
+function filesHold(l: ListingState): boolean {
+  for (const f of l.files ?? []) {
     if (f.length === 5 && f[2] !== -1 && (f[3] >= l.stamp || f[4] >= l.stamp)) return false; // racy
     if (!sameFile(f)) return false;
   }
+  return true;
+}
+
+/**
+ * With a watcher journal that shows no entry, ignore-file or git-metadata change since the state was
+ * taken: may its listing be reused? The directories need no check (an entry change in any of them
+ * is journaled); the files outside the tree (config, global excludes) and the environment do.
+ */
+function listingHoldsForWatch(l: ListingState, isGit: boolean | undefined): boolean {
+  if (l.env !== envFingerprint()) return false;
+  if (l.nogit) return isGit !== true;
+  return isGit !== false && l.files !== undefined && filesHold(l);
+}
+
+/** True when the listing stored with these validators is still what git ls-files would print. */
+function validListing(root: string, l: ListingState): boolean {
+  if (!l.dirs || !l.files || l.env !== envFingerprint()) return false;
+  if (!filesHold(l)) return false;
   for (const d of l.dirs) {
     if (d[2] >= l.stamp || d[3] >= l.stamp) return false; // racy
     const st = lstatSync(d[0] === '' ? root : root + path.sep + d[0], { throwIfNoEntry: false });
@@ -999,6 +1128,40 @@ function hashEntry(abs: string, isLink: boolean): [Buffer, number] | null {
   return h ? [Buffer.from(h.sha256, 'hex'), h.size] : null;
 }
 
+/**
+ * Where this observation stands with the watcher it synced with: the position to store (the
+ * journal's flushed seq, read in this transaction), and the journal since the stored state's
+ * position: null when everything must be stat'ed (no position, another instance, lost coverage).
+ */
+function watchPosition(db: Database, root: string, prev: LoadedState | null, hint: WatchSyncHint | null): { token: WatchToken | null; journal: Journal | null } {
+  if (!hint) return { token: null, journal: null };
+  const w = db.prepare("SELECT flushed_seq FROM watchers WHERE workspace = ? AND instance = ? AND state = 'ready'").get(root, hint.instance) as
+    | { flushed_seq: number }
+    | undefined;
+  if (!w) return { token: null, journal: null };
+  const token: WatchToken = [hint.instance, w.flushed_seq];
+  const since = prev?.token;
+  if (hint.full || !since || since[0] !== hint.instance || since[1] > w.flushed_seq) return { token, journal: null };
+  const rows = db
+    .prepare<[string, string, number], [string | null, string]>('SELECT path, kind FROM watch_journal WHERE workspace = ? AND instance = ? AND seq > ?')
+    .raw(true)
+    .all(root, hint.instance, since[1]);
+  const journal: Journal = { paths: new Set(), entries: new Set(), listing: false };
+  for (const [p, kind] of rows) {
+    if (p === null) return { token, journal: null };
+    journal.paths.add(p);
+    if (kind === 'r') journal.entries.add(p);
+    if (kind === 'g' || p === '.gitignore' || p.endsWith('/.gitignore')) journal.listing = true;
+  }
+  return { token, journal };
+}
+
+/** Is some ancestor directory of rel in the set? */
+function below(dirs: Set<string>, rel: string): boolean {
+  for (let k = rel.indexOf('/'); k > 0; k = rel.indexOf('/', k + 1)) if (dirs.has(rel.slice(0, k))) return true;
+  return false;
+}
+
 const KIND_ABSENT = 0;
 const KIND_CACHED = 1; // present; the new slot holds its entry
 const KIND_GITLINK = 2;
@@ -1009,16 +1172,23 @@ const KIND_OTHER = 3; // present; entry in `loose` (hashed, but not cacheable)
  * the delta against the previous observation, and the state saved for the next one. Run it inside
  * a write transaction (observations of one root must be serialised).
  */
-export function observeTree(root: string, db: Database, opts: { isGit?: boolean } = {}): TreeObservation {
+export function observeTree(root: string, db: Database, opts: { isGit?: boolean; watch?: WatchSyncHint | null } = {}): TreeObservation {
   const absRoot = path.resolve(root);
   const store = new TreeStateStore(db);
   const prev = store.load(absRoot);
   const stamp = cacheStampMs(); // before anything is stat'ed
+  // With a journal, only journaled paths (and paths below a changed entry, and new paths) are stat'ed.
+  const { token, journal } = watchPosition(db, absRoot, prev, opts.watch ?? null);
   let isGit = opts.isGit;
   let paths: string[];
   let listing: ListingState | null = null;
   let reused = false;
-  if (prev?.listing && isGit !== false && validListing(absRoot, prev.listing)) {
+  if (journal && prev?.listing && !journal.listing && journal.entries.size === 0 && listingHoldsForWatch(prev.listing, isGit)) {
+    paths = prev.paths;
+    listing = prev.listing;
+    reused = true;
+    isGit = !prev.listing.nogit;
+  } else if (!journal && prev?.listing && isGit !== false && validListing(absRoot, prev.listing)) {
     paths = prev.paths;
     listing = prev.listing;
     reused = true;
@@ -1026,9 +1196,11 @@ export function observeTree(root: string, db: Database, opts: { isGit?: boolean 
   } else {
     isGit ??= isInsideWorkTree(absRoot);
     if (isGit) {
-      listing = captureListing(absRoot, stamp, prev?.listing ?? null);
+      // Under a watcher the directories need no validators (their entry changes are journaled).
+      listing = journal ? gitValidators(absRoot, stamp) : captureListing(absRoot, stamp, prev?.listing ?? null);
       paths = listGitPaths(absRoot);
     } else {
+      listing = { v: 1, stamp, env: envFingerprint(), nogit: true };
       paths = listAllPaths(absRoot);
     }
   }
@@ -1051,7 +1223,6 @@ export function observeTree(root: string, db: Database, opts: { isGit?: boolean 
     }
   }
   let beforeCount = 0;
-  if (prev) for (let j = 0; j < prev.paths.length; j++) if (prev.num[j * NUM + F_MODE] !== 0) beforeCount++;
 
   // Leading-symlink rule: directories the validator saw (no symlinks, same inodes) are real.
   const dirOk = new Map<string, boolean>();
@@ -1063,8 +1234,9 @@ export function observeTree(root: string, db: Database, opts: { isGit?: boolean 
   const present: TreeDeltaEntry[] = [];
   const removed: TreeDeltaEntry[] = [];
   const stats = { hashed: 0, reused: 0, racy: 0 };
-  let dirty = !reused;
+  const touched: number[] = []; // slots this observation wrote
   let files = 0;
+  let statted = 0;
   const seenOld = reused ? null : new Set<number>();
   const sep = path.sep;
   const slash = sep === '/';
@@ -1076,7 +1248,9 @@ export function observeTree(root: string, db: Database, opts: { isGit?: boolean 
     sha256: oldSha!.toString('hex', j * 32, j * 32 + 32),
   });
 
-  for (let i = 0; i < n; i++) {
+  // One listed path: stat it (unless the journal shows it unchanged), hash it when its stat changed,
+  // record the change and update slot i.
+  const visit = (i: number): void => {
     if ((i & 255) === 255) checkDeadline('observing the workspace');
     const rel = paths[i]!;
     let j = -1; // old slot with cached data
@@ -1102,6 +1276,18 @@ export function observeTree(root: string, db: Database, opts: { isGit?: boolean 
       oMode = oldNum![q + F_MODE]!;
       oAt = oldNum![q + F_AT]!;
     }
+    if (journal && j >= 0 && !journal.paths.has(rel) && (journal.entries.size === 0 || !below(journal.entries, rel))) {
+      // Not journaled since the stored state: unchanged, its slot stays.
+      files++;
+      stats.reused++;
+      kind[i] = KIND_CACHED;
+      if (!reused) {
+        num.set(oldNum!.subarray(j * NUM, j * NUM + NUM), o);
+        oldSha!.copy(sha, i * 32, j * 32, j * 32 + 32);
+      }
+      return;
+    }
+    statted++;
     const abs = absRoot + sep + (slash ? rel : rel.split('/').join(sep));
     // A path that is gone (or not a file/link/dir): a removal if the previous observation had it.
     const absent = (): void => {
@@ -1109,7 +1295,7 @@ export function observeTree(root: string, db: Database, opts: { isGit?: boolean 
       if (j >= 0) {
         removed.push({ path: rel, change: 'removed', before: beforeEntry(j, rel), after: null });
         if (reused) num[o + F_MODE] = 0;
-        dirty = true;
+        touched.push(i);
       }
     };
     let st: Stats | undefined;
@@ -1122,7 +1308,7 @@ export function observeTree(root: string, db: Database, opts: { isGit?: boolean 
     const isLink = st !== undefined && st.isSymbolicLink();
     if (st === undefined || (!isLink && !st.isFile() && !st.isDirectory())) {
       absent();
-      continue;
+      return;
     }
     files++;
     if (st.isDirectory()) {
@@ -1131,9 +1317,9 @@ export function observeTree(root: string, db: Database, opts: { isGit?: boolean 
         // A cached file that is now a directory: recorded as modified, its slot dropped.
         present.push({ path: rel, change: 'modified', before: beforeEntry(j, rel), after: { path: rel, mode: MODE_GITLINK, size: 0, sha256: GITLINK_SHA256 } });
         if (reused) num[o + F_MODE] = 0;
-        dirty = true;
+        touched.push(i);
       }
-      continue;
+      return;
     }
     const mode = isLink ? MODE_SYMLINK : (st.mode & 0o100) !== 0 ? MODE_EXEC : MODE_FILE;
     const size = st.size;
@@ -1147,7 +1333,7 @@ export function observeTree(root: string, db: Database, opts: { isGit?: boolean 
           num.set(oldNum!.subarray(j * NUM, j * NUM + NUM), o);
           oldSha!.copy(sha, i * 32, j * 32, j * 32 + 32);
         }
-        continue;
+        return;
       }
       racy = true;
     }
@@ -1155,7 +1341,7 @@ export function observeTree(root: string, db: Database, opts: { isGit?: boolean 
     if (h === null) {
       files--;
       absent();
-      continue;
+      return;
     }
     stats.hashed++;
     if (racy) stats.racy++;
@@ -1177,7 +1363,7 @@ export function observeTree(root: string, db: Database, opts: { isGit?: boolean 
       num[o + F_MODE] = mode;
       num[o + F_AT] = stamp;
       digest.copy(sha, i * 32);
-      dirty = true;
+      touched.push(i);
     } else {
       // Changed while being read: not cached; the previous cached data (if any) stays, as in snapshotTree.
       kind[i] = KIND_OTHER;
@@ -1187,6 +1373,33 @@ export function observeTree(root: string, db: Database, opts: { isGit?: boolean 
         oldSha!.copy(sha, i * 32, j * 32, j * 32 + 32);
       }
     }
+  };
+  if (reused && journal) {
+    // Sparse: the listing and every slot stand; visit only the journaled paths and the slots with no
+    // cached entry (absent, gitlink, changed while read). Array indexOf keeps this O(journal x n) in
+    // native code instead of a pass of JavaScript over every path.
+    const mark = new Uint8Array(n);
+    for (const p of journal.paths) {
+      const i = paths.indexOf(p);
+      if (i >= 0) mark[i] = 1;
+    }
+    let kept = 0;
+    for (let i = 0, o = F_MODE; i < n; i++, o += NUM) {
+      if (num[o] === 0) mark[i] = 1;
+      else {
+        beforeCount++;
+        if (mark[i] === 0) {
+          kind[i] = KIND_CACHED;
+          kept++;
+        }
+      }
+    }
+    files += kept;
+    stats.reused += kept;
+    for (let i = 0; i < n; i++) if (mark[i] === 1) visit(i);
+  } else {
+    if (prev) for (let j = 0; j < prev.paths.length; j++) if (prev.num[j * NUM + F_MODE] !== 0) beforeCount++;
+    for (let i = 0; i < n; i++) visit(i);
   }
   if (prev && !reused) {
     for (let j = 0; j < prev.paths.length; j++) {
@@ -1198,8 +1411,11 @@ export function observeTree(root: string, db: Database, opts: { isGit?: boolean 
   }
   present.sort((a, b) => compareUtf8(a.path, b.path));
   removed.sort((a, b) => compareUtf8(a.path, b.path));
-
-  if (dirty) store.save(absRoot, paths, num, sha, listing);
+  const position = token ?? prev?.token ?? null; // an older position stays valid: its journal is a superset
+  if (!reused) store.save(absRoot, paths, num, sha, listing, position);
+  else if (touched.length > 0) store.save(absRoot, paths, num, sha, listing, position, touched);
+  else store.saveToken(absRoot, position);
+  if (token) db.prepare('DELETE FROM watch_journal WHERE workspace = ? AND NOT (instance = ? AND seq > ?)').run(absRoot, token[0], token[1]);
 
   // Lazy full snapshot: built from this pass's slots (later observations cannot alter them: the
   // arrays are not reused after this call).
@@ -1231,5 +1447,5 @@ export function observeTree(root: string, db: Database, opts: { isGit?: boolean 
       return (digest ??= digestEntries(buildEntries()));
     },
   };
-  return { snapshot, delta: [...present, ...removed], beforeCount, listingReused: reused };
+  return { snapshot, delta: [...present, ...removed], beforeCount, listingReused: reused, mode: journal ? 'hinted' : 'full', statted };
 }

@@ -33,6 +33,6 @@ test('real codex runs a Bash item from the fake model and writes a rollout', { t
     assert.ok(run.events.some((e) => e.type === 'turn.completed'));
   } finally {
     await fake.close();
-    rmSync(base, { recursive: true, force: true });
+    rmSync(base, { recursive: true, force: true, maxRetries: 5 });
   }
 });

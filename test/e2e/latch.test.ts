@@ -200,7 +200,7 @@ test('H: a corrupt or missing store denies tracked tools; untracked tools are un
   assert.ok(viewImage.length > 0, 'view_image ran and answered');
   assert.ok(viewImage.every((i: { output?: unknown }) => !JSON.stringify(i.output).includes('PreToolUse hook')), 'untracked tool not blocked');
 
-  rmSync(env.latchHome, { recursive: true, force: true });
+  rmSync(env.latchHome, { recursive: true, force: true, maxRetries: 5 });
   const r2 = await env.codex('again', { resume: r.threadId! });
   assert.equal(r2.code, 0, r2.stderr);
   assert.equal(env.file('missing.txt'), null);

@@ -139,7 +139,7 @@ test('report HTML in headless Chromium: renders, stays offline, inert records, w
   const url = pathToFileURL(file).href;
 
   const profiles: string[] = [];
-  t.after(() => profiles.forEach((p) => rmSync(p, { recursive: true, force: true })));
+  t.after(() => profiles.forEach((p) => rmSync(p, { recursive: true, force: true, maxRetries: 5 })));
   const launch = (javaScriptEnabled: boolean) => {
     const profile = mkdtempSync(join(tmpdir(), 'latch-chromium-'));
     profiles.push(profile);

@@ -94,7 +94,7 @@ export async function setupEnv(steps: FakeStep[], opts: { latchConfig?: string; 
     },
     async cleanup() {
       await fake.close();
-      rmSync(base, { recursive: true, force: true });
+      rmSync(base, { recursive: true, force: true, maxRetries: 5 });
     },
   };
 }

@@ -16,7 +16,8 @@ export const GIT_ENV = {
 
 const temps: string[] = [];
 after(() => {
-  for (const d of temps) rmSync(d, { recursive: true, force: true });
+  // maxRetries: a workspace watcher a hook started may still be leaving (it removes its cookie directory).
+  for (const d of temps) rmSync(d, { recursive: true, force: true, maxRetries: 5 });
 });
 
 /** A temp directory removed when the test file ends. */

@@ -28,7 +28,7 @@ export function sandbox(opts: { git?: boolean; store?: boolean } = {}): Sandbox 
   if (opts.store !== false) openStore(home, { create: true }).close();
   const transcript = join(base, 'rollout.jsonl');
   writeFileSync(transcript, rolloutLine('session_meta', { id: 'S', session_id: 'S', cwd: work, cli_version: '0.169.0' }));
-  return { base, work, home, transcript, env: { ...process.env, LATCH_HOME: home }, cleanup: () => rmSync(base, { recursive: true, force: true }) };
+  return { base, work, home, transcript, env: { ...process.env, LATCH_HOME: home }, cleanup: () => rmSync(base, { recursive: true, force: true, maxRetries: 5 }) };
 }
 
 export function rolloutLine(type: string, payload: unknown): string {

@@ -41,7 +41,7 @@ const PARENT_ID = '01a22688-8615-7ef2-aa8c-b2ef65102b46';
 
 function tmp(t: { after(fn: () => void): void }): string {
   const d = mkdtempSync(join(tmpdir(), 'latch-brief-'));
-  t.after(() => rmSync(d, { recursive: true, force: true }));
+  t.after(() => rmSync(d, { recursive: true, force: true, maxRetries: 5 }));
   return d;
 }
 

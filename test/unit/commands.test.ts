@@ -442,7 +442,7 @@ describe('latch exec', () => {
     assert.ok(!existsSync(marker(sb)));
     // Another directory is not this workspace.
     const other = mkdtempSync(join(tmpdir(), 'latch-exec-other-'));
-    t.after(() => rmSync(other, { recursive: true, force: true }));
+    t.after(() => rmSync(other, { recursive: true, force: true, maxRetries: 5 }));
     assert.equal(await execGuarded(capture(sb, { cwd: other }).io, { command: touchCmd(sb) }), 0);
     assert.ok(existsSync(marker(sb)));
   });
@@ -535,7 +535,7 @@ describe('cliMain', () => {
       const u = spawnSync(NODE, [bin, 'nope'], { encoding: 'utf8', env });
       assert.equal(u.status, 2);
     } finally {
-      rmSync(tmp, { recursive: true, force: true });
+      rmSync(tmp, { recursive: true, force: true, maxRetries: 5 });
     }
   });
 });

@@ -97,7 +97,7 @@ describe('latch doctor', () => {
     return e;
   };
   after(() => {
-    for (const e of envs) rmSync(e.dir, { recursive: true, force: true });
+    for (const e of envs) rmSync(e.dir, { recursive: true, force: true, maxRetries: 5 });
   });
 
   test('before setup: hooks and store fail, exit 1, JSON shape', async () => {

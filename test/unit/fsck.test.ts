@@ -337,7 +337,7 @@ test('transcriptDoctor: human summary, --json with a stable schema, exit codes 0
 });
 
 test.after(() => {
-  for (const p of created) rmSync(p, { recursive: true, force: true });
+  for (const p of created) rmSync(p, { recursive: true, force: true, maxRetries: 5 });
 });
 
 test('tool calls and outputs read the same from the fixed shape, reordered fields and decoy keys as with --full', async () => {

@@ -538,7 +538,7 @@ for (const row of rows) {
         assert.ok(matches(c.reason, want), `check ${name}: reason ${JSON.stringify(c.reason)} should contain ${String(want)}`);
       }
     } finally {
-      rmSync(ctx.dir, { recursive: true, force: true });
+      rmSync(ctx.dir, { recursive: true, force: true, maxRetries: 5 });
     }
   });
 }
@@ -579,7 +579,7 @@ test('qualify: a directory at the transcript path is not a regular file', () => 
     assert.equal(d.decision, 'full');
     assert.match(d.checks[0]!.reason, /not a regular file/);
   } finally {
-    rmSync(dir, { recursive: true, force: true });
+    rmSync(dir, { recursive: true, force: true, maxRetries: 5 });
   }
 });
 
@@ -589,8 +589,8 @@ test('qualify: small read chunks give the same decision and reasons (lines split
     const small = buildAndRun({ ...row, opts: { ...row.opts, chunkSize: 4096 } });
     const strip = (d: QualifyDecision) => d.checks.map((c) => [c.name, c.ok]);
     assert.deepEqual(strip(small.d), strip(big.d));
-    rmSync(big.ctx.dir, { recursive: true, force: true });
-    rmSync(small.ctx.dir, { recursive: true, force: true });
+    rmSync(big.ctx.dir, { recursive: true, force: true, maxRetries: 5 });
+    rmSync(small.ctx.dir, { recursive: true, force: true, maxRetries: 5 });
   }
 });
 
@@ -632,7 +632,7 @@ test('qualify: any single byte changed in the recorded prefix is never native', 
       { numRuns: 40 },
     );
   } finally {
-    rmSync(dir, { recursive: true, force: true });
+    rmSync(dir, { recursive: true, force: true, maxRetries: 5 });
   }
 });
 

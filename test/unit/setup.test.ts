@@ -30,7 +30,7 @@ interface Box {
 
 const boxes: string[] = [];
 after(() => {
-  for (const d of boxes) rmSync(d, { recursive: true, force: true });
+  for (const d of boxes) rmSync(d, { recursive: true, force: true, maxRetries: 5 });
 });
 
 function box(): Box {

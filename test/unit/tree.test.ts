@@ -291,7 +291,7 @@ test('git: nested repositories and gitlinks are recorded as mode 160000 without 
   write(sub, 'lib.txt', 'changed');
   assert.equal(snapshotTree(root).sha256, s.sha256);
   // ... but removing one does.
-  rmSync(nested, { recursive: true, force: true });
+  rmSync(nested, { recursive: true, force: true, maxRetries: 5 });
   assert.notEqual(snapshotTree(root).sha256, s.sha256);
 });
 

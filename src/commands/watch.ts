@@ -1,0 +1,73 @@
+// `latch watch`: the workspace watchers (src/watch/daemon.ts) — list them, or stop them.
+import { isAlive } from '../core/ledger.js';
+import { resolveWorkspace } from './status.js';
+import { json, withStore, type Io } from './io.js';
+
+interface WatcherJson {
+  workspace: string;
+  pid: number;
+  alive: boolean;
+  state: string;
+  directories: number;
+  journal_seq: number;
+  reason: string | null;
+  started_at: string;
+  updated_at: string;
+}
+
+type Row = { workspace: string; pid: number; pid_start: string; state: string; dirs: number; flushed_seq: number; reason: string | null; started_at: string; updated_at: string };
+
+export async function watch(io: Io, opts: { action: string; cwd?: string; all?: boolean; json: boolean }): Promise<number> {
+  if (opts.action !== 'status' && opts.action !== 'stop') {
+    io.err('usage: latch watch [status|stop] [--cwd DIR | --all] [--json]\n');
+    return 64;
+  }
+  const workspace = opts.all ? null : opts.cwd !== undefined || opts.action === 'stop' ? resolveWorkspace(io, opts.cwd) : null;
+  const rows = withStore(
+    io,
+    (db) =>
+      (workspace === null
+        ? db.prepare('SELECT * FROM watchers ORDER BY workspace').all()
+        : db.prepare('SELECT * FROM watchers WHERE workspace = ?').all(workspace)) as Row[],
+    { ifMissing: () => [] as Row[] },
+  );
+  const list: WatcherJson[] = rows.map((r) => ({
+    workspace: r.workspace,
+    pid: r.pid,
+    alive: isAlive({ pid: r.pid, start: r.pid_start }),
+    state: r.state,
+    directories: r.dirs,
+    journal_seq: r.flushed_seq,
+    reason: r.reason,
+    started_at: r.started_at,
+    updated_at: r.updated_at,
+  }));
+  if (opts.action === 'stop') {
+    const stopped: string[] = [];
+    for (const w of list) {
+      if (!w.alive) continue;
+      try {
+        process.kill(w.pid, 'SIGTERM');
+        stopped.push(w.workspace);
+      } catch {
+        /* it exited meanwhile */
+      }
+    }
+    if (opts.json) json(io, { stopped });
+    else io.out(stopped.length === 0 ? 'No running watcher to stop.\n' : stopped.map((w) => `Stopped the watcher of ${w}\n`).join(''));
+    return 0;
+  }
+  if (opts.json) {
+    json(io, { watchers: list });
+    return 0;
+  }
+  if (list.length === 0) {
+    io.out(workspace ? `No watcher for ${workspace}: each Close stats every file (a hook starts one at the next baseline or Close).\n` : 'No workspace watchers.\n');
+    return 0;
+  }
+  for (const w of list) {
+    const what = !w.alive && w.state !== 'unavailable' ? 'not running' : w.state === 'unavailable' ? `unavailable (${w.reason ?? 'no reason recorded'})` : w.state;
+    io.out(`${w.workspace}\n  ${what}; pid ${w.pid}; ${w.directories} directories watched; journal at ${w.journal_seq}; since ${w.started_at}\n`);
+  }
+  return 0;
+}

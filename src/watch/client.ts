@@ -1,0 +1,109 @@
+// The hook's side of the workspace watcher (src/watch/daemon.ts): find the live watcher of a
+// workspace, start one when there is none, and sync with it before an observation.
+import { spawn } from 'node:child_process';
+import { existsSync, unlinkSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { isAlive } from '../core/ledger.js';
+import { cookieDir } from '../core/paths.js';
+import type { Db } from '../core/store.js';
+
+
+/** A watcher the caller has synced with: its journal holds every change made before the sync. */
+export interface WatchSync {
+  instance: string;
+}
+
+interface WatcherRow {
+  instance: string;
+  pid: number;
+  pid_start: string;
+  state: string;
+  updated_at: string;
+}
+
+/** After a watcher gave up on a workspace (too many directories), hooks wait this long before trying again. */
+const RETRY_UNAVAILABLE_MS = 10 * 60_000;
+const SYNC_TIMEOUT_MS = 2_000;
+
+let cookieCounter = 0;
+const sleeper = new Int32Array(new SharedArrayBuffer(4));
+
+export function watchEnabled(env: NodeJS.ProcessEnv = process.env): boolean {
+  return env.LATCH_WATCH !== 'off' && process.platform === 'linux';
+}
+
+function watcherRow(db: Db, workspace: string): WatcherRow | undefined {
+  return db.prepare('SELECT instance, pid, pid_start, state, updated_at FROM watchers WHERE workspace = ?').get(workspace) as WatcherRow | undefined;
+}
+
+/**
+ * Syncs with the workspace's watcher: null when there is none ready (one is started in the
+ * background if needed; this observation scans everything), or it does not answer in time.
+ */
+export function syncWatcher(db: Db, home: string, workspace: string): WatchSync | null {
+  if (!watchEnabled()) return null;
+  const row = watcherRow(db, workspace);
+  if (!row || !usable(row)) {
+    if (!row || restartable(row)) startWatcher(home, workspace);
+    return null;
+  }
+  const cookie = path.join(cookieDir(home, row.instance), `${process.pid}-${++cookieCounter}-${Date.now()}`);
+  try {
+    writeFileSync(cookie, '', { flag: 'wx', mode: 0o600 });
+  } catch {
+    return null; // the watcher is going away
+  }
+  const deadline = Date.now() + SYNC_TIMEOUT_MS;
+  for (let spins = 0; existsSync(cookie); spins++) {
+    if (Date.now() > deadline) {
+      try {
+        unlinkSync(cookie);
+      } catch {
+        /* answered at the last moment */
+      }
+      return null;
+    }
+    if (spins > 20) Atomics.wait(sleeper, 0, 0, 0.25);
+  }
+  return { instance: row.instance };
+}
+
+/** Starts a watcher when the workspace has none (or a dead one); no sync. */
+export function ensureWatcher(db: Db, home: string, workspace: string): void {
+  if (!watchEnabled()) return;
+  const row = watcherRow(db, workspace);
+  if (!row || (!usable(row) && restartable(row))) startWatcher(home, workspace);
+}
+
+function usable(row: WatcherRow): boolean {
+  return row.state === 'ready' && isAlive({ pid: row.pid, start: row.pid_start });
+}
+
+function restartable(row: WatcherRow): boolean {
+  if (row.state !== 'unavailable') return !isAlive({ pid: row.pid, start: row.pid_start });
+  return Date.now() - Date.parse(row.updated_at) > RETRY_UNAVAILABLE_MS;
+}
+
+/** The bundle entry (dist/latch.cjs) beside this module's bundle, or the built one from the sources. */
+function latchEntry(): string | null {
+  const here = path.dirname(fileURLToPath(import.meta.url));
+  for (const p of [path.join(here, 'latch.cjs'), path.join(here, '..', '..', 'dist', 'latch.cjs')]) if (existsSync(p)) return p;
+  return null;
+}
+
+function startWatcher(home: string, workspace: string): void {
+  const entry = latchEntry();
+  if (!entry) return;
+  try {
+    const child = spawn(process.execPath, [entry, '__watch', workspace], {
+      detached: true,
+      stdio: 'ignore',
+      env: { ...process.env, LATCH_HOME: home },
+    });
+    child.on('error', () => undefined);
+    child.unref();
+  } catch {
+    /* no watcher: observations scan everything */
+  }
+}
