@@ -972,7 +972,8 @@ function envFingerprint(): string {
   return JSON.stringify(keys.map((k) => [k, process.env[k]]));
 }
 
-function configFiles(gitDir: string): { configs: string[]; globalIgnore: string } {
+/** The git config files and the default global excludes file the listing depends on (outside the work tree). */
+export function configFiles(gitDir: string): { configs: string[]; globalIgnore: string } {
   const home = process.env.HOME ?? '';
   const xdg = process.env.XDG_CONFIG_HOME || (home ? path.join(home, '.config') : '');
   const configs = [path.join(gitDir, 'config'), '/etc/gitconfig'];

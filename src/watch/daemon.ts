@@ -29,6 +29,8 @@ import path from 'node:path';
 import { isAlive, selfId } from '../core/ledger.js';
 import { cookieDir, dbPath } from '../core/paths.js';
 import { immediate, openStore } from '../core/store.js';
+import { configFiles } from '../core/tree.js';
+import { ignoredDirs } from './ignored.js';
 
 export const DEFAULT_IDLE_MS = 30 * 60_000;
 export const DEFAULT_MAX_DIRS = 8192;
@@ -83,6 +85,17 @@ export function runWatcher(opts: WatcherOptions): Promise<number> {
 
   const cookies = cookieDir(opts.home, instance);
   const dirs = new Map<string, WatchedDir>();
+  // In a git work tree, directories git ignores (and that hold no tracked file) are not watched:
+  // nothing below them is listed, and a large node_modules would exhaust the watches.
+  const gitTree = existsSync(path.join(root, '.git'));
+  let ignored: Set<string> = (gitTree && ignoredDirs(root)) || new Set();
+  const { configs, globalIgnore } = configFiles(path.join(root, '.git'));
+  const configStamp = (): string =>
+    [...configs, globalIgnore].map((f) => {
+      const st = f ? lstatSync(f, { throwIfNoEntry: false }) : undefined;
+      return st ? `${st.ino}:${st.size}:${st.mtimeMs}:${st.ctimeMs}` : '-';
+    }).join('|');
+  let configSeen = gitTree ? configStamp() : '';
   const pending = new Map<string, JournalKind>();
   let lost = false;
   let flushedSeq = 0;
@@ -190,10 +203,27 @@ export function runWatcher(opts: WatcherOptions): Promise<number> {
           if (d === '' && e.isDirectory()) watchGitDir();
           continue;
         }
-        if (e.isDirectory()) stack.push(childRel);
+        if (e.isDirectory() && !ignored.has(childRel)) stack.push(childRel);
       }
     }
     return true;
+  };
+
+  /**
+   * The ignore rules, the index or the directories changed: derive the ignored directories again and
+   * watch those no longer ignored, journaling each as a changed entry (everything below it is then
+   * stat'ed by the next observation: it was not watched until now).
+   */
+  const refreshIgnored = (): void => {
+    if (!gitTree) return;
+    const before = ignored;
+    ignored = ignoredDirs(root) ?? new Set();
+    for (const d of before) {
+      if (ignored.has(d) || dirs.has(d)) continue;
+      if (!lstatSync(path.join(root, d), { throwIfNoEntry: false })?.isDirectory()) continue;
+      record(d, 'r');
+      if (!watchTree(d)) stop(0, { unavailable: `more than ${maxDirs} directories to watch` });
+    }
   };
 
   /** .git and .git/info themselves (not recursive): the index, config and info/exclude. */
@@ -205,7 +235,9 @@ export function runWatcher(opts: WatcherOptions): Promise<number> {
       if (!st || !st.isDirectory()) continue;
       try {
         const w = watch(abs, { persistent: true }, (_type, name) => {
-          if (name === 'index' || name === 'config' || name === 'exclude' || name === 'info') record(d, 'g');
+          if (finished || !(name === 'index' || name === 'config' || name === 'exclude' || name === 'info')) return;
+          record(d, 'g');
+          refreshIgnored();
         });
         w.on('error', () => {
           lost = true;
@@ -242,6 +274,7 @@ export function runWatcher(opts: WatcherOptions): Promise<number> {
     }
     if (type !== 'rename') {
       record(rel, 'c');
+      if (name === '.gitignore') refreshIgnored();
       return;
     }
     record(rel, 'r');
@@ -250,10 +283,13 @@ export function runWatcher(opts: WatcherOptions): Promise<number> {
     const known = dirs.get(rel);
     if (st?.isDirectory()) {
       if (!known || known.ino !== st.ino) {
-        if (!watchTree(rel)) stop(0, { unavailable: `more than ${maxDirs} directories to watch` });
+        if (known) unwatch(rel);
+        refreshIgnored(); // is the new directory (or one inside it) ignored?
+        if (!ignored.has(rel) && !watchTree(rel)) stop(0, { unavailable: `more than ${maxDirs} directories to watch` });
       }
-    } else if (known) {
-      unwatch(rel);
+    } else {
+      if (known) unwatch(rel);
+      if (name === '.gitignore') refreshIgnored();
     }
   }
 
@@ -301,6 +337,16 @@ export function runWatcher(opts: WatcherOptions): Promise<number> {
   timer = setInterval(() => {
     const st = lstatSync(root, { throwIfNoEntry: false });
     let done = !st || st.ino !== rootSt!.ino || !existsSync(storeFile) || Date.now() - lastSync > idleMs;
+    if (!done && gitTree) {
+      // A config or global excludes file (outside the tree: not watched) changed: the ignored set may
+      // have too; until now a newly unignored directory went unwatched, so coverage is declared lost.
+      const stamp = configStamp();
+      if (stamp !== configSeen) {
+        configSeen = stamp;
+        lost = true;
+        refreshIgnored();
+      }
+    }
     try {
       done ||= !mine();
     } catch {

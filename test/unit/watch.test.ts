@@ -142,9 +142,8 @@ const STEPS: Step[] = [
   { name: 'nothing', change: () => undefined },
 ];
 
-test('watcher: every hinted observation equals a full one, and stats only what changed', async () => {
-  const root = makeRepo();
-  const { home, db, child } = await watched(root);
+/** Applies each step, then observes with the journal and without: same deltas, same entries. */
+function checkSteps(root: string, home: string, db: Db, steps: Step[]): void {
   const full = memoryDb();
   // First sync: no position yet, so everything is stat'ed and the position is taken.
   const first = hinted(db, home, root);
@@ -154,7 +153,7 @@ test('watcher: every hinted observation equals a full one, and stats only what c
   assert.equal(idle.mode, 'hinted');
   assert.deepEqual(summary(idle), []);
   assert.equal(idle.statted, 0, 'nothing changed: nothing stat\'ed');
-  for (const step of STEPS) {
+  for (const step of steps) {
     step.change(root);
     const a = hinted(db, home, root);
     const b = plain(full, root);
@@ -169,9 +168,37 @@ test('watcher: every hinted observation equals a full one, and stats only what c
     const listed = new Set(git(root, 'ls-files', '-z', '--cached', '--others', '--exclude-standard').split('\0').filter(Boolean)).size;
     assert.ok(a.statted <= 3 + (listed - fresh.files), `${step.name}: ${a.statted} of ${listed} paths stat'ed`);
   }
+}
+
+test('watcher: every hinted observation equals a full one, and stats only what changed', async () => {
+  const root = makeRepo();
+  const { home, db, child } = await watched(root);
+  checkSteps(root, home, db, STEPS);
   child.kill('SIGTERM');
   assert.equal(await exited(child), 0);
   assert.equal(watcherRow(db, root), undefined, 'a stopped watcher removes its row');
+});
+
+test('watcher: ignored directories are not watched until they hold something the listing needs', async () => {
+  const root = makeRepo();
+  write(root, '.gitignore', '*.log\nbuild/\nnode_modules/\n');
+  for (let i = 0; i < 40; i++) write(root, `node_modules/pkg${i}/lib/index.js`, `module.exports = ${i};\n`);
+  git(root, 'add', '.gitignore');
+  const { home, db, child } = await watched(root);
+  const dirs = () => (db.prepare('SELECT dirs FROM watchers WHERE workspace = ?').get(root) as { dirs: number }).dirs;
+  const watchedAtStart = dirs();
+  assert.ok(watchedAtStart < 20, `${watchedAtStart} directories watched (node_modules alone has 81)`);
+  checkSteps(root, home, db, [
+    { name: 'write inside the ignored tree', change: (r) => write(r, 'node_modules/pkg1/lib/index.js', 'changed\n') },
+    { name: 'a new ignored directory tree', change: (r) => write(r, 'build/deep/er/x.bin', 'x\n') },
+    { name: 'git add -f of a file in the ignored tree', change: (r) => git(r, 'add', '-f', 'node_modules/pkg2/lib/index.js') },
+    { name: 'that tracked file is edited (its directory is watched now)', change: (r) => write(r, 'node_modules/pkg2/lib/index.js', 'edited\n') },
+    { name: 'the ignore rule goes: the tree appears', change: (r) => write(r, '.gitignore', '*.log\n') },
+    { name: 'a file in the no longer ignored tree is edited', change: (r) => write(r, 'node_modules/pkg3/lib/index.js', 'edited too\n') },
+  ]);
+  assert.ok(dirs() > 81, 'the unignored tree is watched');
+  child.kill('SIGTERM');
+  await exited(child);
 });
 
 /** Random edits to a small tree, observed with the watcher's journal and without: the same deltas. */
