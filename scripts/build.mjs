@@ -7,7 +7,7 @@
 // then writes the code caches (dist/*.cjs.v8cache) by running the hook. better-sqlite3's JS is bundled; its
 // native addon is loaded by path from node_modules (src/core/store.ts).
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { build } from 'esbuild';
@@ -47,30 +47,45 @@ await Promise.all([
   build({ ...common, entryPoints: ['src/cli.ts'], outfile: 'dist/cli.cjs' }),
 ]);
 
-// Warm the code cache with a representative PreToolUse (a session's first call and a later one).
+// Warm the code caches with representative hooks: a session's first PreToolUse (dist/slow.cjs), a
+// Close synced with the workspace watcher (dist/observer.cjs), then a later PreToolUse (dist/main.cjs).
 rmSync('dist/main.cjs.v8cache', { force: true });
 rmSync('dist/slow.cjs.v8cache', { force: true });
 rmSync('dist/observer.cjs.v8cache', { force: true });
 const tmp = mkdtempSync(join(tmpdir(), 'latch-build-'));
 try {
+  const work = join(tmp, 'work');
+  mkdirSync(work);
+  spawnSync('git', ['init', '-q'], { cwd: work });
+  writeFileSync(join(work, 'a.txt'), 'a\n');
   const transcript = join(tmp, 'rollout.jsonl');
   writeFileSync(transcript, JSON.stringify({ type: 'session_meta', payload: { id: 'warm', cli_version: '0.0.0' } }) + '\n');
   const env = { ...process.env, LATCH_HOME: join(tmp, 'state') };
-  spawnSync(process.execPath, ['dist/latch.cjs', 'setup', 'codex', '--codex-home', join(tmp, 'codex')], { stdio: 'ignore', env: { ...env, LATCH_WRITE_CODE_CACHE: '0' } });
-  const payload = JSON.stringify({
-    session_id: 'warm', turn_id: 't', transcript_path: transcript, cwd: tmp, hook_event_name: 'PreToolUse', model: 'm',
-    permission_mode: 'default', tool_name: 'Bash', tool_input: { command: 'ls -la && echo hi > a.txt' }, tool_use_id: 'c',
-  });
-  // A session's first PreToolUse loads dist/slow.cjs: it writes that file's cache.
-  spawnSync(process.execPath, ['dist/latch.cjs', 'hook', 'codex', '--event', 'PreToolUse'], { input: payload, env: { ...env, LATCH_WRITE_CODE_CACHE: '1' } });
-  // A PostToolUse (a Close: observes the workspace) writes dist/observer.cjs.v8cache (and a main.cjs
-  // cache the PreToolUse below then replaces with one warmed by the hot path).
-  const post = payload.replace('"PreToolUse"', '"PostToolUse"').replace('"tool_use_id"', '"tool_response":"","tool_use_id"');
-  const p = spawnSync(process.execPath, ['dist/latch.cjs', 'hook', 'codex', '--event', 'PostToolUse'], { input: post, env: { ...env, LATCH_WRITE_CODE_CACHE: '1' } });
-  if (p.status !== 0) throw new Error(`code-cache warm-up (PostToolUse) failed: ${p.stderr}`);
-  const next = payload.replace('"tool_use_id":"c"', '"tool_use_id":"d"');
-  const r = spawnSync(process.execPath, ['dist/latch.cjs', 'hook', 'codex', '--event', 'PreToolUse'], { input: next, env: { ...env, LATCH_WRITE_CODE_CACHE: '1' } });
-  if (r.status !== 0) throw new Error(`code-cache warm-up failed: ${r.stderr}`);
+  const latch = (args, input, write) => {
+    const r = spawnSync(process.execPath, ['dist/latch.cjs', ...args], { input, encoding: 'utf8', env: { ...env, LATCH_WRITE_CODE_CACHE: write } });
+    if (r.status !== 0) throw new Error(`code-cache warm-up (${args.join(' ')}) failed: ${r.stderr}`);
+    return r.stdout;
+  };
+  latch(['setup', 'codex', '--codex-home', join(tmp, 'codex')], '', '0');
+  const pre = (id) =>
+    JSON.stringify({
+      session_id: 'warm', turn_id: 't', transcript_path: transcript, cwd: work, hook_event_name: 'PreToolUse', model: 'm',
+      permission_mode: 'default', tool_name: 'Bash', tool_input: { command: 'ls -la && echo hi > a.txt' }, tool_use_id: id,
+    });
+  const post = (id) => pre(id).replace('"PreToolUse"', '"PostToolUse"').replace('"tool_use_id"', '"tool_response":"","tool_use_id"');
+  const hook = (event, input, write) => latch(['hook', 'codex', '--event', event], input, write);
+  hook('PreToolUse', pre('c'), '1'); // first sight: slow.cjs; the baseline observation starts a watcher
+  for (let i = 0; i < 100; i++) {
+    const list = JSON.parse(latch(['watch', 'status', '--cwd', work, '--json'], '', '0')).watchers;
+    if (list.some((w) => w.state === 'ready')) break;
+    spawnSync('sleep', ['0.05']);
+  }
+  hook('PostToolUse', post('c'), '0'); // the first synced Close stats everything and takes a position
+  hook('PreToolUse', pre('d'), '0');
+  writeFileSync(join(work, 'a.txt'), 'hi\n');
+  hook('PostToolUse', post('d'), '1'); // a Close that stats only the journal: observer.cjs
+  hook('PreToolUse', pre('e'), '1'); // the hot path: main.cjs
+  latch(['watch', 'stop', '--cwd', work], '', '0');
 } finally {
   rmSync(tmp, { recursive: true, force: true });
 }

@@ -6,7 +6,7 @@
 // while the agent itself may be running git.
 
 import { DeadlineError, remainingMs } from './deadline.js';
-import { spawnSync } from 'node:child_process';
+import { childProcess } from './lazy.js';
 import { createHash } from 'node:crypto';
 import { realpathSync } from 'node:fs';
 
@@ -37,7 +37,7 @@ function env(): NodeJS.ProcessEnv {
 
 /** Run git synchronously in `cwd`. Never throws for a non-zero exit; throws only if git cannot be spawned at all. */
 export function runGit(cwd: string, args: string[]): GitResult {
-  const r = spawnSync('git', args, {
+  const r = childProcess().spawnSync('git', args, {
     cwd,
     env: env(),
     timeout: remainingMs(),

@@ -92,7 +92,6 @@ export function openStore(home: string, opts: OpenOptions): Db {
     if (!opts.readonly) {
       db.pragma('journal_mode = WAL');
       db.pragma('synchronous = NORMAL');
-      db.pragma('mmap_size = 268435456');
     }
     db.pragma('foreign_keys = ON');
     migrate(db, file, opts.readonly ?? false);

@@ -1163,6 +1163,28 @@ function below(dirs: Set<string>, rel: string): boolean {
   return false;
 }
 
+/**
+ * The sparse pass's bookkeeping over every slot, kept in its own small function (its locals stay in
+ * registers; as a closure over observeTree's variables it costs several times more on a cold start):
+ * marks the slots with no cached entry for a visit, marks the cached unmarked ones KIND_CACHED.
+ * Returns [cached slots, cached slots kept without a visit].
+ */
+function markSparse(num: Float64Array, n: number, mark: Uint8Array, kind: Uint8Array): [number, number] {
+  let cached = 0;
+  let kept = 0;
+  for (let i = 0, o = F_MODE; i < n; i++, o += NUM) {
+    if (num[o] === 0) mark[i] = 1;
+    else {
+      cached++;
+      if (mark[i] === 0) {
+        kind[i] = KIND_CACHED;
+        kept++;
+      }
+    }
+  }
+  return [cached, kept];
+}
+
 const KIND_ABSENT = 0;
 const KIND_CACHED = 1; // present; the new slot holds its entry
 const KIND_GITLINK = 2;
@@ -1384,17 +1406,8 @@ export function observeTree(root: string, db: Database, opts: { isGit?: boolean;
       const i = paths.indexOf(p);
       if (i >= 0) mark[i] = 1;
     }
-    let kept = 0;
-    for (let i = 0, o = F_MODE; i < n; i++, o += NUM) {
-      if (num[o] === 0) mark[i] = 1;
-      else {
-        beforeCount++;
-        if (mark[i] === 0) {
-          kind[i] = KIND_CACHED;
-          kept++;
-        }
-      }
-    }
+    const [cached, kept] = markSparse(num, n, mark, kind);
+    beforeCount = cached;
     files += kept;
     stats.reused += kept;
     for (let i = 0; i < n; i++) if (mark[i] === 1) visit(i);

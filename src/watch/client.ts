@@ -1,6 +1,6 @@
 // The hook's side of the workspace watcher (src/watch/daemon.ts): find the live watcher of a
 // workspace, start one when there is none, and sync with it before an observation.
-import { spawn } from 'node:child_process';
+import { childProcess } from '../core/lazy.js';
 import { existsSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -96,7 +96,7 @@ function startWatcher(home: string, workspace: string): void {
   const entry = latchEntry();
   if (!entry) return;
   try {
-    const child = spawn(process.execPath, [entry, '__watch', workspace], {
+    const child = childProcess().spawn(process.execPath, [entry, '__watch', workspace], {
       detached: true,
       stdio: 'ignore',
       env: { ...process.env, LATCH_HOME: home },
