@@ -1,18 +1,46 @@
 // `latch doctor FILE`: fsck for Codex rollouts (legacy or paginated 0.169 layout, plain or .jsonl.zst)
 // and captured `codex app-server` JSON-RPC streams.
 //
-// Streaming, constant memory: the file is read through one fixed buffer and handled line by line;
-// a line longer than MAX_KEEP keeps only its head and its last TAIL_KEEP bytes. Most lines are
-// classified from their first bytes (`{"timestamp":..,"ordinal":N,"type":"T","payload":{"type":"S"`)
-// without JSON.parse; only the few lines whose content matters (session_meta, compacted, tool calls)
-// are parsed. When the Latch store knows the session, the report is cross-checked against it:
+// Streaming, constant memory: the file is read through two fixed buffers (the next chunk is read by
+// the thread pool while this one is analysed) and handled line by line; a line longer than MAX_KEEP
+// keeps only its head and its last TAIL_KEEP bytes. Most lines are classified from their first
+// bytes (`{"timestamp":..,"ordinal":N,"type":"T","payload":{"type":"S"`) without JSON.parse or a
+// string per line; tool calls and outputs are read from their string fields in place. Those byte
+// readers (fsck-bytes.ts) each either return what the string-based reading would, or give up and
+// let the line take that reading: the report is the same either way, only faster. Only the few
+// lines whose content matters (session_meta, compacted) are parsed whole. When the Latch store
+// knows the session, the report is cross-checked against it:
 // a checkpoint and a trip per compaction, denials vs blocked outputs, tree digests at checkpoint and
 // at verify, and the transcript prefix hashed at each checkpoint vs the bytes of FILE now.
 import { QUALIFIED_VERSIONS } from './qualify.js';
 import { createHash, type Hash } from 'node:crypto';
-import { closeSync, existsSync, fstatSync, openSync, readSync, realpathSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, openSync, read, readSync, realpathSync } from 'node:fs';
 import { basename, resolve } from 'node:path';
 import { errorMessage } from './errors.js';
+import {
+  ARGS_KEY,
+  CALL_ID_KEY,
+  exitCodeAt,
+  FIELD_AT,
+  find,
+  findPiece,
+  INPUT_KEY,
+  jsonStringEnd,
+  matchAt,
+  matchWords,
+  NAME_KEY,
+  Needle,
+  PAGED,
+  pagedHead,
+  payloadTypeAt,
+  PieceNeedle,
+  quoteAt,
+  SCANNED,
+  stringEndShort,
+  timestampEnd,
+  turnIdAt,
+  walkFields,
+} from './fsck-bytes.js';
 import { classifyCommand } from './readonly.js';
 import { openStore, type Db } from './store.js';
 import { dbPath } from './paths.js';
@@ -71,6 +99,7 @@ const CHUNK = 4 << 20;
 const LIST_CAP = 50;
 const ATTEMPT_CAP = 200;
 const ID_CAP = 100_000;
+const SMALL_PENDING = 16;
 
 export type Severity = 'error' | 'warning';
 
@@ -207,7 +236,8 @@ export interface FsckOptions {
 // ---------------------------------------------------------------------------------------------
 // Line splitting with bounded memory
 
-type LineSink = (buf: Buffer, s: number, e: number, fullLen: number, tail: Buffer | null, terminated: boolean) => void;
+/** A line is buf[s..e) (dv: a DataView over buf's bytes); fullLen and tail tell an oversize line (see LineSplitter). */
+type LineSink = (buf: Buffer, dv: DataView, s: number, e: number, fullLen: number, tail: Buffer | null, terminated: boolean) => void;
 
 class LineSplitter {
   private carry = Buffer.allocUnsafe(1 << 16);
@@ -232,10 +262,11 @@ class LineSplitter {
       pos = nl + 1;
     }
     const sink = this.sink;
+    const dv = new DataView(b.buffer, b.byteOffset, b.length);
     for (;;) {
       const nl = b.indexOf(0x0a, pos);
       if (nl < 0) break;
-      sink(b, pos, nl, nl - pos, null, true);
+      sink(b, dv, pos, nl, nl - pos, null, true);
       pos = nl + 1;
     }
     if (pos < b.length) {
@@ -280,7 +311,7 @@ class LineSplitter {
 
   private flush(terminated: boolean): void {
     const tail = this.total > MAX_KEEP && this.tail ? this.tail.subarray(0, this.tailLen) : null;
-    this.sink(this.carry, 0, this.carryLen, this.total, tail, terminated);
+    this.sink(this.carry, new DataView(this.carry.buffer, this.carry.byteOffset, this.carry.length), 0, this.carryLen, this.total, tail, terminated);
     this.pending = false;
     this.carryLen = 0;
     this.total = 0;
@@ -440,105 +471,25 @@ class StoreView {
 
 const TYPE_KEY = Buffer.from('"type":"');
 const ORD_KEY = Buffer.from('"ordinal":');
-const PAYLOAD_TYPE = Buffer.from('","payload":{"type":"');
-const TS_PREFIX = Buffer.from('{"timestamp":"');
-const ORD_TAIL = Buffer.from(',"ordinal":');
-const TYPE_TAIL = Buffer.from(',"type":"');
-const CC_ITEM = Buffer.from('"type":"ContextCompaction"');
+const TS_PREFIX = new Needle('{"timestamp":"');
+const ORD_TAIL = new Needle(',"ordinal":');
+const TYPE_TAIL = new Needle(',"type":"');
+/** Searched through `Compac` (item types are capitalised; CommandExecution differs at its 4th byte). */
+const CC_ITEM = new PieceNeedle(Buffer.from('"type":"ContextCompaction"'), 15);
 const BLOCKED = 'Command blocked by PreToolUse hook: ';
 const BLOCKED_BYTES = Buffer.from(BLOCKED);
-const NAME_KEY = Buffer.from('"name":"');
-const ARGS_KEY = Buffer.from('"arguments":"');
-const INPUT_KEY = Buffer.from('"input":"');
-const CALL_ID_KEY = Buffer.from('"call_id":"');
-const OUTPUT_TAIL = Buffer.from(',"output":"');
-
-/** Index of the closing quote of a JSON string whose body starts at `from`, or -1 before `to`. */
-function stringEnd(buf: Buffer, from: number, to: number): number {
-  let i = from;
-  for (;;) {
-    const q = buf.indexOf(0x22, i);
-    if (q < 0 || q >= to) return -1;
-    let bs = 0;
-    for (let k = q - 1; k >= from && buf[k] === 0x5c; k--) bs++;
-    if ((bs & 1) === 0) return q;
-    i = q + 1;
-  }
-}
+const OUTPUT_TAIL = new Needle(',"output":"');
 
 const HEAD = 1024;
 
-/** Where walkFields found the needles "name":", the argument key and "call_id":" (-1: not asked). */
-const FIELD_AT = new Int32Array(3);
-
-/** stringEnd, with a byte loop for the first bytes (short ids and names end there, without a native call). */
-function stringEndShort(buf: Buffer, from: number, to: number): number {
-  const lim = Math.min(to, from + 96);
-  for (let i = from; i < lim; i++) {
-    if (buf[i] !== 0x22) continue;
-    let bs = 0;
-    for (let k = i - 1; k >= from && buf[k] === 0x5c; k--) bs++;
-    if ((bs & 1) === 0) return i;
-  }
-  return lim < to ? stringEnd(buf, from, to) : -1;
-}
-
 /**
- * Walks a payload's string fields `,"key":"value"` from p (just past the closing quote of a string)
- * up to e, noting in FIELD_AT the first position of the needles "name":" (want & 1), argKey (want & 2)
- * and "call_id":" (want & 4). Every value passed is a JSON string closed by an unescaped quote and
- * followed by ',': no needle can start inside it or at its quotes, so a needle found at a key is its
- * first occurrence in the line, as a search from the line start would find. false when the line
- * leaves that shape before all were found (the caller then searches).
- */
-function walkFields(buf: Buffer, p: number, e: number, argKey: Buffer | null, want: number): boolean {
-  FIELD_AT[0] = FIELD_AT[1] = FIELD_AT[2] = -1;
-  let need = want;
-  while (need !== 0) {
-    if (p + 2 > e || buf[p] !== 0x2c || buf[p + 1] !== 0x22) return false;
-    const k = p + 1;
-    const kq = quoteAt(buf, k + 1, Math.min(e, k + 40));
-    if (kq < 0 || kq + 3 > e || buf[kq + 1] !== 0x3a || buf[kq + 2] !== 0x22) return false;
-    const v = kq + 3;
-    const len = v - k;
-    if ((need & 1) !== 0 && len === NAME_KEY.length && matchAt(buf, k, NAME_KEY)) {
-      FIELD_AT[0] = k;
-      need &= ~1;
-    } else if ((need & 2) !== 0 && argKey !== null && len === argKey.length && matchAt(buf, k, argKey)) {
-      FIELD_AT[1] = k;
-      need &= ~2;
-    } else if ((need & 4) !== 0 && len === CALL_ID_KEY.length && matchAt(buf, k, CALL_ID_KEY)) {
-      FIELD_AT[2] = k;
-      need &= ~4;
-    }
-    if (need === 0) return true;
-    const z = stringEndShort(buf, v, e);
-    if (z < 0) return false;
-    p = z + 1;
-  }
-  return true;
-}
-
-/** buf[at..] starts with needle (a byte loop: cheaper than a native call for short needles). */
-function matchAt(buf: Buffer, at: number, needle: Buffer): boolean {
-  const n = needle.length;
-  if (at < 0 || at + n > buf.length) return false;
-  for (let i = 0; i < n; i++) if (buf[at + i] !== needle[i]) return false;
-  return true;
-}
-
-/** Index of the next '"' in [from, to), or -1. */
-function quoteAt(buf: Buffer, from: number, to: number): number {
-  for (let i = from; i < to; i++) if (buf[i] === 0x22) return i;
-  return -1;
-}
-
-/**
- * Short names (record types, payload types, tool names) read from bytes without allocating a new
- * string per line: a hash of the bytes finds the one canonical string, checked byte by byte.
+ * Short names (record types, payload types, tool names) read from bytes without allocating a string
+ * per line. A name seen before is found from its first four bytes in a small table and checked
+ * against the bytes of the candidate and the quote after them (known()); a new one by a hash of all
+ * its bytes, which finds or makes its one canonical string (entry()).
  */
 interface NameEntry {
-  readonly bytes: Buffer;
+  readonly bytes: Needle;
   readonly str: string;
   /** KNOWN_RECORD_TYPES.has(str) */
   readonly known: boolean;
@@ -549,10 +500,50 @@ interface NameEntry {
   em: number;
 }
 
+const WORD_BITS = 10;
+const WORD_SLOTS = 1 << WORD_BITS;
+const WORD_PROBES = 4;
+
 class Names {
   private readonly buckets = new Map<number, NameEntry[]>();
   private readonly pairs = new Map<string, Map<string, string>>();
+  /**
+   * Names of four bytes or more with no '"' or '\\' by their first four bytes: entry index + 1 (0:
+   * empty), at most WORD_PROBES slots after the word's own (names that do not fit are only hashed).
+   */
+  private readonly byWord = new Int32Array(WORD_SLOTS);
   readonly entries: NameEntry[] = [];
+  /** Set by at(): the index of the quote that ends the name, or -1. */
+  end = -1;
+
+  /**
+   * The entry of a name in byWord that buf[from..] holds, closed by a quote before `to`. That quote
+   * is the first one after `from` (the name has none) and is not escaped (the name has no '\\'):
+   * where quoteAt and stringEndShort end the name. null when there is none (the caller reads on).
+   */
+  known(buf: Buffer, dv: DataView, from: number, to: number): NameEntry | null {
+    if (from + 4 > to) return null;
+    let slot = wordSlot(dv.getInt32(from, true));
+    for (let k = 0; k < WORD_PROBES; k++, slot = (slot + 1) & (WORD_SLOTS - 1)) {
+      const id = this.byWord[slot]! - 1;
+      if (id < 0) return null;
+      const c = this.entries[id]!;
+      const q = from + c.bytes.length;
+      if (q < to && buf[q] === 0x22 && matchWords(buf, dv, from, c.bytes)) return c;
+    }
+    return null;
+  }
+
+  /** The name from `from` up to the first '"' before `to`, left in `end` (-1: none): its entry, or null when none or uncached. */
+  at(buf: Buffer, dv: DataView, from: number, to: number): NameEntry | null {
+    const hit = this.known(buf, dv, from, to);
+    if (hit) {
+      this.end = from + hit.bytes.length;
+      return hit;
+    }
+    this.end = quoteAt(buf, from, to);
+    return this.end < 0 ? null : this.entry(buf, from, this.end);
+  }
 
   get(buf: Buffer, from: number, to: number): string {
     return this.entry(buf, from, to)?.str ?? buf.toString('utf8', from, to);
@@ -567,19 +558,31 @@ class Names {
     if (bucket) {
       outer: for (let k = 0; k < bucket.length; k++) {
         const c = bucket[k]!;
-        const cb = c.bytes;
+        const cb = c.bytes.bytes;
         if (cb.length !== len) continue;
         for (let i = 0; i < len; i++) if (cb[i] !== buf[from + i]) continue outer;
         return c;
       }
     }
     if (this.entries.length >= 10_000) return null;
-    const str = buf.toString('utf8', from, to);
-    const entry: NameEntry = { bytes: Buffer.from(buf.subarray(from, to)), str, known: KNOWN_RECORD_TYPES.has(str), records: 0, ri: 0, em: 0 };
+    const str = interned(buf.toString('utf8', from, to));
+    const entry: NameEntry = { bytes: new Needle(buf.subarray(from, to)), str, known: KNOWN_RECORD_TYPES.has(str), records: 0, ri: 0, em: 0 };
     this.entries.push(entry);
     if (bucket) bucket.push(entry);
     else this.buckets.set(h, [entry]);
+    this.addWord(entry.bytes.bytes, this.entries.length);
     return entry;
+  }
+
+  private addWord(b: Buffer, idPlus1: number): void {
+    if (b.length < 4 || b.includes(0x22) || b.includes(0x5c)) return;
+    let slot = wordSlot(b.readInt32LE(0));
+    for (let k = 0; k < WORD_PROBES; k++, slot = (slot + 1) & (WORD_SLOTS - 1)) {
+      if (this.byWord[slot] === 0) {
+        this.byWord[slot] = idPlus1;
+        return;
+      }
+    }
   }
 
   pair(a: string, b: string): string {
@@ -591,15 +594,41 @@ class Names {
   }
 }
 
-/** indexOf bounded to [from, to): never scans past the line (a miss would otherwise scan the chunk). */
-function find(buf: Buffer, needle: Buffer | string, from: number, to: number): number {
-  if (to <= from) return -1;
-  const i = buf.subarray(from, to).indexOf(needle);
-  return i < 0 ? -1 : from + i;
+/**
+ * The engine's one shared copy of s (property keys are interned): names are compared with string
+ * literals on every line, and two interned strings compare by pointer.
+ */
+function interned(s: string): string {
+  return Object.keys({ [s]: 0 })[0] ?? s;
+}
+
+function wordSlot(w: number): number {
+  return Math.imul(w, 0x9e3779b1) >>> (32 - WORD_BITS);
 }
 
 function emptyCounts(): OutcomeCounts {
   return { total: 0, ran: 0, failed: 0, blocked: 0, unknown: 0, no_output: 0 };
+}
+
+/** c[o]++, spelled out: a computed key on this path costs a generic keyed store per call. */
+function countOutcome(c: OutcomeCounts, o: Outcome): void {
+  switch (o) {
+    case 'ran':
+      c.ran++;
+      return;
+    case 'failed':
+      c.failed++;
+      return;
+    case 'blocked':
+      c.blocked++;
+      return;
+    case 'unknown':
+      c.unknown++;
+      return;
+    case 'no_output':
+      c.no_output++;
+      return;
+  }
 }
 
 function bump(m: Map<string, number>, k: string, n = 1): void {
@@ -642,6 +671,103 @@ interface PendingCall {
   fields: Record<string, unknown>;
 }
 
+/**
+ * The calls waiting for their output by call id, with a Map's semantics and order (finish() settles
+ * the rest in that order). There is usually one, the call just made: up to SMALL_PENDING are kept
+ * in arrays searched by string equality, which spares hashing two fresh id strings per call and a
+ * Map that reallocates its table each time it empties; past that, a Map holds them.
+ */
+class PendingCalls {
+  private ids: string[] = [];
+  private calls: PendingCall[] = [];
+  private map: Map<string, PendingCall> | null = null;
+
+  get size(): number {
+    return this.map ? this.map.size : this.ids.length;
+  }
+
+  get(id: string): PendingCall | undefined {
+    if (this.map) return this.map.get(id);
+    const i = this.ids.indexOf(id);
+    return i < 0 ? undefined : this.calls[i];
+  }
+
+  set(id: string, p: PendingCall): void {
+    if (!this.map) {
+      const i = this.ids.indexOf(id);
+      if (i >= 0) this.calls[i] = p;
+      else if (this.ids.length < SMALL_PENDING) {
+        this.ids.push(id);
+        this.calls.push(p);
+      } else {
+        this.map = new Map(this.ids.map((k, j) => [k, this.calls[j]!]));
+        this.ids = [];
+        this.calls = [];
+      }
+    }
+    this.map?.set(id, p);
+  }
+
+  /**
+   * get() then delete() of the id that is the text of buf[a..z), compared with the ids kept without
+   * decoding it while its bytes are ASCII (an ASCII byte is the character of the same code).
+   */
+  take(buf: Buffer, a: number, z: number): PendingCall | undefined {
+    if (this.map) {
+      const id = buf.toString('utf8', a, z);
+      const p = this.map.get(id);
+      if (p) this.delete(id);
+      return p;
+    }
+    for (let i = 0; i < this.ids.length; i++) {
+      if (!sameText(this.ids[i]!, buf, a, z)) continue;
+      const p = this.calls[i]!;
+      this.removeAt(i);
+      return p;
+    }
+    return undefined;
+  }
+
+  delete(id: string): void {
+    if (this.map) {
+      this.map.delete(id);
+      if (this.map.size === 0) this.map = null;
+      return;
+    }
+    const i = this.ids.indexOf(id);
+    if (i >= 0) this.removeAt(i);
+  }
+
+  private removeAt(i: number): void {
+    for (let j = i + 1; j < this.ids.length; j++) {
+      this.ids[j - 1] = this.ids[j]!;
+      this.calls[j - 1] = this.calls[j]!;
+    }
+    this.ids.pop();
+    this.calls.pop();
+  }
+
+  values(): PendingCall[] {
+    return this.map ? [...this.map.values()] : [...this.calls];
+  }
+
+  clear(): void {
+    this.ids = [];
+    this.calls = [];
+    this.map = null;
+  }
+}
+
+/** s equals the text buf[a..z) decodes to. */
+function sameText(s: string, buf: Buffer, a: number, z: number): boolean {
+  for (let k = 0; a + k < z; k++) {
+    const c = buf[a + k]!;
+    if (c >= 0x80) return s === buf.toString('utf8', a, z);
+    if (s.charCodeAt(k) !== c) return false;
+  }
+  return s.length === z - a;
+}
+
 interface OpenGroup {
   compacted: boolean;
   item: boolean;
@@ -672,9 +798,11 @@ class Analyser {
   ordLast: number | null = null;
   readonly compactions: CompactionReport[] = [];
   private group: OpenGroup | null = null;
+  /** A DataView over the current line's buffer (for matchWords). */
+  private dv: DataView = new DataView(new ArrayBuffer(0));
   /** Just past the payload type's closing quote on the current line (fast path), or -1. */
   private subEnd = -1;
-  /** Tool calls by name, per segment (0: before the first compaction, k: after compaction k). */
+  /** Tool calls by name, per segment (0: before the first compaction, k: after compaction k); toolNames sums them in finish(). */
   private segments: Map<string, number>[] = [new Map()];
   private segAttempts: OutcomeCounts[] = [emptyCounts()];
   readonly toolNames = new Map<string, number>();
@@ -682,7 +810,7 @@ class Analyser {
   readonly attempts: OutcomeCounts & { read_only_listed: number } = { ...emptyCounts(), read_only_listed: 0 };
   readonly attemptList: Attempt[] = [];
   attemptDropped = 0;
-  private pending = new Map<string, PendingCall>();
+  private readonly pending = new PendingCalls();
   hookBlocked = 0;
   readonly blockedLatch = new Set<string>();
   blockedOther = 0;
@@ -712,8 +840,9 @@ class Analyser {
 
   // -- lines ----------------------------------------------------------------------------------
 
-  line = (buf: Buffer, s: number, e: number, fullLen: number, tail: Buffer | null, terminated: boolean): void => {
+  line = (buf: Buffer, dv: DataView, s: number, e: number, fullLen: number, tail: Buffer | null, terminated: boolean): void => {
     const n = ++this.lines;
+    this.dv = dv;
     this.bytes += fullLen + (terminated ? 1 : 0);
     // Trailing \r or spaces are not Codex's, but they do not make a line unreadable.
     let end = e;
@@ -779,17 +908,24 @@ class Analyser {
   // -- rollouts -------------------------------------------------------------------------------
 
   private rolloutLine(buf: Buffer, s: number, e: number, n: number, oversize: boolean, tail: Buffer | null, terminated: boolean): void {
+    const dv = this.dv;
     const headEnd = Math.min(e, s + HEAD);
-    // Fast path: {"timestamp":"<ts>","ordinal":<n>,"type":"<type>" read byte by byte, no allocation.
+    // Fast path: {"timestamp":"<ts>","ordinal":<n>,"type":"<type>" read in place, no allocation;
+    // first with constant words (a paginated rollout's lines), else a needle at a time.
     let p = s;
     let ord = -1;
     let ti = -1;
     /** The bytes up to the record type were read in the fixed shape (no search). */
     let fastHead = false;
-    if (matchAt(buf, p, TS_PREFIX)) {
-      const q = quoteAt(buf, p + TS_PREFIX.length, Math.min(headEnd, p + 64));
+    const paged = pagedHead(buf, dv, s, headEnd);
+    if (paged >= 0) {
+      ti = paged - TYPE_KEY.length;
+      ord = PAGED.ordinal;
+      fastHead = true;
+    } else if (matchWords(buf, dv, p, TS_PREFIX)) {
+      const q = timestampEnd(buf, dv, p + TS_PREFIX.length, Math.min(headEnd, p + 64));
       p = q < 0 ? -1 : q + 1;
-      if (p > 0 && matchAt(buf, p, ORD_TAIL)) {
+      if (p > 0 && matchWords(buf, dv, p, ORD_TAIL)) {
         let v = 0;
         let d = p + ORD_TAIL.length;
         const d0 = d;
@@ -803,7 +939,7 @@ class Analyser {
           p = d;
         }
       }
-      if (p > 0 && matchAt(buf, p, TYPE_TAIL)) {
+      if (p > 0 && matchWords(buf, dv, p, TYPE_TAIL)) {
         ti = p + 1;
         fastHead = true;
       }
@@ -831,11 +967,9 @@ class Analyser {
     let typeE: NameEntry | null = null;
     let te = -1;
     if (ti >= 0) {
-      te = quoteAt(buf, ti + TYPE_KEY.length, headEnd);
-      if (te >= 0) {
-        typeE = this.names.entry(buf, ti + TYPE_KEY.length, te);
-        type = typeE ? typeE.str : buf.toString('utf8', ti + TYPE_KEY.length, te);
-      }
+      typeE = this.names.at(buf, dv, ti + TYPE_KEY.length, headEnd);
+      te = this.names.end;
+      if (te >= 0) type = typeE ? typeE.str : buf.toString('utf8', ti + TYPE_KEY.length, te);
     }
     let parsed: Record<string, unknown> | null = null;
     if (type === null) {
@@ -889,11 +1023,9 @@ class Analyser {
         else this.eventMsg(sub, buf, s, e, n, headEnd);
         return;
       }
-      case 'turn_context': {
-        const m = /"turn_id":"((?:[^"\\]|\\.)*)"/.exec(buf.toString('utf8', s, headEnd));
-        if (m) this.turn(m[1]!);
+      case 'turn_context':
+        this.turnIdIn(buf, s, headEnd);
         return;
-      }
       case 'session_meta':
         this.sessionMeta(buf, s, e, n, oversize, terminated, parsed);
         return;
@@ -917,8 +1049,8 @@ class Analyser {
     if (te < 0) return null;
     let p = -1;
     let fixed = false;
-    if (matchAt(buf, te, PAYLOAD_TYPE)) {
-      p = te + PAYLOAD_TYPE.length;
+    if (payloadTypeAt(buf, this.dv, te)) {
+      p = te + 21;
       fixed = fastHead;
     }
     else {
@@ -926,15 +1058,16 @@ class Analyser {
       if (i >= 0) p = i + 19;
     }
     if (p < 0) return null;
-    const q = quoteAt(buf, p, headEnd);
+    const en = this.names.at(buf, this.dv, p, headEnd);
+    const q = this.names.end;
     if (q < 0) return null;
     // Only a line read in the fixed shape up to here lets the field walk start at the payload type.
     if (fixed) this.subEnd = q + 1;
-    return this.names.entry(buf, p, q) ?? buf.toString('utf8', p, q);
+    return en ?? buf.toString('utf8', p, q);
   }
 
   private timestamp(buf: Buffer, s: number, e: number): string | null {
-    if (buf.compare(TS_PREFIX, 0, TS_PREFIX.length, s, s + TS_PREFIX.length) !== 0) return null;
+    if (buf.compare(TS_PREFIX.bytes, 0, TS_PREFIX.length, s, s + TS_PREFIX.length) !== 0) return null;
     const q = buf.indexOf(0x22, s + TS_PREFIX.length);
     return q >= 0 && q < Math.min(e, s + 80) ? buf.toString('latin1', s + TS_PREFIX.length, q) : null;
   }
@@ -1005,7 +1138,7 @@ class Analyser {
           }
         }
         const name = sub === 'local_shell_call' ? 'local_shell_call' : (str(p.name) ?? '?');
-        this.toolCall(name, p, n, this.compactions.length > 0 ? this.timestamp(buf, s, e) : null);
+        this.toolCall(name, p, n, this.compactions.length > 0 && this.keepsCallText() ? this.timestamp(buf, s, e) : null);
         return;
       }
       case 'function_call_output':
@@ -1020,7 +1153,6 @@ class Analyser {
 
   private toolCall(name: string, p: Record<string, unknown>, n: number, ts: string | null): void {
     this.toolTotal++;
-    bump(this.toolNames, name);
     bump(this.segments[this.segments.length - 1]!, name);
     const seg = this.compactions.length;
     if (seg === 0) return;
@@ -1051,7 +1183,9 @@ class Analyser {
 
   /**
    * name, call_id and (after a compaction) the argument string of a tool call, read from the line's
-   * JSON strings without parsing the rest of it. null when the line is not in the expected shape.
+   * JSON strings without parsing the rest of it. null when the line is not in the expected shape, or
+   * its argument string is one JSON.parse rejects (the full parse then reports the line). The
+   * argument string is checked always but decoded only while keepsCallText().
    */
   private callFields(buf: Buffer, s: number, e: number, argKey: 'arguments' | 'input' | null, from: number): Record<string, unknown> | null {
     const out: Record<string, unknown> = {};
@@ -1059,31 +1193,34 @@ class Analyser {
     const post = this.compactions.length > 0;
     const key = argKey === 'arguments' ? ARGS_KEY : INPUT_KEY;
     // The needles' first occurrences, walked from the payload type when the line has the usual shape.
-    const walked = from > s && (argKey !== null || !post) && walkFields(buf, from, e, key, post ? 7 : 1);
-    let ni = walked ? FIELD_AT[0]! : find(buf, NAME_KEY, s, headEnd);
+    const walked = from > s && (argKey !== null || !post) && walkFields(buf, this.dv, from, e, key, post ? 7 : 1);
+    let ni = walked ? FIELD_AT[0]! : find(buf, NAME_KEY.bytes, s, headEnd);
     if (ni + NAME_KEY.length > headEnd) ni = -1;
     if (ni >= 0) {
       const a = ni + NAME_KEY.length;
-      const z = stringEndShort(buf, a, headEnd);
-      if (z < 0) return null;
-      out.name = this.names.get(buf, a, z);
+      const known = this.names.known(buf, this.dv, a, headEnd);
+      if (known) out.name = known.str;
+      else {
+        const z = stringEndShort(buf, this.dv, a, headEnd);
+        if (z < 0) return null;
+        out.name = this.names.get(buf, a, z);
+      }
     }
     if (!post) return out; // before any compaction only the name is counted
     if (argKey) {
-      const ai = walked ? FIELD_AT[1]! : find(buf, key, s, headEnd);
+      const ai = walked ? FIELD_AT[1]! : find(buf, key.bytes, s, headEnd);
       if (ai < 0 || ai + key.length > headEnd) return null;
       const a = ai + key.length;
-      const z = stringEnd(buf, a, e);
-      if (z < 0) return null;
-      try {
-        out[argKey] = JSON.parse(buf.toString('utf8', a - 1, z + 1)) as string;
-      } catch {
-        return null;
-      }
+      const scanned = walked && FIELD_AT[3]! >= 0;
+      const z = scanned ? FIELD_AT[3]! : jsonStringEnd(buf, this.dv, a, e);
+      // A text JSON.parse would reject sends the line to the full parse (and its parse error).
+      if (z < 0 || !(scanned ? FIELD_AT[4] === 1 : SCANNED.valid)) return null;
+      // Decoded only while an attempt made from it may still be listed or checked (settle()).
+      if (this.keepsCallText()) out[argKey] = JSON.parse(buf.toString('utf8', a - 1, z + 1)) as string;
     }
-    const ci = walked ? FIELD_AT[2]! : find(buf, CALL_ID_KEY, s, e);
+    const ci = walked ? FIELD_AT[2]! : find(buf, CALL_ID_KEY.bytes, s, e);
     if (ci < 0) return null;
-    const z = stringEndShort(buf, ci + CALL_ID_KEY.length, e);
+    const z = stringEndShort(buf, this.dv, ci + CALL_ID_KEY.length, e);
     if (z < 0) return null;
     out.call_id = buf.toString('utf8', ci + CALL_ID_KEY.length, z);
     return argKey === null ? null : out;
@@ -1091,31 +1228,38 @@ class Analyser {
 
   private toolOutput(buf: Buffer, s: number, e: number, n: number, from: number): void {
     const headEnd = Math.min(e, s + 2048);
-    let id: string | null = null;
-    let raw: string | null = null;
+    const dv = this.dv;
     // Fast path: "call_id":"<id>","output":"<text>
-    let ci = from > s && walkFields(buf, from, e, null, 4) ? FIELD_AT[2]! : find(buf, CALL_ID_KEY, s, headEnd);
+    let ci = from > s && walkFields(buf, dv, from, e, null, 4) ? FIELD_AT[2]! : find(buf, CALL_ID_KEY.bytes, s, headEnd);
     if (ci + CALL_ID_KEY.length > headEnd) ci = -1;
     if (ci >= 0) {
       const a = ci + CALL_ID_KEY.length;
-      const z = stringEndShort(buf, a, headEnd);
-      if (z >= 0) {
-        id = buf.toString('utf8', a, z);
-        if (matchAt(buf, z + 1, OUTPUT_TAIL)) {
-          const o = z + 1 + OUTPUT_TAIL.length;
-          // The text matters only for a call being followed, or to tell a hook's block.
-          raw = this.pending.has(id) || matchAt(buf, o, BLOCKED_BYTES) ? buf.toString('utf8', o, Math.min(e, o + 600)) : '';
+      const z = stringEndShort(buf, dv, a, headEnd);
+      if (z >= 0 && matchWords(buf, dv, z + 1, OUTPUT_TAIL)) {
+        const o = z + 1 + OUTPUT_TAIL.length;
+        const end = Math.min(e, o + 600);
+        // The text matters only to tell a hook's block, or for a call being followed: then its
+        // exit code is read from the bytes when it can be, else from the decoded text.
+        if (!matchAt(buf, o, BLOCKED_BYTES)) {
+          const p = this.pending.take(buf, a, z);
+          if (!p) return;
+          const exit = exitCodeAt(buf, dv, o, end);
+          this.answered(p, exit === null ? classifyOutput(buf.toString('utf8', o, end)) : exited(exit), n);
+          return;
         }
+        this.output(buf.toString('utf8', a, z), classifyOutput(buf.toString('utf8', o, end)), n);
+        return;
       }
     }
-    if (raw === null) {
-      const head = buf.toString('utf8', s, headEnd);
-      id = /"call_id":"((?:[^"\\]|\\.)*)"/.exec(head)?.[1] ?? null;
-      // output: a string, or (older writers) content items whose first text is the output
-      const m = /"output":"((?:[^"\\]|\\.)*)/.exec(head) ?? /"output":\[\{[^}]*?"text":"((?:[^"\\]|\\.)*)/.exec(head) ?? /"output":\{"output":"((?:[^"\\]|\\.)*)/.exec(head);
-      raw = m?.[1] ?? '';
-    }
-    const outcome = classifyOutput(raw);
+    const head = buf.toString('utf8', s, headEnd);
+    const id = /"call_id":"((?:[^"\\]|\\.)*)"/.exec(head)?.[1] ?? null;
+    // output: a string, or (older writers) content items whose first text is the output
+    const m = /"output":"((?:[^"\\]|\\.)*)/.exec(head) ?? /"output":\[\{[^}]*?"text":"((?:[^"\\]|\\.)*)/.exec(head) ?? /"output":\{"output":"((?:[^"\\]|\\.)*)/.exec(head);
+    this.output(id, classifyOutput(m?.[1] ?? ''), n);
+  }
+
+  /** A call's output read on line n: a hook's block is counted, and the call it answers (if followed) settled. */
+  private output(id: string | null, outcome: Classified, n: number): void {
     if (outcome.outcome === 'blocked') {
       this.hookBlocked++;
       if (outcome.detail?.startsWith('Latch')) {
@@ -1125,6 +1269,10 @@ class Analyser {
     const p = id ? this.pending.get(id) : undefined;
     if (!p) return;
     this.pending.delete(id!);
+    this.answered(p, outcome, n);
+  }
+
+  private answered(p: PendingCall, outcome: Classified, n: number): void {
     p.attempt.outcome = outcome.outcome;
     p.attempt.exit_code = outcome.exit;
     p.attempt.detail = outcome.detail;
@@ -1132,12 +1280,21 @@ class Analyser {
     this.settle(p);
   }
 
+  /**
+   * Whether settle() may still read the text of a call made now (its arguments, its timestamp): only
+   * for an attempt it lists (the first ATTEMPT_CAP) or one timed inside an interval the store held
+   * the session. The list only grows and `held` is set only when the first session id is adopted,
+   * so once the list is full and no held interval can come, the text of later calls is never read.
+   */
+  private keepsCallText(): boolean {
+    return this.attemptList.length < ATTEMPT_CAP || this.held.length > 0 || (this.onSession !== null && this.sessions.length === 0);
+  }
+
   /** An attempt whose outcome is known (or never will be): counted, checked against the store, listed. */
   private settle(p: PendingCall): void {
     const a = p.attempt;
-    const c = this.segAttempts[a.compaction]!;
-    c[a.outcome]++;
-    this.attempts[a.outcome]++;
+    countOutcome(this.segAttempts[a.compaction]!, a.outcome);
+    countOutcome(this.attempts, a.outcome);
     const executed = a.outcome === 'ran' || a.outcome === 'failed';
     const listed = this.attemptList.length < ATTEMPT_CAP;
     const inHeld = executed && a.timestamp !== null && this.held.some((h) => a.timestamp! >= h.from && (h.to === null || a.timestamp! < h.to));
@@ -1166,16 +1323,22 @@ class Analyser {
 
   private eventMsg(sub: string | null, buf: Buffer, s: number, e: number, n: number, headEnd: number): void {
     if (sub === 'item_completed' || sub === 'item_started') {
-      if (find(buf, CC_ITEM, s, headEnd) >= 0) {
+      if (findPiece(buf, CC_ITEM, s, headEnd) >= 0) {
         const m = /"item":\{"type":"ContextCompaction","id":"((?:[^"\\]|\\.)*)"/.exec(buf.toString('utf8', s, headEnd));
         this.marker('item', m?.[1] ?? null, n, buf, s, e);
       }
     } else if (sub === 'context_compacted') {
       this.marker('legacy', null, n, buf, s, e);
     } else if (sub === 'task_started') {
-      const m = /"turn_id":"((?:[^"\\]|\\.)*)"/.exec(buf.toString('utf8', s, headEnd));
-      if (m) this.turn(m[1]!);
+      this.turnIdIn(buf, s, headEnd);
     }
+  }
+
+  /** The first "turn_id" in buf[s..headEnd) starts a turn: read from the bytes, or by the regex when its value has a backslash. */
+  private turnIdIn(buf: Buffer, s: number, headEnd: number): void {
+    let id = turnIdAt(buf, s, headEnd);
+    if (id === undefined) id = /"turn_id":"((?:[^"\\]|\\.)*)"/.exec(buf.toString('utf8', s, headEnd))?.[1] ?? null;
+    if (id !== null) this.turn(id);
   }
 
   private compacted(buf: Buffer, s: number, e: number, n: number, oversize: boolean, tail: Buffer | null, terminated: boolean, parsed: Record<string, unknown> | null): void {
@@ -1391,6 +1554,9 @@ class Analyser {
     }
     for (const p of this.pending.values()) this.settle(p);
     this.pending.clear();
+    // Tool calls by name overall: the sum of the segments' counts.
+    this.toolNames.clear();
+    for (const seg of this.segments) for (const [name, count] of seg) bump(this.toolNames, name, count);
     for (let i = 0; i < this.compactions.length; i++) {
       const c = this.compactions[i]!;
       c.tool_calls_before = obj(this.segments[i]!);
@@ -1426,6 +1592,10 @@ function shellCommand(p: Record<string, unknown>): string {
   return '';
 }
 
+function exited(exit: number): Classified {
+  return { outcome: exit === 0 ? 'ran' : 'failed', exit, detail: exit === 0 ? null : `exit code ${exit}` };
+}
+
 /** apply_patch as a function call: arguments = '{"input":"<patch>"}'. */
 function patchArgument(args: string | null): string {
   if (!args) return '';
@@ -1443,19 +1613,19 @@ function patchFiles(patch: string): string {
   return files.join(', ');
 }
 
+type Classified = { outcome: Exclude<Outcome, 'no_output'>; exit: number | null; detail: string | null };
+
 /** The outcome of a call from the start of its output text (still JSON-escaped). */
-export function classifyOutput(raw: string): { outcome: Exclude<Outcome, 'no_output'>; exit: number | null; detail: string | null } {
+export function classifyOutput(raw: string): Classified {
   if (raw.startsWith(BLOCKED)) {
     const text = unescapeJson(raw.slice(BLOCKED.length, BLOCKED.length + 400));
     const reason = text.split('. Command: ')[0]!;
     return { outcome: 'blocked', exit: null, detail: oneLine(reason) };
   }
   if (raw.startsWith('apply_patch verification failed')) return { outcome: 'failed', exit: null, detail: oneLine(unescapeJson(raw.slice(0, 300))) };
+  // (exitCodeAt in fsck-bytes.ts reads these two from the bytes.)
   const code = /Process exited with code (-?\d+)/.exec(raw.slice(0, 400)) ?? /^Exit code: (-?\d+)/.exec(raw);
-  if (code) {
-    const exit = Number(code[1]);
-    return { outcome: exit === 0 ? 'ran' : 'failed', exit, detail: exit === 0 ? null : `exit code ${exit}` };
-  }
+  if (code) return exited(Number(code[1]));
   if (raw.startsWith('{')) {
     // older writers: {"output":"...","metadata":{"exit_code":N}}
     const m = /\\"exit_code\\":(-?\d+)/.exec(raw);
@@ -1475,6 +1645,10 @@ interface Reader {
 }
 
 class UnreadableError extends Error {}
+
+function readAt(fd: number, buf: Buffer, pos: number): Promise<number> {
+  return new Promise((done, fail) => read(fd, buf, 0, buf.length, pos, (err, n) => (err ? fail(err) : done(n))));
+}
 
 async function openReader(fd: number, size: number, path: string, onProgress?: (done: number, total: number) => void): Promise<Reader> {
   const magic = Buffer.alloc(4);
@@ -1497,14 +1671,36 @@ async function openReader(fd: number, size: number, path: string, onProgress?: (
     }
     return pos;
   };
-  if (!zstd) {
-    return {
-      compression: null,
-      async run(push) {
-        readAll(push);
-      },
-    };
-  }
+  /**
+   * A plain file: while this thread analyses one chunk, libuv's thread pool reads the next into the
+   * other buffer, so the copy out of the page cache overlaps the analysis. A read is never left in
+   * flight when run() ends (the caller closes fd).
+   */
+  const readAhead = async (each: (b: Buffer) => void): Promise<void> => {
+    const bufs = [buf, Buffer.allocUnsafe(CHUNK)];
+    let pos = 0;
+    let k = 0;
+    let next: Promise<number> | null = readAt(fd, bufs[0]!, pos);
+    try {
+      for (;;) {
+        const n: number = await next;
+        next = null;
+        if (n <= 0) break;
+        pos += n;
+        const cur = bufs[k]!;
+        k ^= 1;
+        next = readAt(fd, bufs[k]!, pos);
+        each(cur.subarray(0, n));
+        if (onProgress && pos >= nextProgress) {
+          onProgress(pos, size);
+          nextProgress += progressStep;
+        }
+      }
+    } finally {
+      if (next) await next.catch(() => 0);
+    }
+  };
+  if (!zstd) return { compression: null, run: readAhead };
   let fzstd: typeof import('fzstd');
   try {
     fzstd = await import('fzstd');
