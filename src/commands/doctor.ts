@@ -6,6 +6,7 @@ import { homedir, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parse as parseToml } from 'smol-toml';
 import { errorMessage, EXIT } from '../core/errors.js';
+import { isAlive } from '../core/ledger.js';
 import { dbPath } from '../core/paths.js';
 import { openStore, SCHEMA_VERSION } from '../core/store.js';
 import { codexVersion, listCodexHooks, resolveCodex, runBounded, type CodexCommand, type CodexHookInfo, type HooksListEntry } from '../codex/app-server.js';
@@ -591,6 +592,39 @@ function checkStore(io: Io): Check {
 }
 
 // ---------------------------------------------------------------------------------------------
+// check 6: workspace watchers (a Close stats only what they journaled; without one, every file)
+
+function checkWatchers(io: Io): Check {
+  const name = 'watchers';
+  if (io.env.LATCH_WATCH === 'off') return { name, status: 'ok', detail: 'disabled (LATCH_WATCH=off): each Close stats every tracked file' };
+  if (process.platform !== 'linux') return { name, status: 'ok', detail: `not available on ${process.platform}: each Close stats every tracked file` };
+  const home = homeOf(io);
+  if (!existsSync(dbPath(home))) return { name, status: 'ok', detail: 'none yet (a hook starts one per workspace)' };
+  let rows: { workspace: string; pid: number; pid_start: string; state: string; dirs: number; reason: string | null }[];
+  try {
+    const db = openStore(home, { create: false, readonly: true });
+    try {
+      rows = db.prepare('SELECT workspace, pid, pid_start, state, dirs, reason FROM watchers ORDER BY workspace').all() as typeof rows;
+    } finally {
+      db.close();
+    }
+  } catch (err) {
+    return { name, status: 'warn', detail: `cannot read the watchers: ${errorMessage(err)}`, fix: 'latch doctor (see the store check)' };
+  }
+  const running = rows.filter((r) => r.state !== 'unavailable' && isAlive({ pid: r.pid, start: r.pid_start }));
+  const unavailable = rows.filter((r) => r.state === 'unavailable');
+  const lines = [`${running.length} running${running.length ? ': ' + running.map((r) => `${r.workspace} (${r.dirs} directories)`).join(', ') : ' (a hook starts one per workspace)'}`];
+  for (const r of unavailable) lines.push(`unavailable for ${r.workspace}: ${r.reason ?? 'no reason recorded'}; each Close there stats every tracked file`);
+  if (unavailable.length === 0) return { name, status: 'ok', detail: lines.join('\n') };
+  return {
+    name,
+    status: 'warn',
+    detail: lines.join('\n'),
+    fix: 'add large generated directories to .gitignore (ignored ones are not watched), or raise LATCH_WATCH_MAX_DIRS (and fs.inotify.max_user_watches)',
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
 
 function resolveCodexHome(opts: DoctorOptions, io: Io): string {
   if (opts.codexHome) return resolve(io.cwd, opts.codexHome);
@@ -615,6 +649,7 @@ export async function runChecks(io: Io, opts: DoctorOptions): Promise<Check[]> {
   checks.push(await checkTrusted(io, codex, codexHome, projectDir ?? io.cwd, handlers, timeoutMs));
   checks.push(await checkVersion(io, codex, codexHome, timeoutMs));
   checks.push(checkStore(io));
+  checks.push(checkWatchers(io));
   return checks;
 }
 

@@ -25,8 +25,9 @@ import {
 import { immediate, type Db } from './store.js';
 import { summarizeCall, type ToolCall } from './tools.js';
 import { pageCommand } from './command.js';
-import { abandonAttempts, attemptId, beginClose, claimRecovery, endClose, getAttempt, isAlive, laneOf, orphanedClosings, selfId, startAttempt } from './ledger.js';
+import { abandonAttempts, attemptId, beginClose, claimRecovery, CLOSE_REASON, endClose, getAttempt, isAlive, laneOf, orphanedClosings, selfId, startAttempt } from './ledger.js';
 import { EMPTY_SCAN, scanTranscript, type ScanResult, type ScanState } from './transcript.js';
+import { observeByWatcher } from '../watch/client.js';
 
 export interface Observation {
   sessionId: string;
@@ -283,7 +284,12 @@ async function closeAttempt(ctx: GuardContext, db: Db, row: SessionRow, obs: Obs
   // scan. Should it have changed something after all, the next observation times that change into
   // this attempt's window [started, closing] like any other (attribution is by time, not by observer).
   if (call.kind === 'shell' && a.started_ns !== '0' && classifyCommand(call.command ?? '', { latchHome: '' }).readOnly) {
-    immediate(db, () => endClose(db, id, ctx.now(), 'PostToolUse (read-only command: no scan)'));
+    immediate(db, () => endClose(db, id, ctx.now(), CLOSE_REASON.readOnly));
+    return;
+  }
+  // A ready workspace watcher observes for the Close itself (it holds the journal and compiled code).
+  if (observeByWatcher(db, ctx.home, row.workspace)) {
+    immediate(db, () => endClose(db, id, ctx.now(), CLOSE_REASON.watcher));
     return;
   }
   const observer = await loadObserver();
@@ -291,7 +297,7 @@ async function closeAttempt(ctx: GuardContext, db: Db, row: SessionRow, obs: Obs
   const watch = observer.syncWatcher(db, ctx.home, row.workspace);
   immediate(db, () => {
     observer.observeWorkspace(db, row.workspace, 'close', ctx.now(), undefined, { watch });
-    endClose(db, id, ctx.now(), 'PostToolUse');
+    endClose(db, id, ctx.now(), CLOSE_REASON.hook);
   });
 }
 
@@ -317,7 +323,7 @@ export async function recoverOrphans(ctx: GuardContext, db: Db, workspace: strin
     if (!won) continue;
     immediate(db, () => {
       observer.observeWorkspace(db, workspace, 'recovery', ctx.now());
-      endClose(db, orphan.id, ctx.now(), 'recovered after the closing hook died');
+      endClose(db, orphan.id, ctx.now(), CLOSE_REASON.recovered);
     });
     done++;
   }

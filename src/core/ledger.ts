@@ -118,7 +118,19 @@ export function beginClose(db: Db, id: string, owner: ProcessId): AttemptRow | u
 }
 
 /** Phase 2 (inside the observation transaction): closing -> closed. */
-export function endClose(db: Db, id: string, now: string, reason: string): void {
+/** Why a Close ended (attempts.end_reason of a closed attempt). */
+export const CLOSE_REASON = {
+  /** The PostToolUse hook observed the workspace. */
+  hook: 'PostToolUse',
+  /** The PostToolUse of a command the read-only classifier accepts: no scan. */
+  readOnly: 'PostToolUse (read-only command: no scan)',
+  /** The workspace watcher observed the workspace for the PostToolUse. */
+  watcher: 'PostToolUse (observed by the workspace watcher)',
+  /** The recovery barrier finished the Close of a hook that died. */
+  recovered: 'recovered after the closing hook died',
+} as const;
+
+export function endClose(db: Db, id: string, now: string, reason: (typeof CLOSE_REASON)[keyof typeof CLOSE_REASON]): void {
   db.prepare("UPDATE attempts SET state = 'closed', ended_at = ?, ended_ns = COALESCE(closing_ns, ?), end_reason = ? WHERE id = ? AND state = 'closing'").run(
     now,
     nowNs().toString(),

@@ -25,6 +25,10 @@ interface WatcherRow {
 /** After a watcher gave up on a workspace (too many directories), hooks wait this long before trying again. */
 const RETRY_UNAVAILABLE_MS = 10 * 60_000;
 const SYNC_TIMEOUT_MS = 2_000;
+/** An observation by the watcher may be a full one (its first, or after lost coverage). */
+const OBSERVE_TIMEOUT_MS = 5_000;
+/** The suffix a watcher gives a cookie whose request failed. */
+export const FAILED = '.failed';
 
 let cookieCounter = 0;
 const sleeper = new Int32Array(new SharedArrayBuffer(4));
@@ -38,6 +42,38 @@ function watcherRow(db: Db, workspace: string): WatcherRow | undefined {
 }
 
 /**
+ * One request to a watcher through its cookie directory: `s-…` sync (journal flushed), `o-…` sync
+ * and observe (the watcher runs the Close's observation itself). The watcher removes the cookie when
+ * done, or renames it to `….failed`. 'none': no answer in time (the cookie is withdrawn).
+ */
+function request(home: string, instance: string, kind: 's' | 'o', timeoutMs: number): 'done' | 'failed' | 'none' {
+  const cookie = path.join(cookieDir(home, instance), `${kind}-${process.pid}-${++cookieCounter}-${Date.now()}`);
+  try {
+    writeFileSync(cookie, '', { flag: 'wx', mode: 0o600 });
+  } catch {
+    return 'none'; // the watcher is going away
+  }
+  const deadline = Date.now() + timeoutMs;
+  for (let spins = 0; existsSync(cookie); spins++) {
+    if (Date.now() > deadline) {
+      try {
+        unlinkSync(cookie);
+        return 'none';
+      } catch {
+        break; // answered at the last moment
+      }
+    }
+    if (spins > 20) Atomics.wait(sleeper, 0, 0, 0.1);
+  }
+  try {
+    unlinkSync(`${cookie}${FAILED}`);
+    return 'failed';
+  } catch {
+    return 'done';
+  }
+}
+
+/**
  * Syncs with the workspace's watcher: null when there is none ready (one is started in the
  * background if needed; this observation scans everything), or it does not answer in time.
  */
@@ -48,25 +84,19 @@ export function syncWatcher(db: Db, home: string, workspace: string): WatchSync 
     if (!row || restartable(row)) startWatcher(home, workspace);
     return null;
   }
-  const cookie = path.join(cookieDir(home, row.instance), `${process.pid}-${++cookieCounter}-${Date.now()}`);
-  try {
-    writeFileSync(cookie, '', { flag: 'wx', mode: 0o600 });
-  } catch {
-    return null; // the watcher is going away
-  }
-  const deadline = Date.now() + SYNC_TIMEOUT_MS;
-  for (let spins = 0; existsSync(cookie); spins++) {
-    if (Date.now() > deadline) {
-      try {
-        unlinkSync(cookie);
-      } catch {
-        /* answered at the last moment */
-      }
-      return null;
-    }
-    if (spins > 20) Atomics.wait(sleeper, 0, 0, 0.25);
-  }
-  return { instance: row.instance };
+  return request(home, row.instance, 's', SYNC_TIMEOUT_MS) === 'done' ? { instance: row.instance } : null;
+}
+
+/**
+ * Has the workspace's ready watcher observe the workspace for a Close (after flushing its journal,
+ * with its already compiled code: cheaper than this process loading and running the observation).
+ * false: no ready watcher, no answer in time, or the observation failed there; the caller observes.
+ */
+export function observeByWatcher(db: Db, home: string, workspace: string): boolean {
+  if (!watchEnabled()) return false;
+  const row = watcherRow(db, workspace);
+  if (!row || !usable(row)) return false;
+  return request(home, row.instance, 'o', OBSERVE_TIMEOUT_MS) === 'done';
 }
 
 /** Starts a watcher when the workspace has none (or a dead one); no sync. */

@@ -24,12 +24,14 @@
 // It exits when idle (LATCH_WATCH_IDLE_MS, default 30 min without a sync), when the root or the store
 // goes away (checked every 5 s), when another instance has taken over its row, and on SIGTERM/SIGINT.
 import { randomBytes } from 'node:crypto';
-import { existsSync, lstatSync, mkdirSync, readdirSync, rmSync, unlinkSync, watch, type Dirent, type FSWatcher } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, readdirSync, renameSync, rmSync, unlinkSync, watch, type Dirent, type FSWatcher } from 'node:fs';
 import path from 'node:path';
 import { isAlive, selfId } from '../core/ledger.js';
 import { cookieDir, dbPath } from '../core/paths.js';
 import { immediate, openStore } from '../core/store.js';
 import { configFiles } from '../core/tree.js';
+import { observeWorkspace } from '../core/observe.js';
+import { FAILED } from './client.js';
 import { ignoredDirs } from './ignored.js';
 
 export const DEFAULT_IDLE_MS = 30 * 60_000;
@@ -293,17 +295,29 @@ export function runWatcher(opts: WatcherOptions): Promise<number> {
     }
   }
 
+  // A cookie `s-…` asks for a sync, `o-…` for a sync and the Close's observation (src/watch/client.ts).
   const onCookie = (_type: string, name: string | Buffer | null): void => {
-    if (finished || typeof name !== 'string') return;
+    if (finished || typeof name !== 'string' || name.endsWith(FAILED)) return;
     const file = path.join(cookies, name);
     if (!lstatSync(file, { throwIfNoEntry: false })) return; // our own removal, or already answered
     lastSync = Date.now();
-    if (flush()) {
+    if (!flush()) return; // the store is busy: the hook times out and does without
+    if (name.startsWith('o-')) {
       try {
-        unlinkSync(file);
+        immediate(db, () => observeWorkspace(db, root, 'close', now(), undefined, { watch: { instance } }));
       } catch {
-        /* the hook gave up and removed it */
+        try {
+          renameSync(file, file + FAILED);
+        } catch {
+          /* the hook gave up */
+        }
+        return;
       }
+    }
+    try {
+      unlinkSync(file);
+    } catch {
+      /* the hook gave up and removed it */
     }
   };
 

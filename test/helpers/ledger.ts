@@ -4,7 +4,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { runCodexHook } from '../../src/hook.js';
-import { ATTEMPT_TABLE, isAlive, type AttemptRow, type AttemptState } from '../../src/core/ledger.js';
+import { ATTEMPT_TABLE, CLOSE_REASON, isAlive, type AttemptRow, type AttemptState } from '../../src/core/ledger.js';
 import { openStore } from '../../src/core/store.js';
 
 export const LATCH_BIN = resolve('dist/latch.cjs');
@@ -153,7 +153,7 @@ export function crashClose(home: string, id: string, pid: number): void {
   }
 }
 
-export const CLOSE_REASONS = ['PostToolUse (read-only command: no scan)', 'PostToolUse', 'recovered after the closing hook died'];
+export const CLOSE_REASONS: string[] = Object.values(CLOSE_REASON);
 export const ABANDON_REASON = /before PostToolUse|without PostToolUse|later turn/;
 
 /** States reachable from `from` along ATTEMPT_TABLE (including itself). */
@@ -185,7 +185,7 @@ export function rowProblems(a: AttemptRow): string[] {
   if (a.state === 'abandoned' && a.closing_ns !== null) p.push('abandoned after closing began (closed AND abandoned)');
   if (a.state === 'started' && (a.closer_pid !== null || a.end_reason !== null)) p.push('started with a closer or end');
   if (a.state === 'closing' && a.closer_pid === null) p.push('closing without a closer');
-  if (a.end_reason === 'recovered after the closing hook died' && a.recovery_gen < 1) p.push('recovered without a claim');
+  if (a.end_reason === CLOSE_REASON.recovered && a.recovery_gen < 1) p.push('recovered without a claim');
   return p.map((x) => `${a.id}: ${x}`);
 }
 

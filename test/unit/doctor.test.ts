@@ -10,6 +10,7 @@ import { doctor, leadingWords, parseHookCommand, runChecks, trustKey, type Check
 import { hookCommand, LATCH_EVENTS, setupCodex } from '../../src/commands/setup.js';
 import type { Io } from '../../src/commands/io.js';
 import { listCodexHooks, resolveCodex } from '../../src/codex/app-server.js';
+import { openStore } from '../../src/core/store.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const ENTRY = join(ROOT, 'dist', 'latch.cjs');
@@ -176,6 +177,27 @@ describe('latch doctor', () => {
     const store = byName((JSON.parse(e.io.text()) as { checks: Check[] }).checks, 'store');
     assert.equal(store.status, 'fail');
     assert.ok(store.fix);
+  });
+
+  test('watchers: none yet is fine; one that gave up on a workspace warns with what to do', async () => {
+    const e = fresh();
+    await setup(e);
+    let w = byName(await runChecks(e.io, {}), 'watchers');
+    assert.equal(w.status, 'ok', w.detail);
+    assert.match(w.detail, /0 running/);
+    const db = openStore(e.latchHome, { create: false });
+    db.prepare(
+      `INSERT INTO watchers (workspace, instance, pid, pid_start, state, flushed_seq, dirs, reason, started_at, updated_at)
+       VALUES ('/w', 'i', 1, 'x', 'unavailable', 0, 0, 'more than 8192 directories to watch', 't', 't')`,
+    ).run();
+    db.close();
+    w = byName(await runChecks(e.io, {}), 'watchers');
+    assert.equal(w.status, 'warn');
+    assert.match(w.detail, /unavailable for \/w: more than 8192 directories/);
+    assert.match(w.fix ?? '', /\.gitignore/);
+    w = byName(await runChecks({ ...e.io, env: { ...e.io.env, LATCH_WATCH: 'off' } }, {}), 'watchers');
+    assert.equal(w.status, 'ok');
+    assert.match(w.detail, /disabled/);
   });
 
   test('loose store permissions warn', async () => {

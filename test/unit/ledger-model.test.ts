@@ -10,7 +10,7 @@ import { appendFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { immediate, openStore } from '../../src/core/store.js';
-import { getAttempt } from '../../src/core/ledger.js';
+import { CLOSE_REASON, getAttempt } from '../../src/core/ledger.js';
 import { recoverOrphans } from '../../src/core/guard.js';
 import { appendCompaction, payload, rolloutLine, sandbox, type Sandbox } from '../helpers/workspace.js';
 import { crashClose, deadPid, hookInProcess, ledgerProblems, orphans, readLedger, reachable, sleep, type Reply } from '../helpers/ledger.js';
@@ -388,7 +388,7 @@ test('a crashed close is finished by the next tracked PreToolUse (claimed once) 
   const a = l.attempt('S/c1')!;
   assert.equal(a.state, 'closed');
   assert.equal(a.recovery_gen, 1);
-  assert.equal(a.end_reason, 'recovered after the closing hook died');
+  assert.equal(a.end_reason, CLOSE_REASON.recovered);
   assert.equal(a.closer_pid, process.pid, 'the recoverer (this process) claimed it');
   const rec = l.changes.filter((c) => c.path === 'a.txt');
   assert.equal(rec.length, 1);

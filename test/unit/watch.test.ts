@@ -3,16 +3,18 @@
 // what a full observation of the same tree reports, while stat-ing only what changed.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { chmodSync, linkSync, mkdirSync, renameSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import fc from 'fast-check';
+import { CLOSE_REASON } from '../../src/core/ledger.js';
 import { MIGRATIONS } from '../../src/core/schema.js';
 import { openStore, type Db } from '../../src/core/store.js';
 import { observeTree, snapshotTree, type TreeObservation } from '../../src/core/tree.js';
 import { syncWatcher } from '../../src/watch/client.js';
 import { git, tmpDir } from '../helpers/git.js';
+import { bash, payload, sandbox } from '../helpers/workspace.js';
 
 const LATCH = path.resolve('dist', 'latch.cjs');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -355,4 +357,52 @@ test('watcher: a journal entry that says coverage was lost makes the next observ
   assert.deepEqual(summary(o), ['modified a/one.txt']);
   child.kill('SIGTERM');
   await exited(child);
+});
+
+/** One hook as a real process (dist/latch.cjs), as Codex runs it. */
+function hookProcess(env: NodeJS.ProcessEnv, p: Record<string, unknown>): string {
+  const r = spawnSync(process.execPath, [LATCH, 'hook', 'codex'], { input: JSON.stringify(p), env, encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  return r.stdout;
+}
+
+test('hooks: a Close is observed by the ready watcher, without it by the hook; both attribute the change to the call', async () => {
+  const sb = sandbox();
+  try {
+    const closes: string[] = [];
+    const step = (name: string, file: string) => {
+      const pre = bash(sb, `echo ${name} > ${file}`, { tool_use_id: name });
+      assert.equal(hookProcess(sb.env, pre), '', 'allowed');
+      writeFileSync(path.join(sb.work, file), `${name}\n`);
+      hookProcess(sb.env, payload('post-tool-use-bash', sb, { tool_use_id: name, tool_input: pre.tool_input }));
+      const db = openStore(sb.home, { create: false });
+      try {
+        const a = db.prepare('SELECT state, end_reason FROM attempts WHERE id = ?').get(`S/${name}`) as { state: string; end_reason: string };
+        const c = db.prepare('SELECT attribution, attempt_id FROM changes WHERE path = ? ORDER BY id DESC').get(file) as { attribution: string; attempt_id: string | null };
+        assert.equal(a.state, 'closed');
+        closes.push(a.end_reason);
+        assert.ok(c.attribution === 'attempt' || c.attribution === 'unknown', `${name}: ${c.attribution}`);
+        if (c.attribution === 'attempt') assert.equal(c.attempt_id, `S/${name}`);
+      } finally {
+        db.close();
+      }
+    };
+    const db = openStore(sb.home, { create: false });
+    step('call_1', 'one.txt'); // the first tracked call takes the baseline and starts the watcher
+    const w = await waitFor('the watcher', () => {
+      const r = watcherRow(db, sb.work);
+      return r?.state === 'ready' ? r : undefined;
+    });
+    pids.push(w.pid);
+    step('call_2', 'two.txt');
+    step('call_3', 'three.txt');
+    process.kill(w.pid, 'SIGKILL');
+    step('call_4', 'four.txt');
+    db.close();
+    assert.equal(closes[0], CLOSE_REASON.hook, 'no watcher yet: the hook observed');
+    assert.deepEqual(closes.slice(1, 3), [CLOSE_REASON.watcher, CLOSE_REASON.watcher]);
+    assert.equal(closes[3], CLOSE_REASON.hook, 'watcher killed: the hook observed');
+  } finally {
+    sb.cleanup();
+  }
 });
