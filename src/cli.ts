@@ -202,7 +202,8 @@ export async function cliMain(argv: string[], io: Io = processIo()): Promise<num
     // The workspace watcher process a hook starts (src/watch/client.ts); not a user command.
     const { runWatcher } = await import('./watch/daemon.js');
     const { latchHome } = await import('./core/paths.js');
-    return runWatcher({ home: latchHome(io.env), root: rest[0]! });
+    const code = await runWatcher({ home: latchHome(io.env), root: rest[0]! });
+    process.exit(code); // nothing it leaves behind may keep a stopped watcher alive
   }
   if (name === '--version' || name === '-V' || name === 'version') {
     io.out(`${VERSION}\n`);

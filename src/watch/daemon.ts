@@ -171,7 +171,7 @@ export function runWatcher(opts: WatcherOptions): Promise<number> {
   /** Watches `rel` and every directory below it. False when the directory bound is exceeded. */
   const watchTree = (rel: string): boolean => {
     const stack = [rel];
-    while (stack.length > 0) {
+    while (stack.length > 0 && !finished) {
       const d = stack.pop()!;
       const abs = d === '' ? root : path.join(root, d);
       const st = lstatSync(abs, { throwIfNoEntry: false });
@@ -221,6 +221,7 @@ export function runWatcher(opts: WatcherOptions): Promise<number> {
     const before = ignored;
     ignored = ignoredDirs(root) ?? new Set();
     for (const d of before) {
+      if (finished) return;
       if (ignored.has(d) || dirs.has(d)) continue;
       if (!lstatSync(path.join(root, d), { throwIfNoEntry: false })?.isDirectory()) continue;
       record(d, 'r');

@@ -299,6 +299,26 @@ test('watcher: too many directories: unavailable, hooks observe everything and d
   assert.equal(hinted(db, home, root).mode, 'full');
 });
 
+test('watcher: past the bound while watching (a new tree, an ignore rule gone): it gives up and its process ends', async () => {
+  for (const grow of [
+    (root: string) => {
+      for (let i = 0; i < 40; i++) mkdirSync(path.join(root, 'grown', `d${i}`, 'sub'), { recursive: true });
+    },
+    // node_modules/p*/ are no longer ignored (one holds a tracked file, so each is ignored on its own)
+    (root: string) => (git(root, 'add', '-f', 'node_modules/p2/lib/x.js'), write(root, '.gitignore', '*.log\n')),
+  ]) {
+    const root = makeRepo();
+    for (let i = 0; i < 40; i++) write(root, `node_modules/p${i}/lib/x.js`, 'x\n');
+    write(root, '.gitignore', '*.log\nbuild/\nnode_modules/\n');
+    const { db, child } = await watched(root, { LATCH_WATCH_MAX_DIRS: '30' });
+    grow(root);
+    assert.equal(await Promise.race([exited(child), sleep(15_000).then(() => 'still running')]), 0);
+    const row = watcherRow(db, root)!;
+    assert.equal(row.state, 'unavailable');
+    assert.match(row.reason ?? '', /more than 30 directories/);
+  }
+});
+
 test('watcher: killed -> the next sync starts a new one; its first observation is full, then hinted', async () => {
   const root = makeRepo();
   const { home, db, child } = await watched(root);
