@@ -1,4 +1,5 @@
 // `latch watch`: the workspace watchers (src/watch/daemon.ts) — list them, or stop them.
+import { EXIT } from '../core/errors.js';
 import { isAlive } from '../core/ledger.js';
 import { resolveWorkspace } from './status.js';
 import { json, withStore, type Io } from './io.js';
@@ -20,7 +21,7 @@ type Row = { workspace: string; pid: number; pid_start: string; state: string; d
 export async function watch(io: Io, opts: { action: string; cwd?: string; all?: boolean; json: boolean }): Promise<number> {
   if (opts.action !== 'status' && opts.action !== 'stop') {
     io.err('usage: latch watch [status|stop] [--cwd DIR | --all] [--json]\n');
-    return 64;
+    return EXIT.usage;
   }
   const workspace = opts.all ? null : opts.cwd !== undefined || opts.action === 'stop' ? resolveWorkspace(io, opts.cwd) : null;
   const rows = withStore(

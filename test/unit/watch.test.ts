@@ -13,6 +13,8 @@ import { MIGRATIONS } from '../../src/core/schema.js';
 import { openStore, type Db } from '../../src/core/store.js';
 import { observeTree, snapshotTree, type TreeObservation } from '../../src/core/tree.js';
 import { syncWatcher } from '../../src/watch/client.js';
+import { cliMain } from '../../src/cli.js';
+import { EXIT } from '../../src/core/errors.js';
 import { git, tmpDir } from '../helpers/git.js';
 import { bash, payload, sandbox } from '../helpers/workspace.js';
 
@@ -425,4 +427,33 @@ test('hooks: a Close is observed by the ready watcher, without it by the hook; b
   } finally {
     sb.cleanup();
   }
+});
+
+test('latch watch: lists the watchers (text and --json), stops them; a wrong action is a usage error', async () => {
+  const root = makeRepo();
+  const { home, db, child } = await watched(root);
+  let out = '';
+  let err = '';
+  const io = {
+    out: (t: string) => void (out += t),
+    err: (t: string) => void (err += t),
+    env: { ...process.env, LATCH_HOME: home },
+    cwd: root,
+    interactive: false,
+    ask: async () => '',
+    now: () => new Date().toISOString(),
+  };
+  assert.equal(await cliMain(['watch', '--json'], io), 0);
+  const list = (JSON.parse(out) as { watchers: { workspace: string; alive: boolean; state: string }[] }).watchers;
+  assert.deepEqual(list.map((w) => [w.workspace, w.alive, w.state]), [[root, true, 'ready']]);
+  out = '';
+  assert.equal(await cliMain(['watch'], io), 0);
+  assert.match(out, /ready; pid \d+; \d+ directories watched/);
+  out = '';
+  assert.equal(await cliMain(['watch', 'stop'], io), 0);
+  assert.match(out, /Stopped the watcher of/);
+  assert.equal(await exited(child), 0);
+  assert.equal(watcherRow(db, root), undefined);
+  assert.equal(await cliMain(['watch', 'restart'], io), EXIT.usage);
+  assert.match(err, /usage: latch watch/);
 });
