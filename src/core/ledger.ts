@@ -164,25 +164,26 @@ export interface ProcessId {
   start: string;
 }
 
-function procStart(pid: number): string | null {
+/** State (field 3) and start time in clock ticks (field 22) of /proc/<pid>/stat; null without /proc. */
+function procStat(pid: number): { state: string; start: string } | null {
   try {
-    // Field 22 of /proc/<pid>/stat is the start time in clock ticks; the comm field may hold spaces.
+    // The comm field may hold spaces and parentheses: fields are counted after its last ')'.
     const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const rest = text.slice(text.lastIndexOf(')') + 2).split(' ');
-    return rest[19] ?? null;
+    return rest[19] === undefined ? null : { state: rest[0] ?? '', start: rest[19] };
   } catch {
     return null;
   }
 }
 
 export function selfId(): ProcessId {
-  return { pid: process.pid, start: procStart(process.pid) ?? 'unknown' };
+  return { pid: process.pid, start: procStat(process.pid)?.start ?? 'unknown' };
 }
 
 export function isAlive(owner: { pid: number | null; start: string | null }): boolean {
   if (!owner.pid) return false;
-  const start = procStart(owner.pid);
-  if (start === null) {
+  const stat = procStat(owner.pid);
+  if (stat === null) {
     // No /proc (not Linux): fall back to a signal-0 probe.
     try {
       process.kill(owner.pid, 0);
@@ -191,7 +192,9 @@ export function isAlive(owner: { pid: number | null; start: string | null }): bo
       return false;
     }
   }
-  return owner.start === 'unknown' || start === owner.start;
+  // A zombie has exited: nobody reaped it yet (a detached watcher under a PID 1 that does not reap).
+  if (stat.state === 'Z' || stat.state === 'X') return false;
+  return owner.start === 'unknown' || stat.start === owner.start;
 }
 
 /** Closing attempts whose closer died before recording: the recovery barrier's work list. */

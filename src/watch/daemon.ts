@@ -63,6 +63,8 @@ export function runWatcher(opts: WatcherOptions): Promise<number> {
   const root = path.resolve(opts.root);
   const idleMs = opts.idleMs ?? envNumber(process.env.LATCH_WATCH_IDLE_MS, DEFAULT_IDLE_MS);
   const maxDirs = opts.maxDirs ?? envNumber(process.env.LATCH_WATCH_MAX_DIRS, DEFAULT_MAX_DIRS);
+  // A workspace that is already gone (a hook's late start): leave before touching the store.
+  if (!lstatSync(root, { throwIfNoEntry: false })?.isDirectory()) return Promise.resolve(1);
   const db = openStore(opts.home, { create: false, busyTimeoutMs: 10_000 });
   const instance = randomBytes(8).toString('hex');
   const me = selfId();

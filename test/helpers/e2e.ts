@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { findRollout, runCodex, writeCodexConfig, type RunCodexResult } from '../../src/codex/driver.js';
 import { itemText, startFakeModel, type FakeModel, type FakeStep } from '../../src/fake-model/server.js';
+import { stopWatchers } from './workspace.js';
 
 export const LATCH = resolve('dist', 'latch.cjs');
 if (!existsSync(LATCH)) throw new Error('dist/latch.cjs is missing: run `npm run build` before the e2e tests');
@@ -94,7 +95,8 @@ export async function setupEnv(steps: FakeStep[], opts: { latchConfig?: string; 
     },
     async cleanup() {
       await fake.close();
-      rmSync(base, { recursive: true, force: true, maxRetries: 5 });
+      stopWatchers(latchHome);
+      rmSync(base, { recursive: true, force: true, maxRetries: 10 });
     },
   };
 }

@@ -17,7 +17,7 @@ export const GIT_ENV = {
 const temps: string[] = [];
 after(() => {
   // maxRetries: a workspace watcher a hook started may still be leaving (it removes its cookie directory).
-  for (const d of temps) rmSync(d, { recursive: true, force: true, maxRetries: 5 });
+  for (const d of temps) rmSync(d, { recursive: true, force: true, maxRetries: 10 });
 });
 
 /** A temp directory removed when the test file ends. */

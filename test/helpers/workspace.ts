@@ -1,8 +1,9 @@
 // Temp workspaces, Latch homes and Codex-shaped payloads for unit tests (the acceptance tests use the real Codex).
 import { execFileSync } from 'node:child_process';
-import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { isAlive } from '../../src/core/ledger.js';
 import { openStore } from '../../src/core/store.js';
 
 export interface Sandbox {
@@ -28,7 +29,34 @@ export function sandbox(opts: { git?: boolean; store?: boolean } = {}): Sandbox 
   if (opts.store !== false) openStore(home, { create: true }).close();
   const transcript = join(base, 'rollout.jsonl');
   writeFileSync(transcript, rolloutLine('session_meta', { id: 'S', session_id: 'S', cwd: work, cli_version: '0.169.0' }));
-  return { base, work, home, transcript, env: { ...process.env, LATCH_HOME: home }, cleanup: () => rmSync(base, { recursive: true, force: true, maxRetries: 5 }) };
+  const cleanup = () => {
+    stopWatchers(home);
+    rmSync(base, { recursive: true, force: true, maxRetries: 10 });
+  };
+  return { base, work, home, transcript, env: { ...process.env, LATCH_HOME: home }, cleanup };
+}
+
+/**
+ * Stops the workspace watchers a test's hooks started under this Latch home and waits (up to 3 s)
+ * for them to exit, so that removing the home does not race with a watcher still writing there.
+ */
+export function stopWatchers(home: string): void {
+  if (!existsSync(join(home, 'latch.db'))) return;
+  let rows: { pid: number; pid_start: string }[] = [];
+  try {
+    const db = openStore(home, { create: false, readonly: true });
+    try {
+      rows = db.prepare('SELECT pid, pid_start FROM watchers').all() as typeof rows;
+    } finally {
+      db.close();
+    }
+  } catch {
+    return;
+  }
+  const alive = (r: { pid: number; pid_start: string }) => isAlive({ pid: r.pid, start: r.pid_start });
+  for (const r of rows) if (alive(r)) process.kill(r.pid, 'SIGTERM');
+  const sleeper = new Int32Array(new SharedArrayBuffer(4));
+  for (let waited = 0; waited < 3000 && rows.some(alive); waited += 20) Atomics.wait(sleeper, 0, 0, 20);
 }
 
 export function rolloutLine(type: string, payload: unknown): string {

@@ -4,11 +4,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chmodSync, linkSync, mkdirSync, renameSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, linkSync, mkdirSync, readFileSync, renameSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import fc from 'fast-check';
-import { CLOSE_REASON } from '../../src/core/ledger.js';
+import { CLOSE_REASON, isAlive } from '../../src/core/ledger.js';
 import { MIGRATIONS } from '../../src/core/schema.js';
 import { openStore, type Db } from '../../src/core/store.js';
 import { observeTree, snapshotTree, type TreeObservation } from '../../src/core/tree.js';
@@ -456,4 +456,20 @@ test('latch watch: lists the watchers (text and --json), stops them; a wrong act
   assert.equal(watcherRow(db, root), undefined);
   assert.equal(await cliMain(['watch', 'restart'], io), EXIT.usage);
   assert.match(err, /usage: latch watch/);
+});
+
+test('isAlive: a process that exited but was not reaped yet (a zombie) is not alive', () => {
+  // The event loop is blocked below, so Node cannot reap the child: it stays a zombie meanwhile (as a
+  // detached watcher does under a PID 1 that never reaps).
+  const child = spawn(process.execPath, ['-e', '0'], { stdio: 'ignore' });
+  const me = { pid: child.pid!, start: 'unknown' };
+  const sleeper = new Int32Array(new SharedArrayBuffer(4));
+  let zombie = false;
+  for (let i = 0; i < 200 && !zombie; i++) {
+    Atomics.wait(sleeper, 0, 0, 10);
+    zombie = /\) Z /.test(readFileSync(`/proc/${child.pid}/stat`, 'utf8'));
+  }
+  assert.ok(zombie, 'the child became a zombie');
+  assert.equal(isAlive(me), false);
+  assert.equal(isAlive({ pid: process.pid, start: 'unknown' }), true);
 });
