@@ -20,15 +20,13 @@ import { bash, payload, sandbox } from '../helpers/workspace.js';
 
 const LATCH = path.resolve('dist', 'latch.cjs');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const pids: number[] = [];
+// Watchers still running when this file ends are killed: children by their handle (only while they
+// run), others (started by a hook) only while their pid still names the same process (pids wrap).
+const children: ChildProcess[] = [];
+const detached: { pid: number; start: string }[] = [];
 process.on('exit', () => {
-  for (const pid of pids) {
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      /* gone */
-    }
-  }
+  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  for (const d of detached) if (isAlive(d)) process.kill(d.pid, 'SIGKILL');
 });
 
 function write(root: string, rel: string, content: string): void {
@@ -40,12 +38,13 @@ function write(root: string, rel: string, content: string): void {
 interface WatchRow {
   instance: string;
   pid: number;
+  pid_start: string;
   state: string;
   reason: string | null;
 }
 
 function watcherRow(db: Db, root: string): WatchRow | undefined {
-  return db.prepare('SELECT instance, pid, state, reason FROM watchers WHERE workspace = ?').get(root) as WatchRow | undefined;
+  return db.prepare('SELECT instance, pid, pid_start, state, reason FROM watchers WHERE workspace = ?').get(root) as WatchRow | undefined;
 }
 
 async function waitFor<T>(what: string, fn: () => T | undefined | false, ms = 15_000): Promise<T> {
@@ -69,7 +68,7 @@ async function watched(root: string, env: NodeJS.ProcessEnv = {}): Promise<{ hom
 
 function startWatcher(home: string, root: string, env: NodeJS.ProcessEnv = {}): ChildProcess {
   const child = spawn(process.execPath, [LATCH, '__watch', root], { env: { ...process.env, LATCH_HOME: home, ...env }, stdio: 'ignore' });
-  if (child.pid) pids.push(child.pid);
+  children.push(child);
   return child;
 }
 
@@ -335,7 +334,7 @@ test('watcher: killed -> the next sync starts a new one; its first observation i
     const r = watcherRow(db, root);
     return r && r.instance !== old.instance && r.state === 'ready' ? r : undefined;
   });
-  pids.push(fresh.pid);
+  detached.push({ pid: fresh.pid, start: fresh.pid_start });
   const o = hinted(db, home, root);
   assert.equal(o.mode, 'full', 'another instance: everything is stat\'ed');
   assert.deepEqual(summary(o), ['modified a/one.txt']);
@@ -415,7 +414,7 @@ test('hooks: a Close is observed by the ready watcher, without it by the hook; b
       const r = watcherRow(db, sb.work);
       return r?.state === 'ready' ? r : undefined;
     });
-    pids.push(w.pid);
+    detached.push({ pid: w.pid, start: w.pid_start });
     step('call_2', 'two.txt');
     step('call_3', 'three.txt');
     process.kill(w.pid, 'SIGKILL');
