@@ -95,7 +95,7 @@ export async function setupEnv(steps: FakeStep[], opts: { latchConfig?: string; 
     },
     async cleanup() {
       await fake.close();
-      stopWatchers(latchHome);
+      stopWatchers(latchHome, base);
       rmSync(base, { recursive: true, force: true, maxRetries: 10 });
     },
   };

@@ -1,6 +1,6 @@
 // Temp workspaces, Latch homes and Codex-shaped payloads for unit tests (the acceptance tests use the real Codex).
 import { execFileSync } from 'node:child_process';
-import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isAlive } from '../../src/core/ledger.js';
@@ -30,33 +30,59 @@ export function sandbox(opts: { git?: boolean; store?: boolean } = {}): Sandbox 
   const transcript = join(base, 'rollout.jsonl');
   writeFileSync(transcript, rolloutLine('session_meta', { id: 'S', session_id: 'S', cwd: work, cli_version: '0.169.0' }));
   const cleanup = () => {
-    stopWatchers(home);
+    stopWatchers(home, base);
     rmSync(base, { recursive: true, force: true, maxRetries: 10 });
   };
   return { base, work, home, transcript, env: { ...process.env, LATCH_HOME: home }, cleanup };
 }
 
 /**
- * Stops the workspace watchers a test's hooks started under this Latch home and waits (up to 3 s)
- * for them to exit, so that removing the home does not race with a watcher still writing there.
+ * Stops the workspace watchers a test's hooks started under this Latch home, and any watcher process
+ * for a workspace under `base` (one a killed hook started may not have registered yet), and waits
+ * (up to 3 s) for them to exit, so that removing the directories does not race with a watcher.
  */
-export function stopWatchers(home: string): void {
-  if (!existsSync(join(home, 'latch.db'))) return;
+export function stopWatchers(home: string, base?: string): void {
   let rows: { pid: number; pid_start: string }[] = [];
-  try {
-    const db = openStore(home, { create: false, readonly: true });
+  if (existsSync(join(home, 'latch.db'))) {
     try {
-      rows = db.prepare('SELECT pid, pid_start FROM watchers').all() as typeof rows;
-    } finally {
-      db.close();
+      const db = openStore(home, { create: false, readonly: true });
+      try {
+        rows = db.prepare('SELECT pid, pid_start FROM watchers').all() as typeof rows;
+      } finally {
+        db.close();
+      }
+    } catch {
+      rows = [];
     }
-  } catch {
-    return;
   }
+  if (base) rows.push(...watcherProcessesUnder(base));
   const alive = (r: { pid: number; pid_start: string }) => isAlive({ pid: r.pid, start: r.pid_start });
   for (const r of rows) if (alive(r)) process.kill(r.pid, 'SIGTERM');
   const sleeper = new Int32Array(new SharedArrayBuffer(4));
   for (let waited = 0; waited < 3000 && rows.some(alive); waited += 20) Atomics.wait(sleeper, 0, 0, 20);
+}
+
+/** `latch __watch ROOT` processes whose ROOT is under base (from /proc; Linux only). */
+function watcherProcessesUnder(base: string): { pid: number; pid_start: string }[] {
+  const out: { pid: number; pid_start: string }[] = [];
+  let entries: string[];
+  try {
+    entries = readdirSync('/proc').filter((n) => /^\d+$/.test(n));
+  } catch {
+    return out;
+  }
+  for (const n of entries) {
+    try {
+      const argv = readFileSync(`/proc/${n}/cmdline`, 'utf8').split('\0');
+      const i = argv.indexOf('__watch');
+      if (i < 0 || !argv[i + 1]?.startsWith(base + '/')) continue;
+      const stat = readFileSync(`/proc/${n}/stat`, 'utf8');
+      out.push({ pid: Number(n), pid_start: stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] ?? 'unknown' });
+    } catch {
+      /* gone meanwhile */
+    }
+  }
+  return out;
 }
 
 export function rolloutLine(type: string, payload: unknown): string {
