@@ -1271,6 +1271,13 @@ export function observeTree(root: string, db: Database, opts: { isGit?: boolean;
     sha256: oldSha!.toString('hex', j * 32, j * 32 + 32),
   });
 
+  /** Slot i takes slot j's cached entry (nothing to copy when the listing is reused: i === j). */
+  const keepSlot = (i: number, j: number): void => {
+    if (reused) return;
+    num.set(oldNum!.subarray(j * NUM, j * NUM + NUM), i * NUM);
+    oldSha!.copy(sha, i * 32, j * 32, j * 32 + 32);
+  };
+
   // One listed path: stat it (unless the journal shows it unchanged), hash it when its stat changed,
   // record the change and update slot i.
   const visit = (i: number): void => {
@@ -1286,6 +1293,14 @@ export function observeTree(root: string, db: Database, opts: { isGit?: boolean;
         seenOld!.add(k);
       }
     }
+    if (journal && j >= 0 && !journal.paths.has(rel) && (journal.entries.size === 0 || !below(journal.entries, rel))) {
+      // Not journaled since the stored state: unchanged, its slot stays.
+      files++;
+      stats.reused++;
+      kind[i] = KIND_CACHED;
+      keepSlot(i, j);
+      return;
+    }
     const o = i * NUM;
     // The old values of slot j, read before slot i (== j when reused) is overwritten.
     let oMode = 0, oSize = 0, oDev = 0, oIno = 0, oMtime = 0, oCtime = 0, oAt = 0;
@@ -1298,17 +1313,6 @@ export function observeTree(root: string, db: Database, opts: { isGit?: boolean;
       oCtime = oldNum![q + F_CTIME]!;
       oMode = oldNum![q + F_MODE]!;
       oAt = oldNum![q + F_AT]!;
-    }
-    if (journal && j >= 0 && !journal.paths.has(rel) && (journal.entries.size === 0 || !below(journal.entries, rel))) {
-      // Not journaled since the stored state: unchanged, its slot stays.
-      files++;
-      stats.reused++;
-      kind[i] = KIND_CACHED;
-      if (!reused) {
-        num.set(oldNum!.subarray(j * NUM, j * NUM + NUM), o);
-        oldSha!.copy(sha, i * 32, j * 32, j * 32 + 32);
-      }
-      return;
     }
     statted++;
     const abs = absRoot + sep + (slash ? rel : rel.split('/').join(sep));
@@ -1352,10 +1356,7 @@ export function observeTree(root: string, db: Database, opts: { isGit?: boolean;
       if (mtime < oAt) {
         stats.reused++;
         kind[i] = KIND_CACHED;
-        if (!reused) {
-          num.set(oldNum!.subarray(j * NUM, j * NUM + NUM), o);
-          oldSha!.copy(sha, i * 32, j * 32, j * 32 + 32);
-        }
+        keepSlot(i, j);
         return;
       }
       racy = true;
@@ -1391,10 +1392,7 @@ export function observeTree(root: string, db: Database, opts: { isGit?: boolean;
       // Changed while being read: not cached; the previous cached data (if any) stays, as in snapshotTree.
       kind[i] = KIND_OTHER;
       loose.set(i, after ?? { path: rel, mode, size: hashedSize, sha256: digest.toString('hex') });
-      if (!reused && j >= 0) {
-        num.set(oldNum!.subarray(j * NUM, j * NUM + NUM), o);
-        oldSha!.copy(sha, i * 32, j * 32, j * 32 + 32);
-      }
+      if (j >= 0) keepSlot(i, j);
     }
   };
   if (reused && journal) {
