@@ -125,6 +125,48 @@ export function findPiece(buf: Buffer, needle: PieceNeedle, from: number, to: nu
   }
 }
 
+/**
+ * findPiece for the lines of one buffer taken in order, for a rare needle: the piece is searched
+ * natively from a line to its next occurrence in the buffer, however far, and that answer is kept
+ * for the following lines, so a buffer is searched about once per piece occurrence instead of once
+ * per line (and without a subarray per line).
+ *
+ * Exact: `next` is the first occurrence of the piece in buf at or after `from` (-1: none), so for
+ * any i in [from, next] (or any i >= from when next is -1) it is also the first one at or after i.
+ * The answer is reused only for the same `dv`, which the caller guarantees is a view made for one
+ * unchanging content of buf (LineSplitter makes a new DataView for every chunk and every carried
+ * line); anything else searches afresh. From the first occurrence on, the pieces are tried in
+ * order as findPiece tries them.
+ */
+export class PieceScanner {
+  private dv: DataView | null = null;
+  private from = 0;
+  private next = -1;
+
+  constructor(readonly needle: PieceNeedle) {}
+
+  find(buf: Buffer, dv: DataView, from: number, to: number): number {
+    const nd = this.needle;
+    if (to - from < nd.bytes.length) return -1;
+    let i = from + nd.at;
+    for (;;) {
+      let j: number;
+      if (this.dv === dv && this.from <= i && (this.next < 0 || i <= this.next)) j = this.next;
+      else {
+        j = buf.indexOf(nd.piece, i);
+        this.dv = dv;
+        this.from = i;
+        this.next = j;
+      }
+      if (j < 0) return -1;
+      const start = j - nd.at;
+      if (start + nd.bytes.length > to) return -1;
+      if (matchAt(buf, start, nd.bytes)) return start;
+      i = j + 1;
+    }
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Line heads
 

@@ -23,7 +23,6 @@ import {
   exitCodeAt,
   FIELD_AT,
   find,
-  findPiece,
   INPUT_KEY,
   jsonStringEnd,
   matchAt,
@@ -34,6 +33,7 @@ import {
   pagedHead,
   payloadTypeAt,
   PieceNeedle,
+  PieceScanner,
   quoteAt,
   SCANNED,
   stringEndShort,
@@ -811,6 +811,8 @@ class Analyser {
   readonly attemptList: Attempt[] = [];
   attemptDropped = 0;
   private readonly pending = new PendingCalls();
+  /** The item_completed / item_started lines' search for a compaction item (rare: see PieceScanner). */
+  private readonly ccItem = new PieceScanner(CC_ITEM);
   hookBlocked = 0;
   readonly blockedLatch = new Set<string>();
   blockedOther = 0;
@@ -1323,7 +1325,7 @@ class Analyser {
 
   private eventMsg(sub: string | null, buf: Buffer, s: number, e: number, n: number, headEnd: number): void {
     if (sub === 'item_completed' || sub === 'item_started') {
-      if (findPiece(buf, CC_ITEM, s, headEnd) >= 0) {
+      if (this.ccItem.find(buf, this.dv, s, headEnd) >= 0) {
         const m = /"item":\{"type":"ContextCompaction","id":"((?:[^"\\]|\\.)*)"/.exec(buf.toString('utf8', s, headEnd));
         this.marker('item', m?.[1] ?? null, n, buf, s, e);
       }

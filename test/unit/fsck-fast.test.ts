@@ -19,6 +19,7 @@ import {
   PAGED,
   pagedHead,
   PieceNeedle,
+  PieceScanner,
   SCANNED,
   stringEnd,
   stringEndShort,
@@ -116,6 +117,29 @@ test('word and piece searches agree with the byte ones', () => {
       for (let at = 0; at <= b.length; at++) assert.equal(matchWords(b, view(b), at, w), matchAt(b, at, w.bytes));
     }),
     { numRuns: 500 },
+  );
+});
+
+test('a PieceScanner finds what find does, over ranges in any order and buffers that change', () => {
+  const needle = '"type":"ContextCompaction"';
+  const scanner = new PieceScanner(new PieceNeedle(Buffer.from(needle), 15));
+  const text = textOf([needle, 'Compac', 'ContextCompaction"', '"type":"Context', 'CommandExecution', '"type":"', '\n']);
+  fc.assert(
+    fc.property(fc.array(fc.tuple(text, fc.array(fc.tuple(fc.nat(200), fc.nat(60)), { maxLength: 12 }), fc.boolean()), { maxLength: 4 }), (bufs) => {
+      // One Buffer reused for every "chunk" (as the reader reuses its buffers), with a new view each time.
+      const b = Buffer.alloc(4096, 0x78);
+      for (const [t, ranges, sorted] of bufs) {
+        const n = b.write(t);
+        b.fill(0x78, n);
+        const dv = view(b);
+        const rs = sorted ? [...ranges].sort((x, y) => x[0] - y[0]) : ranges;
+        for (const [from, len] of rs) {
+          const to = Math.min(b.length, from + len);
+          assert.equal(scanner.find(b, dv, from, to), find(b, needle, from, to), `${t} ${from} ${to}`);
+        }
+      }
+    }),
+    { numRuns: 1000 },
   );
 });
 
