@@ -288,13 +288,15 @@ async function closeAttempt(ctx: GuardContext, db: Db, row: SessionRow, obs: Obs
     return;
   }
   // A ready workspace watcher observes for the Close itself (it holds the journal and compiled code).
-  if (observeByWatcher(db, ctx.home, row.workspace)) {
+  const byWatcher = observeByWatcher(db, ctx.home, row.workspace);
+  if (byWatcher === 'done') {
     immediate(db, () => endClose(db, id, ctx.now(), CLOSE_REASON.watcher));
     return;
   }
   const observer = await loadObserver();
-  // Synced with the workspace watcher (when one runs), the Close stats only what it journaled.
-  const watch = observer.syncWatcher(db, ctx.home, row.workspace);
+  // Synced with the workspace watcher (when one runs), the Close stats only what it journaled; a
+  // watcher that just left a request unanswered is not waited for twice (full observation).
+  const watch = byWatcher === 'unanswered' ? null : observer.syncWatcher(db, ctx.home, row.workspace);
   immediate(db, () => {
     observer.observeWorkspace(db, row.workspace, 'close', ctx.now(), undefined, { watch });
     endClose(db, id, ctx.now(), CLOSE_REASON.hook);

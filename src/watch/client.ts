@@ -1,13 +1,12 @@
 // The hook's side of the workspace watcher (src/watch/daemon.ts): find the live watcher of a
 // workspace, start one when there is none, and sync with it before an observation.
-import { childProcess } from '../core/lazy.js';
 import { existsSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { childProcess } from '../core/lazy.js';
 import { isAlive } from '../core/ledger.js';
 import { cookieDir } from '../core/paths.js';
 import type { Db } from '../core/store.js';
-
 
 /** A watcher the caller has synced with: its journal holds every change made before the sync. */
 export interface WatchSync {
@@ -31,7 +30,8 @@ const OBSERVE_TIMEOUT_MS = 5_000;
 export const FAILED = '.failed';
 
 let cookieCounter = 0;
-const sleeper = new Int32Array(new SharedArrayBuffer(4));
+/** For Atomics.wait while polling a cookie; made on first use (this module is on every hook's path). */
+let sleeper: Int32Array | undefined;
 
 export function watchEnabled(env: NodeJS.ProcessEnv = process.env): boolean {
   return env.LATCH_WATCH !== 'off' && process.platform === 'linux';
@@ -63,7 +63,7 @@ function request(home: string, instance: string, kind: 's' | 'o', timeoutMs: num
         break; // answered at the last moment
       }
     }
-    if (spins > 20) Atomics.wait(sleeper, 0, 0, 0.1);
+    if (spins > 20) Atomics.wait((sleeper ??= new Int32Array(new SharedArrayBuffer(4))), 0, 0, 0.1);
   }
   try {
     unlinkSync(`${cookie}${FAILED}`);
@@ -90,13 +90,15 @@ export function syncWatcher(db: Db, home: string, workspace: string): WatchSync 
 /**
  * Has the workspace's ready watcher observe the workspace for a Close (after flushing its journal,
  * with its already compiled code: cheaper than this process loading and running the observation).
- * false: no ready watcher, no answer in time, or the observation failed there; the caller observes.
+ * 'done': observed. Otherwise the caller observes: 'no-watcher' (none ready), 'failed' (the
+ * observation failed there), 'unanswered' (no answer in time: a sync would not be answered either).
  */
-export function observeByWatcher(db: Db, home: string, workspace: string): boolean {
-  if (!watchEnabled()) return false;
+export function observeByWatcher(db: Db, home: string, workspace: string): 'done' | 'failed' | 'unanswered' | 'no-watcher' {
+  if (!watchEnabled()) return 'no-watcher';
   const row = watcherRow(db, workspace);
-  if (!row || !usable(row)) return false;
-  return request(home, row.instance, 'o', OBSERVE_TIMEOUT_MS) === 'done';
+  if (!row || !usable(row)) return 'no-watcher';
+  const answer = request(home, row.instance, 'o', OBSERVE_TIMEOUT_MS);
+  return answer === 'none' ? 'unanswered' : answer;
 }
 
 /** Starts a watcher when the workspace has none (or a dead one); no sync. */

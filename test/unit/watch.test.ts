@@ -387,7 +387,7 @@ function hookProcess(env: NodeJS.ProcessEnv, p: Record<string, unknown>): string
   return r.stdout;
 }
 
-test('hooks: a Close is observed by the ready watcher, without it by the hook; both attribute the change to the call', async () => {
+test('hooks: a Close is observed by the ready watcher, without it (or when it stalls) by the hook; all attribute the change to the call', async () => {
   const sb = sandbox();
   try {
     const closes: string[] = [];
@@ -417,12 +417,20 @@ test('hooks: a Close is observed by the ready watcher, without it by the hook; b
     detached.push({ pid: w.pid, start: w.pid_start });
     step('call_2', 'two.txt');
     step('call_3', 'three.txt');
-    process.kill(w.pid, 'SIGKILL');
+    // A watcher that does not answer: the hook waits out one request (5 s), not a second sync too.
+    process.kill(w.pid, 'SIGSTOP');
+    const t0 = Date.now();
     step('call_4', 'four.txt');
+    const waited = Date.now() - t0;
+    process.kill(w.pid, 'SIGCONT');
+    assert.ok(waited >= 5_000 && waited < 6_800, `the stalled watcher cost ${waited} ms`);
+    process.kill(w.pid, 'SIGKILL');
+    step('call_5', 'five.txt');
     db.close();
     assert.equal(closes[0], CLOSE_REASON.hook, 'no watcher yet: the hook observed');
     assert.deepEqual(closes.slice(1, 3), [CLOSE_REASON.watcher, CLOSE_REASON.watcher]);
-    assert.equal(closes[3], CLOSE_REASON.hook, 'watcher killed: the hook observed');
+    assert.equal(closes[3], CLOSE_REASON.hook, 'watcher stalled: the hook observed');
+    assert.equal(closes[4], CLOSE_REASON.hook, 'watcher killed: the hook observed');
   } finally {
     sb.cleanup();
   }
