@@ -6,12 +6,12 @@ import { homedir, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parse as parseToml } from 'smol-toml';
 import { errorMessage, EXIT } from '../core/errors.js';
-import { isAlive } from '../core/ledger.js';
 import { dbPath } from '../core/paths.js';
 import { openStore, SCHEMA_VERSION } from '../core/store.js';
 import { codexVersion, listCodexHooks, resolveCodex, runBounded, type CodexCommand, type CodexHookInfo, type HooksListEntry } from '../codex/app-server.js';
 import { homeOf, type Io } from './io.js';
 import { hookCommand, hooksFilePath, isLatchHandler, LATCH_EVENTS } from './setup.js';
+import { listWatchers, type WatcherJson } from './watch.js';
 
 declare const __LATCH_VERSION__: string | undefined;
 const VERSION = typeof __LATCH_VERSION__ === 'string' ? __LATCH_VERSION__ : '0.0.0-dev';
@@ -600,20 +600,20 @@ function checkWatchers(io: Io): Check {
   if (process.platform !== 'linux') return { name, status: 'ok', detail: `not available on ${process.platform}: each Close stats every tracked file` };
   const home = homeOf(io);
   if (!existsSync(dbPath(home))) return { name, status: 'ok', detail: 'none yet (a hook starts one per workspace)' };
-  let rows: { workspace: string; pid: number; pid_start: string; state: string; dirs: number; reason: string | null }[];
+  let rows: WatcherJson[];
   try {
     const db = openStore(home, { create: false, readonly: true });
     try {
-      rows = db.prepare('SELECT workspace, pid, pid_start, state, dirs, reason FROM watchers ORDER BY workspace').all() as typeof rows;
+      rows = listWatchers(db, null);
     } finally {
       db.close();
     }
   } catch (err) {
     return { name, status: 'warn', detail: `cannot read the watchers: ${errorMessage(err)}`, fix: 'latch doctor (see the store check)' };
   }
-  const running = rows.filter((r) => r.state !== 'unavailable' && isAlive({ pid: r.pid, start: r.pid_start }));
+  const running = rows.filter((r) => r.state !== 'unavailable' && r.alive);
   const unavailable = rows.filter((r) => r.state === 'unavailable');
-  const lines = [`${running.length} running${running.length ? ': ' + running.map((r) => `${r.workspace} (${r.dirs} directories)`).join(', ') : ' (a hook starts one per workspace)'}`];
+  const lines = [`${running.length} running${running.length ? ': ' + running.map((r) => `${r.workspace} (${r.directories} directories)`).join(', ') : ' (a hook starts one per workspace)'}`];
   for (const r of unavailable) lines.push(`unavailable for ${r.workspace}: ${r.reason ?? 'no reason recorded'}; each Close there stats every tracked file`);
   if (unavailable.length === 0) return { name, status: 'ok', detail: lines.join('\n') };
   return {

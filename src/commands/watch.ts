@@ -2,9 +2,10 @@
 import { EXIT } from '../core/errors.js';
 import { isAlive } from '../core/ledger.js';
 import { resolveWorkspace } from './status.js';
+import type { Db } from '../core/store.js';
 import { json, withStore, type Io } from './io.js';
 
-interface WatcherJson {
+export interface WatcherJson {
   workspace: string;
   pid: number;
   alive: boolean;
@@ -18,21 +19,12 @@ interface WatcherJson {
 
 type Row = { workspace: string; pid: number; pid_start: string; state: string; dirs: number; flushed_seq: number; reason: string | null; started_at: string; updated_at: string };
 
-export async function watch(io: Io, opts: { action: string; cwd?: string; all?: boolean; json: boolean }): Promise<number> {
-  if (opts.action !== 'status' && opts.action !== 'stop') {
-    io.err('usage: latch watch [status|stop] [--cwd DIR | --all] [--json]\n');
-    return EXIT.usage;
-  }
-  const workspace = opts.all ? null : opts.cwd !== undefined || opts.action === 'stop' ? resolveWorkspace(io, opts.cwd) : null;
-  const rows = withStore(
-    io,
-    (db) =>
-      (workspace === null
-        ? db.prepare('SELECT * FROM watchers ORDER BY workspace').all()
-        : db.prepare('SELECT * FROM watchers WHERE workspace = ?').all(workspace)) as Row[],
-    { ifMissing: () => [] as Row[] },
-  );
-  const list: WatcherJson[] = rows.map((r) => ({
+/** The watchers of one workspace (or all), each with whether its process still runs. */
+export function listWatchers(db: Db, workspace: string | null): WatcherJson[] {
+  const rows = (
+    workspace === null ? db.prepare('SELECT * FROM watchers ORDER BY workspace').all() : db.prepare('SELECT * FROM watchers WHERE workspace = ?').all(workspace)
+  ) as Row[];
+  return rows.map((r) => ({
     workspace: r.workspace,
     pid: r.pid,
     alive: isAlive({ pid: r.pid, start: r.pid_start }),
@@ -43,6 +35,15 @@ export async function watch(io: Io, opts: { action: string; cwd?: string; all?: 
     started_at: r.started_at,
     updated_at: r.updated_at,
   }));
+}
+
+export async function watch(io: Io, opts: { action: string; cwd?: string; all?: boolean; json: boolean }): Promise<number> {
+  if (opts.action !== 'status' && opts.action !== 'stop') {
+    io.err('usage: latch watch [status|stop] [--cwd DIR | --all] [--json]\n');
+    return EXIT.usage;
+  }
+  const workspace = opts.all ? null : opts.cwd !== undefined || opts.action === 'stop' ? resolveWorkspace(io, opts.cwd) : null;
+  const list = withStore(io, (db) => listWatchers(db, workspace), { ifMissing: () => [] as WatcherJson[] });
   if (opts.action === 'stop') {
     const stopped: string[] = [];
     for (const w of list) {
