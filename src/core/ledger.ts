@@ -165,7 +165,7 @@ export interface ProcessId {
 }
 
 /** State (field 3) and start time in clock ticks (field 22) of /proc/<pid>/stat; null without /proc. */
-function procStat(pid: number): { state: string; start: string } | null {
+export function procStat(pid: number): { state: string; start: string } | null {
   try {
     // The comm field may hold spaces and parentheses: fields are counted after its last ')'.
     const text = readFileSync(`/proc/${pid}/stat`, 'utf8');

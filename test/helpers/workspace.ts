@@ -3,7 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { isAlive } from '../../src/core/ledger.js';
+import { isAlive, procStat } from '../../src/core/ledger.js';
 import { openStore } from '../../src/core/store.js';
 
 export interface Sandbox {
@@ -76,8 +76,7 @@ function watcherProcessesUnder(base: string): { pid: number; pid_start: string }
       const argv = readFileSync(`/proc/${n}/cmdline`, 'utf8').split('\0');
       const i = argv.indexOf('__watch');
       if (i < 0 || !argv[i + 1]?.startsWith(base + '/')) continue;
-      const stat = readFileSync(`/proc/${n}/stat`, 'utf8');
-      out.push({ pid: Number(n), pid_start: stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] ?? 'unknown' });
+      out.push({ pid: Number(n), pid_start: procStat(Number(n))?.start ?? 'unknown' });
     } catch {
       /* gone meanwhile */
     }

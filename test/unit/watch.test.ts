@@ -4,11 +4,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chmodSync, linkSync, mkdirSync, readFileSync, renameSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, linkSync, mkdirSync, renameSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import fc from 'fast-check';
-import { CLOSE_REASON, isAlive } from '../../src/core/ledger.js';
+import { CLOSE_REASON, isAlive, procStat } from '../../src/core/ledger.js';
 import { MIGRATIONS } from '../../src/core/schema.js';
 import { openStore, type Db } from '../../src/core/store.js';
 import { observeTree, snapshotTree, type TreeObservation } from '../../src/core/tree.js';
@@ -474,7 +474,7 @@ test('isAlive: a process that exited but was not reaped yet (a zombie) is not al
   let zombie = false;
   for (let i = 0; i < 200 && !zombie; i++) {
     Atomics.wait(sleeper, 0, 0, 10);
-    zombie = /\) Z /.test(readFileSync(`/proc/${child.pid}/stat`, 'utf8'));
+    zombie = procStat(child.pid!)?.state === 'Z';
   }
   assert.ok(zombie, 'the child became a zombie');
   assert.equal(isAlive(me), false);
