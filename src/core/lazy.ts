@@ -2,9 +2,8 @@
 // require('node:child_process') costs ~1.6 ms, more than a Close that stats one file.
 import { createRequire } from 'node:module';
 
-const load = createRequire(import.meta.url);
 let cp: typeof import('node:child_process') | undefined;
 
 export function childProcess(): typeof import('node:child_process') {
-  return (cp ??= load('node:child_process') as typeof import('node:child_process'));
+  return (cp ??= createRequire(import.meta.url)('node:child_process') as typeof import('node:child_process'));
 }
