@@ -1,8 +1,8 @@
 // dist/latch.cjs: the process entry. It runs dist/main.cjs (the hook and the CLI switch) with a V8 code
 // cache (dist/main.cjs.v8cache, written by the build), which saves the hook most of its compile time
-// on every tool call. dist/slow.cjs (required lazily by main.cjs on a trip or a session's first sight)
-// and dist/observer.cjs (on a Close or a turn's end) get the same treatment (<file>.v8cache) through a
-// wrapper around the CommonJS loader for those two files. Node 22 has module.enableCompileCache(); Node 20 does not, hence this file.
+// on every tool call. dist/slow.cjs (required lazily by main.cjs on a trip or a session's first sight),
+// dist/observer.cjs (on a Close or a turn's end) and dist/cli.cjs (the commands) get the same
+// treatment (<file>.v8cache) through a wrapper around the CommonJS loader for those files. Node 22 has module.enableCompileCache(); Node 20 does not, hence this file.
 // Anything unexpected here falls back to a plain require: the cache is an optimisation, never a
 // condition (and the PreToolUse command maps any crash to a deny).
 import { accessSync, constants, readFileSync, renameSync, writeFileSync } from 'node:fs';
@@ -14,7 +14,7 @@ declare const __filename: string;
 
 const file = join(dirname(__filename), 'main.cjs');
 /** The lazily required bundles that get a code cache too. */
-const cachedFiles = new Set([join(dirname(__filename), 'slow.cjs'), join(dirname(__filename), 'observer.cjs')]);
+const cachedFiles = new Set(['slow.cjs', 'observer.cjs', 'cli.cjs'].map((f) => join(dirname(__filename), f)));
 
 type CompiledFn = (exports: unknown, require: NodeJS.Require, module: Module, filename: string, dirname: string) => void;
 type ModuleInternals = typeof Module & {
@@ -57,7 +57,7 @@ function compileCached(path: string): CompiledFn | null {
   return fn;
 }
 
-/** Routes require('./slow.cjs') and require('./observer.cjs') through compileCached; any other file keeps the default loader. */
+/** Routes require('./slow.cjs'), './observer.cjs' and './cli.cjs' through compileCached; any other file keeps the default loader. */
 function hookSlow(): void {
   const M = Module as ModuleInternals;
   const exts = M._extensions;

@@ -13,7 +13,8 @@
 // a checkpoint and a trip per compaction, denials vs blocked outputs, tree digests at checkpoint and
 // at verify, and the transcript prefix hashed at each checkpoint vs the bytes of FILE now.
 import { QUALIFIED_VERSIONS } from './qualify.js';
-import { createHash, type Hash } from 'node:crypto';
+import type { Hash } from 'node:crypto';
+import { nodeCrypto } from './lazy.js';
 import { closeSync, existsSync, fstatSync, openSync, read, readSync, realpathSync } from 'node:fs';
 import { basename, resolve } from 'node:path';
 import { errorMessage } from './errors.js';
@@ -98,7 +99,7 @@ export interface FsckOptions {
 // Prefix hashing (only while the store has checkpoints of this transcript)
 
 class PrefixHasher {
-  private hash: Hash | null = createHash('sha256');
+  private hash: Hash | null = nodeCrypto().createHash('sha256');
   private pos = 0;
   private targets: number[] = [];
   readonly digests = new Map<number, string>();
@@ -427,7 +428,7 @@ function prefixDigests(session: StoreSession | null, h: PrefixHasher | null, pla
 function hashFilePrefix(path: string, size: number): string {
   const fd = openSync(path, 'r');
   try {
-    const h = createHash('sha256');
+    const h = nodeCrypto().createHash('sha256');
     const buf = Buffer.allocUnsafe(CHUNK);
     let pos = 0;
     while (pos < size) {

@@ -7,3 +7,10 @@ let cp: typeof import('node:child_process') | undefined;
 export function childProcess(): typeof import('node:child_process') {
   return (cp ??= createRequire(import.meta.url)('node:child_process') as typeof import('node:child_process'));
 }
+
+let crypto: typeof import('node:crypto') | undefined;
+
+/** node:crypto, loaded on first use: `latch doctor FILE` hashes only when the store has checkpoints of FILE. */
+export function nodeCrypto(): typeof import('node:crypto') {
+  return (crypto ??= createRequire(import.meta.url)('node:crypto') as typeof import('node:crypto'));
+}
