@@ -4,8 +4,9 @@
 //   - peak RSS of the doctor process               goal: < 200 MB
 // Size: BENCH_DOCTOR_MB (default 1024). The file is generated once under BENCH_DOCTOR_DIR (default
 // $TMPDIR/latch-bench) by scripts/gen-rollout.ts and reused while its size matches.
-// The doctor runs as plain node on an esbuild bundle of src/commands/transcript-doctor.ts (what the
-// CLI bundle runs), with an empty LATCH_HOME. Prints one JSON line.
+// The doctor is the real command, `node dist/latch.cjs doctor FILE --json` (build first: `npm run
+// bench` does), with an empty LATCH_HOME. Its peak RSS is read by /usr/bin/time -v, and reported by
+// itself through a small runner bundle of src/commands/transcript-doctor.ts. Prints one JSON line.
 // Run: node --import tsx bench/doctor.ts
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -16,6 +17,7 @@ import { build } from 'esbuild';
 import { generateRollout } from '../scripts/gen-rollout.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const LATCH = join(root, 'dist', 'latch.cjs');
 const MB = Number(process.env.BENCH_DOCTOR_MB ?? 1024);
 const RUNS = Number(process.env.BENCH_DOCTOR_RUNS ?? 3);
 const dir = process.env.BENCH_DOCTOR_DIR ?? join(tmpdir(), 'latch-bench');
@@ -80,6 +82,7 @@ async function main(): Promise<void> {
     process.stderr.write(`generated ${file}: ${JSON.stringify(g)} in ${((Date.now() - t0) / 1000).toFixed(1)} s\n`);
   }
   const bytes = statSync(file).size;
+  if (!existsSync(LATCH)) throw new Error(`${LATCH} is missing: run npm run build first`);
   const runner = await bundleRunner();
   const home = mkdtempSync(join(tmpdir(), 'latch-bench-home-'));
   const env = { ...process.env, LATCH_HOME: home };
@@ -94,17 +97,19 @@ async function main(): Promise<void> {
       const w = timed('wc', ['-l', file]);
       if (w.status !== 0) throw new Error(`wc failed: ${w.stderr}`);
       wc.push(w.s);
-      const d = timed(process.execPath, [runner, file, '--json'], env);
+      const d = timed(process.execPath, [LATCH, 'doctor', file, '--json'], env);
       if (d.status !== 0 && d.status !== 1) throw new Error(`doctor exited ${d.status}: ${d.stderr.slice(-2000)}`);
       doc.push(d.s);
-      const m = /\{"maxRssKb":(\d+)\}/.exec(d.stderr);
-      if (m) rssKb = Math.max(rssKb, Number(m[1]));
       report = JSON.parse(d.stdout);
     }
+    // The doctor's own account of its peak RSS (the same analysis, run from the runner bundle).
+    const self = timed(process.execPath, [runner, file, '--json'], env);
+    const m = /\{"maxRssKb":(\d+)\}/.exec(self.stderr);
+    if (m) rssKb = Number(m[1]);
     // Peak RSS as the kernel saw it, when GNU time is there (includes everything node mapped).
     let timeRssKb: number | null = null;
     if (existsSync('/usr/bin/time')) {
-      const t = spawnSync('/usr/bin/time', ['-v', process.execPath, runner, file], { env, encoding: 'utf8', maxBuffer: 64 << 20 });
+      const t = spawnSync('/usr/bin/time', ['-v', process.execPath, LATCH, 'doctor', file, '--json'], { env, encoding: 'utf8', maxBuffer: 64 << 20 });
       const m = /Maximum resident set size \(kbytes\): (\d+)/.exec(t.stderr);
       if (m) timeRssKb = Number(m[1]);
     }
@@ -118,7 +123,7 @@ async function main(): Promise<void> {
     const docS = median(doc);
     const peakMb = Math.max(rssKb, timeRssKb ?? 0) / 1024;
     const result = {
-      bench: 'latch doctor FILE',
+      bench: 'latch doctor FILE --json (node dist/latch.cjs)',
       file,
       bytes,
       lines: report?.lines ?? null,
