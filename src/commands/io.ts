@@ -1,7 +1,6 @@
 // What a command needs from the outside world, injected so tests can call commands directly.
-import { createInterface } from 'node:readline';
 import { existsSync } from 'node:fs';
-import { isatty } from 'node:tty';
+import { createRequire } from 'node:module';
 import { dbPath, latchHome } from '../core/paths.js';
 import { openStore, type Db } from '../core/store.js';
 
@@ -16,16 +15,23 @@ export interface Io {
   now(): string;
 }
 
+const nodeRequire = createRequire(import.meta.url);
+
 export function processIo(): Io {
   return {
     out: (t) => process.stdout.write(t),
     err: (t) => process.stderr.write(t),
     env: process.env,
     cwd: process.cwd(),
-    // isatty, not process.stdin.isTTY: that would open the stdin stream on every command (~2.5 ms).
-    interactive: isatty(0) && isatty(1),
+    // Asked only by the commands that prompt: node:tty (or process.stdin, which opens the stdin
+    // stream) and node:readline cost a command ~3 ms to load.
+    get interactive() {
+      const { isatty } = nodeRequire('node:tty') as typeof import('node:tty');
+      return isatty(0) && isatty(1);
+    },
     ask: (q) =>
       new Promise((resolve) => {
+        const { createInterface } = nodeRequire('node:readline') as typeof import('node:readline');
         const rl = createInterface({ input: process.stdin, output: process.stdout });
         rl.question(q, (a) => {
           rl.close();
