@@ -320,6 +320,22 @@ test('watcher: past the bound while watching (a new tree, an ignore rule gone): 
   }
 });
 
+test('watcher: started for a workspace that is already gone, it leaves without writing to the store', async () => {
+  // A hook may start a watcher for a temp workspace that is removed before the watcher runs.
+  const root = makeRepo();
+  const home = path.join(tmpDir('latch-watch-home-'), 'state');
+  const db = openStore(home, { create: true });
+  rmSync(root, { recursive: true, force: true });
+  // data_version changes when another connection commits to the database.
+  const version = () => db.pragma('data_version', { simple: true }) as number;
+  const before = version();
+  const child = startWatcher(home, root);
+  assert.equal(await Promise.race([exited(child), sleep(15_000).then(() => 'still running')]), 1);
+  assert.equal(version(), before, 'the watcher committed nothing to the store');
+  assert.equal(watcherRow(db, root), undefined);
+  db.close();
+});
+
 test('watcher: killed -> the next sync starts a new one; its first observation is full, then hinted', async () => {
   const root = makeRepo();
   const { home, db, child } = await watched(root);
