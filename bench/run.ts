@@ -1,7 +1,7 @@
 // `npm run bench`: hook wall time as a ratio to `node -e 0` measured in the same run.
 // Results are printed as a table and written to bench/out/results.json.
 import { spawnSync } from 'node:child_process';
-import { appendFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { hookCommand } from '../src/commands/setup.js';
@@ -68,15 +68,31 @@ function preToolUseSetup() {
   return { base, env, payload: () => (grow(), payload(++n)) };
 }
 
-/** Waits (up to 10 s) until the workspace's watcher reports ready. */
-function waitForWatcher(home: string, work: string): void {
+/** Waits (up to 10 s) until the workspace's watcher reports ready; its pid. */
+function waitForWatcher(home: string, work: string): number {
   for (let i = 0; i < 100; i++) {
     const r = spawnSync(process.execPath, [LATCH, 'watch', 'status', '--cwd', work, '--json'], { env: { ...process.env, LATCH_HOME: home }, encoding: 'utf8' });
-    const list = (JSON.parse(r.stdout || '{"watchers":[]}') as { watchers: { state: string; alive: boolean }[] }).watchers;
-    if (list.some((w) => w.state === 'ready' && w.alive)) return;
+    const list = (JSON.parse(r.stdout || '{"watchers":[]}') as { watchers: { state: string; alive: boolean; pid: number }[] }).watchers;
+    const ready = list.find((w) => w.state === 'ready' && w.alive);
+    if (ready) return ready.pid;
     spawnSync('sleep', ['0.1']);
   }
   throw new Error('the workspace watcher did not become ready');
+}
+
+/** A process's CPU time (user + system, ms) and resident memory (now and peak, MB), from /proc. */
+function usage(pid: number): { cpuMs: number; rssMb: number; peakRssMb: number } | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const tick = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const kb = (k: string) => Number(new RegExp(`^${k}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN);
+    // fields after the name: state is [0], utime [11], stime [12]
+    return { cpuMs: ((Number(f[11]) + Number(f[12])) * 1000) / tick, rssMb: kb('VmRSS') / 1024, peakRssMb: kb('VmHWM') / 1024 };
+  } catch {
+    return null;
+  }
 }
 
 const results: Record<string, unknown>[] = [];
@@ -115,10 +131,26 @@ const baseline = () => time(process.execPath, ['-e', '0'], '', process.env);
   // The first pair takes the baseline observation of the 10k files and starts the workspace watcher;
   // the Closes after it is ready stat only what its journal names.
   pair(s.env)();
-  waitForWatcher(s.env.LATCH_HOME!, work);
+  const watcher = waitForWatcher(s.env.LATCH_HOME!, work);
   pair(s.env)();
+  const u0 = usage(watcher);
   const r = measure(pair(s.env), baseline);
+  const u1 = usage(watcher);
   results.push({ bench: 'PreToolUse+PostToolUse pair, 10k-file repo, 1 file changed', runs: RUNS, ...r, goal: '<= 2.5' });
+  // The watcher's own cost: CPU per Close it observed (RUNS + 2 measured pairs), memory, and CPU
+  // while nothing happens in the workspace.
+  spawnSync('sleep', ['2']);
+  const u2 = usage(watcher);
+  if (u0 && u1 && u2) {
+    results.push({
+      bench: 'workspace watcher process (10k-file repo)',
+      cpu_ms_per_close: (u1.cpuMs - u0.cpuMs) / (RUNS + 2),
+      cpu_ms_idle_2s: u2.cpuMs - u1.cpuMs,
+      rss_mb: u2.rssMb,
+      peak_rss_mb: u2.peakRssMb,
+      goal: '(informational)',
+    });
+  }
   // The same without a watcher: every Close stats the 10k files.
   const off = measure(pair({ ...s.env, LATCH_WATCH: 'off' }), baseline);
   results.push({ bench: 'the same pair with LATCH_WATCH=off (no watcher)', runs: RUNS, ...off, goal: '(informational)' });
@@ -128,6 +160,10 @@ const baseline = () => time(process.execPath, ['-e', '0'], '', process.env);
 
 console.log(`node ${process.version}, ${RUNS} runs each, medians; baseline = \`node -e 0\` in the same run`);
 for (const r of results) {
+  if (r.subjectMs === undefined) {
+    console.log(`${String(r.bench).padEnd(62)} ${(r.cpu_ms_per_close as number).toFixed(2)} ms CPU per Close, ${(r.cpu_ms_idle_2s as number).toFixed(0)} ms CPU in 2 idle s, RSS ${(r.rss_mb as number).toFixed(1)} MB (peak ${(r.peak_rss_mb as number).toFixed(1)} MB)`);
+    continue;
+  }
   console.log(`${String(r.bench).padEnd(62)} ${(r.subjectMs as number).toFixed(1).padStart(7)} ms  baseline ${(r.baselineMs as number).toFixed(1)} ms  ratio ${(r.ratio as number).toFixed(2)}  goal ${r.goal}`);
 }
 mkdirSync(join('bench', 'out'), { recursive: true });
