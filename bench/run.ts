@@ -80,8 +80,11 @@ function waitForWatcher(home: string, work: string): number {
   throw new Error('the workspace watcher did not become ready');
 }
 
-/** A process's CPU time (user + system, ms) and resident memory (now and peak, MB), from /proc. */
-function usage(pid: number): { cpuMs: number; rssMb: number; peakRssMb: number } | null {
+/**
+ * A process's CPU time (user + system, ms) and resident memory (now and peak, MB; anon: its private
+ * memory, without the file pages it shares, such as the node binary), from /proc.
+ */
+function usage(pid: number): { cpuMs: number; rssMb: number; anonMb: number; peakRssMb: number } | null {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
@@ -89,7 +92,7 @@ function usage(pid: number): { cpuMs: number; rssMb: number; peakRssMb: number }
     const status = readFileSync(`/proc/${pid}/status`, 'utf8');
     const kb = (k: string) => Number(new RegExp(`^${k}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN);
     // fields after the name: state is [0], utime [11], stime [12]
-    return { cpuMs: ((Number(f[11]) + Number(f[12])) * 1000) / tick, rssMb: kb('VmRSS') / 1024, peakRssMb: kb('VmHWM') / 1024 };
+    return { cpuMs: ((Number(f[11]) + Number(f[12])) * 1000) / tick, rssMb: kb('VmRSS') / 1024, anonMb: kb('RssAnon') / 1024, peakRssMb: kb('VmHWM') / 1024 };
   } catch {
     return null;
   }
@@ -147,6 +150,7 @@ const baseline = () => time(process.execPath, ['-e', '0'], '', process.env);
       cpu_ms_per_close: (u1.cpuMs - u0.cpuMs) / (RUNS + 2),
       cpu_ms_idle_2s: u2.cpuMs - u1.cpuMs,
       rss_mb: u2.rssMb,
+      rss_anon_mb: u2.anonMb,
       peak_rss_mb: u2.peakRssMb,
       goal: '(informational)',
     });
@@ -161,7 +165,7 @@ const baseline = () => time(process.execPath, ['-e', '0'], '', process.env);
 console.log(`node ${process.version}, ${RUNS} runs each, medians; baseline = \`node -e 0\` in the same run`);
 for (const r of results) {
   if (r.subjectMs === undefined) {
-    console.log(`${String(r.bench).padEnd(62)} ${(r.cpu_ms_per_close as number).toFixed(2)} ms CPU per Close, ${(r.cpu_ms_idle_2s as number).toFixed(0)} ms CPU in 2 idle s, RSS ${(r.rss_mb as number).toFixed(1)} MB (peak ${(r.peak_rss_mb as number).toFixed(1)} MB)`);
+    console.log(`${String(r.bench).padEnd(62)} ${(r.cpu_ms_per_close as number).toFixed(2)} ms CPU per Close, ${(r.cpu_ms_idle_2s as number).toFixed(0)} ms CPU in 2 idle s, RSS ${(r.rss_mb as number).toFixed(1)} MB (private ${(r.rss_anon_mb as number).toFixed(1)} MB, peak ${(r.peak_rss_mb as number).toFixed(1)} MB)`);
     continue;
   }
   console.log(`${String(r.bench).padEnd(62)} ${(r.subjectMs as number).toFixed(1).padStart(7)} ms  baseline ${(r.baselineMs as number).toFixed(1)} ms  ratio ${(r.ratio as number).toFixed(2)}  goal ${r.goal}`);

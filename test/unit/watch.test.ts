@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chmodSync, linkSync, mkdirSync, renameSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, linkSync, mkdirSync, readFileSync, renameSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import fc from 'fast-check';
@@ -12,7 +12,7 @@ import { CLOSE_REASON, isAlive, procStat } from '../../src/core/ledger.js';
 import { MIGRATIONS } from '../../src/core/schema.js';
 import { openStore, type Db } from '../../src/core/store.js';
 import { observeTree, snapshotTree, type TreeObservation } from '../../src/core/tree.js';
-import { syncWatcher } from '../../src/watch/client.js';
+import { syncWatcher, WATCHER_NODE_FLAG } from '../../src/watch/client.js';
 import { cliMain } from '../../src/cli.js';
 import { EXIT } from '../../src/core/errors.js';
 import { git, tmpDir } from '../helpers/git.js';
@@ -431,6 +431,10 @@ test('hooks: a Close is observed by the ready watcher, without it (or when it st
       return r?.state === 'ready' ? r : undefined;
     });
     detached.push({ pid: w.pid, start: w.pid_start });
+    // Started by the hook with a small young generation (its private memory, docs/benchmarks.md),
+    // which makes V8 reject the hooks' code caches: it must not write its own over them.
+    assert.ok(readFileSync(`/proc/${w.pid}/cmdline`, 'utf8').split('\0').includes(WATCHER_NODE_FLAG));
+    assert.ok(readFileSync(`/proc/${w.pid}/environ`, 'utf8').split('\0').includes('LATCH_WRITE_CODE_CACHE=0'));
     step('call_2', 'two.txt');
     step('call_3', 'three.txt');
     // A watcher that does not answer: the hook waits out one request (5 s), not a second sync too.
