@@ -3,7 +3,7 @@
 //
 // Streaming, constant memory: the file is read through two fixed buffers (the next chunk is read by
 // the thread pool while this one is analysed) and handled line by line; a line longer than MAX_KEEP
-// keeps only its head and its last TAIL_KEEP bytes. Most lines are classified from their first
+// keeps only its head and its last TAIL_KEEP bytes (the analyser, fsck-analyser.ts). Most lines are classified from their first
 // bytes (`{"timestamp":..,"ordinal":N,"type":"T","payload":{"type":"S"`) without JSON.parse or a
 // string per line; tool calls and outputs are read from their string fields in place. Those byte
 // readers (fsck-bytes.ts) each either return what the string-based reading would, or give up and
@@ -19,11 +19,11 @@ import { closeSync, existsSync, fstatSync, openSync, read, readSync, realpathSyn
 import { basename, resolve } from 'node:path';
 import { errorMessage } from './errors.js';
 import { Analyser, CHUNK, LineSplitter, LIST_CAP, obj, type Attempt, type CompactionReport, type Finding, type Format, type HeldInterval, type Layout, type OutcomeCounts, type SessionInfo, type WriterInfo } from './fsck-analyser.js';
+import { openStore, type Db } from './store.js';
+import { dbPath } from './paths.js';
 
 export { classifyOutput, KNOWN_RECORD_TYPES, MAX_KEEP } from './fsck-analyser.js';
 export type { Attempt, CompactionReport, Finding, Outcome, OutcomeCounts, Severity } from './fsck-analyser.js';
-import { openStore, type Db } from './store.js';
-import { dbPath } from './paths.js';
 
 /** Codex versions whose rollout format and hook behaviour Latch was verified against (docs/codex-notes.md).
  * The exact writer allowlist is the qualification's (src/core/qualify.ts). */
