@@ -25,7 +25,7 @@ import {
 import { immediate, type Db } from './store.js';
 import { summarizeCall, type ToolCall } from './tools.js';
 import { pageCommand } from './command.js';
-import { abandonAttempts, attemptId, beginClose, claimRecovery, CLOSE_REASON, endClose, getAttempt, isAlive, laneOf, orphanedClosings, selfId, startAttempt } from './ledger.js';
+import { abandonAttempts, attemptId, awaitFileClock, beginClose, claimRecovery, CLOSE_REASON, endClose, getAttempt, isAlive, laneOf, orphanedClosings, selfId, startAttempt } from './ledger.js';
 import { EMPTY_SCAN, scanTranscript, type ScanResult, type ScanState } from './transcript.js';
 import { observeByWatcher } from '../watch/client.js';
 
@@ -175,6 +175,8 @@ async function handleWithDb(ctx: GuardContext, db: Db, obs: Observation, ev: Lat
     }
   }
 
+  /** The Start written for this PreToolUse's call (nanoseconds), if any. */
+  let startedNs: string | null = null;
   // Phase 2: apply everything under one write lock. Every step is idempotent against a concurrent hook
   // (compactions are keyed by per-source counters that only grow).
   const decision = immediate<Decision>(db, () => {
@@ -218,7 +220,10 @@ async function handleWithDb(ctx: GuardContext, db: Db, obs: Observation, ev: Lat
       case 'pre_tool': {
         const d = decideTool(db, row, obs, ev.call, scan, now);
         if (d.verdict !== 'allow' || ev.call.kind === null) return d;
-        return admitStart(db, row, obs, ev.call, now) ?? d;
+        const refused = admitStart(db, row, obs, ev.call, now);
+        if (refused) return refused;
+        startedNs = getAttempt(db, attemptId(row.session_id, ev.call.toolUseId!))?.started_ns ?? null;
+        return d;
       }
       case 'turn_end': {
         const where = ev.kind === 'subagent_stop' && obs.agentId ? { lane: laneOf(row.session_id, obs.agentId) } : { session: row.session_id };
@@ -240,6 +245,8 @@ async function handleWithDb(ctx: GuardContext, db: Db, obs: Observation, ev: Lat
     }
   });
 
+  // The tool runs once this returns: its writes must be stamped after its Start (see awaitFileClock).
+  if (startedNs !== null && decision.verdict === 'allow') awaitFileClock(ctx.home, BigInt(startedNs));
   // Phase 3, after the decision is durable: the ledger's observations (a tree scan each).
   if (ev.type === 'post_tool' && ev.call.kind !== null && ev.call.toolUseId) await closeAttempt(ctx, db, row, obs, ev.call);
   if (ev.type === 'turn_end' && ev.kind !== 'session_end') await observe(ctx, db, row.workspace, ev.kind);

@@ -9,7 +9,8 @@
 // A Start is written before the hook replies allow; if it cannot be written, the call is denied.
 //
 // Attribution (src/core/observe.ts) compares each changed file's time with the attempts' windows.
-import { readFileSync } from 'node:fs';
+import { closeSync, fstatSync, futimesSync, openSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { Db } from './store.js';
 
 export type AttemptState = 'started' | 'closing' | 'closed' | 'abandoned';
@@ -61,6 +62,33 @@ export function attemptId(sessionId: string, toolUseId: string): string {
 /** Wall-clock time in ns with sub-millisecond precision (compared with file ctimes). */
 export function nowNs(): bigint {
   return BigInt(Math.round((performance.timeOrigin + performance.now()) * 1e6));
+}
+
+/**
+ * Returns once the kernel's file timestamps have passed `ns` (giving up after maxMs): a file changed
+ * after this returns has a ctime above ns. File timestamps come from a coarse clock that lags the one
+ * nowNs() reads by up to a tick, so a tool that writes within a tick of its Start (Codex's
+ * apply_patch writes 1-4 ms after the PreToolUse recorded it) would show a change time before its
+ * window and be attributed "unknown". Touching a file of Latch's own until its ctime is past ns
+ * closes that gap: on Linux >= 6.13 (multigrain timestamps) reading a ctime makes the next one
+ * fine-grained and every later one at least as late, so two touches do (~12 µs); on older kernels
+ * it waits out the tick. Best effort: on any error the edge rule of the attribution still holds.
+ */
+export function awaitFileClock(home: string, ns: bigint, maxMs = 20): void {
+  let fd = -1;
+  try {
+    fd = openSync(join(home, 'clock'), 'w', 0o600);
+    const stamp = new Date(0);
+    const deadline = Date.now() + maxMs;
+    do {
+      futimesSync(fd, stamp, stamp);
+      if (fstatSync(fd, { bigint: true }).ctimeNs > ns) return;
+    } while (Date.now() <= deadline);
+  } catch {
+    /* no clock file: a change right after the Start may be attributed "unknown" */
+  } finally {
+    if (fd >= 0) closeSync(fd);
+  }
 }
 
 export function laneOf(sessionId: string, agentId: string | null): string {

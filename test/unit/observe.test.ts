@@ -7,7 +7,8 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { MIGRATIONS } from '../../src/core/schema.js';
 import { observeTree, snapshotTree, SqliteStatCache, type TreeObservation } from '../../src/core/tree.js';
-import { observeWorkspace } from '../../src/core/observe.js';
+import { attribute, observeWorkspace } from '../../src/core/observe.js';
+import { awaitFileClock, nowNs } from '../../src/core/ledger.js';
 import { git, tmpDir as tmpDirIn } from '../helpers/git.js';
 
 const tmpDir = (): string => tmpDirIn('latch-observe-');
@@ -218,4 +219,30 @@ test('observeWorkspace: records the delta; tree_sha256 only when computed, never
   assert.equal(ws.tree_files, third.snapshot.files);
   const recorded = db.prepare('SELECT count(*) AS n FROM changes WHERE workspace = ?').get(root) as { n: number };
   assert.equal(recorded.n, 1);
+});
+
+test('awaitFileClock: a file written right after a Start is stamped after it (else its change would be "unknown")', () => {
+  const home = tmpDirIn('latch-clock-');
+  const work = tmpDirIn('latch-clock-work-');
+  // File timestamps come from a coarse clock: a file written right after nowNs() is usually stamped
+  // before it. Measured here too, so that the check below is not one that passes anyway.
+  let lagging = 0;
+  let late = 0;
+  for (let i = 0; i < 300; i++) {
+    const plain = nowNs();
+    writeFileSync(path.join(work, `plain-${i}`), 'x');
+    if (lstatSync(path.join(work, `plain-${i}`), { bigint: true }).ctimeNs <= plain) lagging++;
+    const start = nowNs();
+    awaitFileClock(home, start);
+    writeFileSync(path.join(work, `after-${i}`), 'x');
+    if (lstatSync(path.join(work, `after-${i}`), { bigint: true }).ctimeNs <= start) late++;
+  }
+  assert.equal(late, 0, 'every file written after awaitFileClock is stamped after the Start');
+  assert.ok(lagging > 0, 'without it, files written right after nowNs() are stamped before it (a coarse clock)');
+  // A change stamped after the Start is inside the attempt's window: attributed to it, not "unknown".
+  const start = nowNs();
+  awaitFileClock(home, start);
+  writeFileSync(path.join(work, 'p.txt'), 'patched\n');
+  const t = lstatSync(path.join(work, 'p.txt'), { bigint: true }).ctimeNs;
+  assert.equal(attribute(t, [{ id: 'a', session_id: 's', start, end: null }]).attribution, 'attempt');
 });
