@@ -220,9 +220,9 @@ async function handleWithDb(ctx: GuardContext, db: Db, obs: Observation, ev: Lat
       case 'pre_tool': {
         const d = decideTool(db, row, obs, ev.call, scan, now);
         if (d.verdict !== 'allow' || ev.call.kind === null) return d;
-        const refused = admitStart(db, row, obs, ev.call, now);
-        if (refused) return refused;
-        startedNs = getAttempt(db, attemptId(row.session_id, ev.call.toolUseId!))?.started_ns ?? null;
+        const admitted = admitStart(db, row, obs, ev.call, now);
+        if (typeof admitted !== 'string') return admitted;
+        startedNs = admitted;
         return d;
       }
       case 'turn_end': {
@@ -246,7 +246,7 @@ async function handleWithDb(ctx: GuardContext, db: Db, obs: Observation, ev: Lat
   });
 
   // The tool runs once this returns: its writes must be stamped after its Start (see awaitFileClock).
-  if (startedNs !== null && decision.verdict === 'allow') awaitFileClock(ctx.home, BigInt(startedNs));
+  if (startedNs !== null) awaitFileClock(ctx.home, BigInt(startedNs));
   // Phase 3, after the decision is durable: the ledger's observations (a tree scan each).
   if (ev.type === 'post_tool' && ev.call.kind !== null && ev.call.toolUseId) await closeAttempt(ctx, db, row, obs, ev.call);
   if (ev.type === 'turn_end' && ev.kind !== 'session_end') await observe(ctx, db, row.workspace, ev.kind);
@@ -256,9 +256,9 @@ async function handleWithDb(ctx: GuardContext, db: Db, obs: Observation, ev: Lat
 /**
  * The Start of a tracked call Latch allows, written before the allow is returned. Turn lanes: a
  * Start from a new turn proves the lane's older attempts are over. No Start while a recovery is
- * pending. Returns a deny decision when the Start cannot be admitted.
+ * pending. Returns the Start's time (started_ns), or a deny decision when it cannot be admitted.
  */
-function admitStart(db: Db, row: SessionRow, obs: Observation, call: ToolCall, now: string): Decision | null {
+function admitStart(db: Db, row: SessionRow, obs: Observation, call: ToolCall, now: string): Decision | string {
   const refuse = (reason: Reason): Decision => {
     recordDenial(db, { session_id: row.session_id, turn_id: obs.turnId, tool_name: call.name, tool_use_id: call.toolUseId, summary: summarizeCall(call), reasons: [reason] }, now);
     return denyDecision([reason], row.state);
@@ -270,8 +270,7 @@ function admitStart(db: Db, row: SessionRow, obs: Observation, call: ToolCall, n
   const lane = laneOf(row.session_id, obs.agentId);
   const stale = (db.prepare("SELECT id FROM attempts WHERE lane = ? AND state = 'started' AND turn_id IS NOT ? ").all(lane, obs.turnId) as { id: string }[]).map((r) => r.id);
   if (stale.length > 0) abandonAttempts(db, { ids: stale }, 'a later turn started in the same lane', now);
-  startAttempt(db, { sessionId: row.session_id, workspace: row.workspace, turnId: obs.turnId, agentId: obs.agentId, toolName: call.name, toolUseId: call.toolUseId, summary: summarizeCall(call) }, now);
-  return null;
+  return startAttempt(db, { sessionId: row.session_id, workspace: row.workspace, turnId: obs.turnId, agentId: obs.agentId, toolName: call.name, toolUseId: call.toolUseId, summary: summarizeCall(call) }, now).attempt.started_ns;
 }
 
 /** PostToolUse: started -> closing (durable), then one observation attributes the changes, -> closed. */
