@@ -9,7 +9,7 @@
 // A Start is written before the hook replies allow; if it cannot be written, the call is denied.
 //
 // Attribution (src/core/observe.ts) compares each changed file's time with the attempts' windows.
-import { closeSync, fstatSync, futimesSync, openSync, readFileSync } from 'node:fs';
+import { closeSync, constants, fstatSync, futimesSync, openSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Db } from './store.js';
 
@@ -77,7 +77,8 @@ export function nowNs(): bigint {
 export function awaitFileClock(home: string, ns: bigint, maxMs = 20): void {
   let fd = -1;
   try {
-    fd = openSync(join(home, 'clock'), 'w', 0o600);
+    // Not truncated, and never through a symlink: only Latch's own file has its times set.
+    fd = openSync(join(home, 'clock'), constants.O_WRONLY | constants.O_CREAT | constants.O_NOFOLLOW, 0o600);
     const stamp = new Date(0);
     const deadline = Date.now() + maxMs;
     do {

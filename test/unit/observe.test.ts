@@ -2,7 +2,7 @@
 // observation reuse the previous `git ls-files` listing (src/core/tree.ts, "Observations").
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { lstatSync, mkdirSync, renameSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { lstatSync, mkdirSync, renameSync, symlinkSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { MIGRATIONS } from '../../src/core/schema.js';
@@ -245,4 +245,18 @@ test('awaitFileClock: a file written right after a Start is stamped after it (el
   writeFileSync(path.join(work, 'p.txt'), 'patched\n');
   const t = lstatSync(path.join(work, 'p.txt'), { bigint: true }).ctimeNs;
   assert.equal(attribute(t, [{ id: 'a', session_id: 's', start, end: null }]).attribution, 'attempt');
+});
+
+test('awaitFileClock: a symlink in the clock file\'s place is not followed (its target keeps its times)', () => {
+  const home = tmpDirIn('latch-clock-');
+  const work = tmpDirIn('latch-clock-work-');
+  const target = path.join(work, 'precious.txt');
+  writeFileSync(target, 'keep me\n');
+  const before = lstatSync(target, { bigint: true });
+  symlinkSync(target, path.join(home, 'clock'));
+  awaitFileClock(home, nowNs(), 5);
+  const after = lstatSync(target, { bigint: true });
+  assert.equal(after.mtimeNs, before.mtimeNs);
+  assert.equal(after.ctimeNs, before.ctimeNs);
+  assert.equal(after.size, before.size);
 });
