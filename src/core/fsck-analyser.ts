@@ -5,6 +5,8 @@ import { errorMessage } from './errors.js';
 import {
   ARGS_KEY,
   CALL_ID_KEY,
+  DIGITS,
+  digitsAt,
   exitCodeAt,
   FIELD_AT,
   find,
@@ -712,17 +714,10 @@ export class Analyser {
       const q = timestampEnd(buf, dv, p + TS_PREFIX.length, Math.min(headEnd, p + 64));
       p = q < 0 ? -1 : q + 1;
       if (p > 0 && matchWords(buf, dv, p, ORD_TAIL)) {
-        let v = 0;
-        let d = p + ORD_TAIL.length;
-        const d0 = d;
-        for (; d < headEnd; d++) {
-          const c = buf[d]!;
-          if (c < 0x30 || c > 0x39) break;
-          v = v * 10 + (c - 0x30);
-        }
-        if (d > d0) {
+        const v = digitsAt(buf, p + ORD_TAIL.length, headEnd);
+        if (v >= 0) {
           ord = v;
-          p = d;
+          p = DIGITS.end;
         }
       }
       if (p > 0 && matchWords(buf, dv, p, TYPE_TAIL)) {
@@ -736,17 +731,7 @@ export class Analyser {
       while (ti >= 0 && !(ti === s + 1 || buf[ti - 1] === 0x2c)) ti = find(buf, TYPE_KEY, ti + 1, headEnd);
       if (ti >= 0 && ord < 0) {
         const oi = find(buf, ORD_KEY, s, ti);
-        if (oi >= 0) {
-          let v = 0;
-          let d = oi + ORD_KEY.length;
-          const d0 = d;
-          for (; d < ti; d++) {
-            const c = buf[d]!;
-            if (c < 0x30 || c > 0x39) break;
-            v = v * 10 + (c - 0x30);
-          }
-          if (d > d0) ord = v;
-        }
+        if (oi >= 0) ord = digitsAt(buf, oi + ORD_KEY.length, ti);
       }
     }
     let type: string | null = null;

@@ -195,6 +195,22 @@ export const PAGED = { ordinal: -1 };
  * these reads, and the caller reads it the general way. When it returns, that way reads the same:
  * the prefix, the first quote after it, `,"ordinal":`, the digits and `,"type":"` at the same places.
  */
+/** Set by digitsAt: the index just past the digits it read. */
+export const DIGITS = { end: -1 };
+
+/** The value of the decimal digits starting at buf[from] (before `to`), or -1 when there is none there; DIGITS.end is past them. */
+export function digitsAt(buf: Buffer, from: number, to: number): number {
+  let d = from;
+  let v = 0;
+  for (; d < to; d++) {
+    const c = buf[d]!;
+    if (c < 0x30 || c > 0x39) break;
+    v = v * 10 + (c - 0x30);
+  }
+  DIGITS.end = d;
+  return d > from ? v : -1;
+}
+
 export function pagedHead(buf: Buffer, dv: DataView, s: number, headEnd: number): number {
   if (s + 64 > headEnd) return -1;
   if (dv.getInt32(s, true) !== TS_0 || dv.getInt32(s + 4, true) !== TS_1 || dv.getInt32(s + 8, true) !== TS_2 || (dv.getInt32(s + 12, true) & 0xffff) !== TS_3) return -1;

@@ -9,6 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { classifyOutput, fsckFile } from '../../src/core/fsck.js';
 import {
+  DIGITS,
+  digitsAt,
   exitCodeAt,
   find,
   findPiece,
@@ -195,4 +197,18 @@ test('calls waiting at once (a few, and more than the arrays hold), ids reused, 
   } finally {
     rmSync(d, { recursive: true, force: true });
   }
+});
+
+test('digitsAt reads what /^\d+/ matches (value and end), or -1 when it does not match', () => {
+  fc.assert(
+    fc.property(fc.stringMatching(/^[0-9a-z"-]{0,12}$/), fc.nat(3), (text, pad) => {
+      const b = Buffer.from(' '.repeat(pad) + text, 'latin1');
+      const m = /^\d+/.exec(text);
+      const v = digitsAt(b, pad, b.length);
+      if (!m) return assert.equal(v, -1);
+      assert.equal(v, Number(m[0]));
+      assert.equal(DIGITS.end, pad + m[0].length);
+    }),
+    { numRuns: 2000 },
+  );
 });
