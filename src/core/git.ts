@@ -29,17 +29,58 @@ export interface GitResult {
 /** Output of one git call may be large (ls-files on a big repo); allow up to 1 GiB. */
 const MAX_BUFFER = 1024 * 1024 * 1024;
 
+/**
+ * Config that makes git run a program, overridden for every call Latch makes: the agent writes the
+ * repository's config and may have armed any of these while it was mutable, and Latch's own git runs
+ * with Latch's authority, outside any sandbox. GIT_CONFIG_COUNT entries take precedence over every
+ * config file. Filter drivers have names of the agent's choosing: `git status` gets their commands
+ * emptied by name (see `filterOverrides`).
+ */
+const NO_PROGRAMS: ReadonlyArray<readonly [string, string]> = [
+  ['core.fsmonitor', 'false'],
+  ['core.hooksPath', '/dev/null'],
+  ['core.pager', 'cat'],
+  ['diff.external', ''],
+  ['core.sshCommand', ''],
+  ['gpg.program', ''],
+];
+
+/** The environment of every git call Latch makes: no optional locks, no prompt, no program from config. */
+export function safeGitEnv(extra: ReadonlyArray<readonly [string, string]> = [], base: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...base, GIT_OPTIONAL_LOCKS: '0', GIT_TERMINAL_PROMPT: '0', LC_ALL: 'C', GIT_PAGER: 'cat', GIT_EXTERNAL_DIFF: '' };
+  // Inherited knobs that could point git at other config or programs.
+  for (const k of ['GIT_CONFIG_PARAMETERS', 'GIT_CONFIG', 'GIT_CONFIG_GLOBAL', 'GIT_CONFIG_SYSTEM', 'GIT_EXEC_PATH', 'GIT_ASKPASS', 'GIT_SSH', 'GIT_SSH_COMMAND', 'GIT_EDITOR']) delete env[k];
+  const all = [...NO_PROGRAMS, ...extra];
+  all.forEach(([k, v], i) => {
+    env[`GIT_CONFIG_KEY_${i}`] = k;
+    env[`GIT_CONFIG_VALUE_${i}`] = v;
+  });
+  env.GIT_CONFIG_COUNT = String(all.length);
+  return env;
+}
+
 let gitEnv: NodeJS.ProcessEnv | undefined;
 function env(): NodeJS.ProcessEnv {
-  if (!gitEnv) gitEnv = { ...process.env, GIT_OPTIONAL_LOCKS: '0', GIT_TERMINAL_PROMPT: '0', LC_ALL: 'C' };
-  return gitEnv;
+  return (gitEnv ??= safeGitEnv());
+}
+
+/** Empty overrides for every filter driver the repository's config defines (`git config` runs nothing). */
+function filterOverrides(cwd: string): Array<[string, string]> {
+  const r = runGit(cwd, ['config', '-z', '--get-regexp', '^filter\\..*\\.(clean|smudge|process)$']);
+  if (r.status !== 0) return [];
+  const out: Array<[string, string]> = [];
+  for (const entry of r.stdout.toString('utf8').split('\0')) {
+    const key = entry.split('\n', 1)[0];
+    if (key) out.push([key, '']);
+  }
+  return out;
 }
 
 /** Run git synchronously in `cwd`. Never throws for a non-zero exit; throws only if git cannot be spawned at all. */
-export function runGit(cwd: string, args: string[]): GitResult {
+export function runGit(cwd: string, args: string[], extraConfig: ReadonlyArray<readonly [string, string]> = []): GitResult {
   const r = childProcess().spawnSync('git', args, {
     cwd,
-    env: env(),
+    env: extraConfig.length > 0 ? safeGitEnv(extraConfig) : env(),
     timeout: remainingMs(),
     killSignal: 'SIGKILL',
     maxBuffer: MAX_BUFFER,
@@ -93,7 +134,8 @@ export function gitState(root: string): GitState {
   // Detached HEAD: symbolic-ref -q exits 1 without output -> null.
   const branch = gitLine(root, ['symbolic-ref', '-q', '--short', 'HEAD']);
 
-  const st = runGit(root, ['status', '--porcelain=v1', '-z', '--untracked-files=all']);
+  // status may run clean filters (racily clean entries): the repository's filter commands are emptied.
+  const st = runGit(root, ['status', '--porcelain=v1', '-z', '--untracked-files=all'], filterOverrides(root));
   const statusSha256 = st.status === 0 ? createHash('sha256').update(st.stdout).digest('hex') : null;
 
   return { isRepo: true, head: head || null, branch: branch || null, statusSha256 };

@@ -1,11 +1,12 @@
 // The directories of a git work tree a watcher may leave unwatched: git's ignore rules match them and
 // they hold no tracked file (so nothing below them can be in the listing an observation stats).
 import { spawnSync } from 'node:child_process';
+import { safeGitEnv } from '../core/git.js';
 
 const MAX_BUFFER = 64 * 1024 * 1024;
 
 function git(root: string, args: string[], input?: string): { status: number | null; stdout: string } {
-  const r = spawnSync('git', ['-C', root, ...args], { input, encoding: 'utf8', maxBuffer: MAX_BUFFER, stdio: ['pipe', 'pipe', 'ignore'] });
+  const r = spawnSync('git', ['-C', root, ...args], { input, encoding: 'utf8', maxBuffer: MAX_BUFFER, stdio: ['pipe', 'pipe', 'ignore'], env: safeGitEnv() });
   return { status: r.error ? null : r.status, stdout: r.stdout ?? '' };
 }
 
