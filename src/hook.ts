@@ -29,7 +29,7 @@ export async function runCodexHook(stdin: string, expectedEvent: string | null, 
     setDeadline(hookDeadline(eventName, env));
     const home = latchHome(env);
     const decision = await handle(
-      { home, openDb: () => openStore(home, { create: false, busyTimeoutMs: busyTimeout(env) }), now: () => new Date().toISOString() },
+      { home, openDb: () => openStore(home, { create: false, busyTimeoutMs: busyTimeout(env) }), now: () => new Date().toISOString(), env },
       parsed.obs,
       parsed.event,
     );

@@ -111,7 +111,12 @@ export function codexDeny(reason: string): HookReply {
 /** Formats a Decision as Codex's reply for the given event. */
 export function codexReply(eventName: string, d: Decision): HookReply {
   if (eventName === 'PreToolUse') {
-    return d.verdict === 'deny' ? codexDeny(d.message ?? 'Latch blocked this call.') : { stdout: null, exitCode: 0 };
+    if (d.verdict === 'deny') return codexDeny(d.message ?? 'Latch blocked this call.');
+    if (d.updatedInput) {
+      // Codex runs the rewritten input (verified on 0.169.0: its exec item shows the new command).
+      return { stdout: JSON.stringify({ hookSpecificOutput: { hookEventName: 'PreToolUse', permissionDecision: 'allow', updatedInput: d.updatedInput } }), exitCode: 0 };
+    }
+    return { stdout: null, exitCode: 0 };
   }
   if (eventName === 'SessionStart' && d.message) {
     return { stdout: JSON.stringify({ hookSpecificOutput: { hookEventName: 'SessionStart', additionalContext: d.message } }), exitCode: 0 };

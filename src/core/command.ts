@@ -18,6 +18,12 @@ export function latchCommand(): string {
   return (cached = prog);
 }
 
+/** The absolute path of this Latch's `latch.cjs` (null when not running from a bundle). */
+export function latchEntry(): string | null {
+  const c = latchCommand();
+  return c.startsWith('node ') ? c.slice('node '.length) : null;
+}
+
 /** The read-only command that prints page N of a session's brief. */
 export function pageCommand(sessionId: string, n: number | 'N'): string {
   return `${latchCommand()} brief --page ${n} --session ${sessionId}`;

@@ -24,10 +24,12 @@ import {
 } from './records.js';
 import { immediate, type Db } from './store.js';
 import { summarizeCall, type ToolCall } from './tools.js';
-import { pageCommand } from './command.js';
+import { latchEntry, pageCommand } from './command.js';
 import { abandonAttempts, attemptId, awaitFileClock, beginClose, claimRecovery, CLOSE_REASON, endClose, getAttempt, isAlive, laneOf, orphanedClosings, selfId, startAttempt } from './ledger.js';
 import { EMPTY_SCAN, scanTranscript, type ScanResult, type ScanState } from './transcript.js';
 import { observeByWatcher } from '../watch/client.js';
+import { childProcess } from './lazy.js';
+import { isWrapped, latchReadArgs, readOnlySandbox, replayCommand, type SandboxStatus, wrapReadOnly } from './sandbox.js';
 
 export interface Observation {
   sessionId: string;
@@ -62,6 +64,8 @@ export interface Decision {
   /** For deny: the text the agent sees. For session_start: context to hand the agent. */
   message: string | null;
   state: AuthState | null;
+  /** For an allowed PreToolUse: the tool input to run instead (a read wrapped in the read-only sandbox). */
+  updatedInput?: Record<string, unknown>;
 }
 
 type Slow = typeof import('./slow.js');
@@ -81,6 +85,8 @@ export interface GuardContext {
   home: string;
   openDb(): Db;
   now(): string;
+  /** The hook's environment (LATCH_SANDBOX, LATCH_CODEX_BIN); process.env when absent. */
+  env?: NodeJS.ProcessEnv;
 }
 
 const allow = (reasons: Reason[] = [], state: AuthState | null = null): Decision => ({ verdict: 'allow', reasons, message: null, state });
@@ -175,6 +181,12 @@ async function handleWithDb(ctx: GuardContext, db: Db, obs: Observation, ev: Lat
     }
   }
 
+  // A read allowed while held runs in the agent's read-only sandbox: find it before the write lock
+  // (the first use on a machine probes it, ~0.2 s).
+  const heldRead = tracked && ev.call.kind === 'shell' && (scan.problem !== null || blockers(db, row).length > 0);
+  const replay = heldRead ? latchReplay(ctx, obs, ev.call) : null;
+  const reads = heldRead && replay === null ? readSandbox(ctx) : null;
+
   /** The Start written for this PreToolUse's call (nanoseconds), if any. */
   let startedNs: string | null = null;
   // Phase 2: apply everything under one write lock. Every step is idempotent against a concurrent hook
@@ -218,7 +230,7 @@ async function handleWithDb(ctx: GuardContext, db: Db, obs: Observation, ev: Lat
 
     switch (ev.type) {
       case 'pre_tool': {
-        const d = decideTool(db, row, obs, ev.call, scan, now);
+        const d = decideTool(db, row, obs, ev.call, scan, reads, replay, now);
         if (d.verdict !== 'allow' || ev.call.kind === null) return d;
         const admitted = admitStart(db, row, obs, ev.call, now);
         if (typeof admitted !== 'string') return admitted;
@@ -289,7 +301,7 @@ async function closeAttempt(ctx: GuardContext, db: Db, row: SessionRow, obs: Obs
   // A command the read-only classifier accepts cannot change files: its Close skips the workspace
   // scan. Should it have changed something after all, the next observation times that change into
   // this attempt's window [started, closing] like any other (attribution is by time, not by observer).
-  if (call.kind === 'shell' && a.started_ns !== '0' && classifyCommand(call.command ?? '', { latchHome: '' }).readOnly) {
+  if (call.kind === 'shell' && a.started_ns !== '0' && (isWrapped(call.command ?? '') || classifyCommand(call.command ?? '', { latchHome: '' }).readOnly)) {
     immediate(db, () => endClose(db, id, ctx.now(), CLOSE_REASON.readOnly));
     return;
   }
@@ -596,7 +608,7 @@ export function blockers(db: Db, row: SessionRow): SessionRow[] {
   return out;
 }
 
-function decideTool(db: Db, row: SessionRow, obs: Observation, call: ToolCall, scan: TranscriptRead, now: string): Decision {
+function decideTool(db: Db, row: SessionRow, obs: Observation, call: ToolCall, scan: TranscriptRead, reads: SandboxStatus | null, replay: string | null, now: string): Decision {
   const policy = JSON.parse(row.policy_json) as ResolvedPolicy;
   const reasons: Reason[] = [];
   const transcriptOptional = policy.transcript === 'optional' && !obs.transcriptPath;
@@ -606,9 +618,55 @@ function decideTool(db: Db, row: SessionRow, obs: Observation, call: ToolCall, s
   for (const s of blockers(db, row)) reasons.push(latchReason(db, s, row));
   if (reasons.length === 0) return allow([], row.state);
   const readOnly = readOnlyCall(call, policy);
+  if (readOnly && call.kind === 'shell') return sandboxedRead(call, readOnly, reads, replay, row.state);
   if (readOnly) return allow([readOnly], row.state);
+  if (call.kind === 'shell') {
+    // Tell the agent why this command is not one of the reads that stay allowed, so it can re-spell it.
+    const why = classifyCommand(call.command ?? '', { latchHome: '' }).reasons[0];
+    if (why) reasons.push({ code: 'not_read_only', message: `This command is not a read Latch allows while held: ${why}.` });
+  }
   recordDenial(db, { session_id: row.session_id, turn_id: obs.turnId, tool_name: call.name, tool_use_id: call.toolUseId, summary: summarizeCall(call), reasons }, now);
   return denyDecision(reasons, row.state);
+}
+
+/** The sandbox for reads while held, or why there is none (then the classifier alone guards them). */
+function readSandbox(ctx: GuardContext): SandboxStatus {
+  try {
+    return readOnlySandbox(ctx.home, ctx.env ?? process.env, (bin, args, env) => {
+      const r = childProcess().spawnSync(bin, args, { env, encoding: 'utf8', stdio: ['ignore', 'ignore', 'pipe'], timeout: 20_000 });
+      return { status: r.status, stderr: r.stderr ?? String(r.error ?? '') };
+    });
+  } catch (err) {
+    return { ok: false, why: `the sandbox check failed (${errorMessage(err)})` };
+  }
+}
+
+/**
+ * A read the classifier admits while the session is held: rewritten to run inside the agent's
+ * read-only sandbox. Without a sandbox (none found, or LATCH_SANDBOX=off) it runs as sent, guarded by
+ * the classifier alone, and the reason says so.
+ */
+/**
+ * Latch's own reads (`latch status`, `latch brief --page N`) need the store, which a read-only sandbox
+ * cannot open (SQLite's WAL wants its shared-memory file): the hook runs them itself, before the write
+ * lock, with its own node and no shell; the agent's command becomes a printf of their output. Only
+ * the exact form `node <dist>/latch.cjs <read> <plain words>` that the classifier accepts as a read.
+ */
+function latchReplay(ctx: GuardContext, obs: Observation, call: ToolCall): string | null {
+  const entry = latchEntry();
+  const args = entry ? latchReadArgs(call.command ?? '', entry) : null;
+  if (!entry || !args || !classifyCommand(call.command ?? '', { latchHome: '' }).readOnly) return null;
+  const r = childProcess().spawnSync(process.execPath, [entry, ...args], { cwd: obs.cwd, env: ctx.env ?? process.env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 30_000 });
+  return replayCommand((r.stdout ?? '') + (r.stderr ?? ''), r.status ?? 1);
+}
+
+function sandboxedRead(call: ToolCall, readOnly: Reason, reads: SandboxStatus | null, replay: string | null, state: AuthState): Decision {
+  const input = call.input && typeof call.input === 'object' && !Array.isArray(call.input) ? (call.input as Record<string, unknown>) : {};
+  if (replay !== null) return { ...allow([readOnly, { code: 'latch_read', message: 'Latch ran this read itself.' }], state), updatedInput: { ...input, command: replay } };
+  if (reads?.ok) {
+    return { ...allow([readOnly, { code: 'sandboxed', message: 'It runs inside the agent’s read-only sandbox.' }], state), updatedInput: { ...input, command: wrapReadOnly(call.command ?? '', reads.sandbox) } };
+  }
+  return allow([readOnly, { code: 'classifier_only', message: `No read-only sandbox (${reads?.why ?? 'not checked'}): the classifier alone guards this read.` }], state);
 }
 
 /** Calls that stay allowed while latched: read-only shell inspection and read-only MCP servers. */

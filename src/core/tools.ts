@@ -9,6 +9,8 @@ export interface ToolCall {
   command: string | null;
   mcpServer: string | null;
   toolUseId: string | null;
+  /** The tool's input as the agent sent it (a rewrite keeps every field but the one it changes). */
+  input?: unknown;
 }
 
 const PATCH_TOOLS = new Set(['apply_patch', 'Write', 'Edit']);
@@ -18,7 +20,7 @@ const AGENT_TOOLS = new Set(['Agent', 'spawn_agent', 'collaborationspawn_agent']
 
 export function classifyTool(name: string, input: unknown, toolUseId: string | null = null): ToolCall {
   const command = commandText(input);
-  if (name === 'Bash') return { name, kind: 'shell', command, mcpServer: null, toolUseId };
+  if (name === 'Bash') return { name, kind: 'shell', command, mcpServer: null, toolUseId, input };
   if (PATCH_TOOLS.has(name)) return { name, kind: 'patch', command, mcpServer: null, toolUseId };
   if (AGENT_TOOLS.has(name)) return { name, kind: 'agent', command, mcpServer: null, toolUseId };
   if (name.startsWith('mcp__')) {

@@ -1,0 +1,222 @@
+// Read-only that the kernel enforces: while a session is latched or paused, every Bash call Latch
+// lets through runs inside the agent's own read-only sandbox (for Codex: `codex sandbox`, the same
+// binary the user already runs: bubblewrap + seccomp on Linux, Seatbelt on macOS), rewritten through
+// the PreToolUse reply's `updatedInput`. The classifier stays the first gate (it gives the agent a
+// clear reason); where no sandbox can run, it is the only one, and status and doctor say so.
+//
+// The sandbox runs with a CODEX_HOME of Latch's own (`$LATCH_HOME/sandbox/codex-home`, an empty
+// config.toml, re-emptied on every use): `codex sandbox` reads config.toml and trusted projects'
+// `.codex/config.toml`, and a permissions profile there (which an agent could have written while it
+// was still mutable) can make the sandbox writable. With Latch's home no project is trusted.
+import { closeSync, fstatSync, lstatSync, mkdirSync, openSync, readFileSync, readlinkSync, rmSync, statSync, unlinkSync, writeFileSync, constants } from 'node:fs';
+import { basename, join } from 'node:path';
+
+export interface Sandbox {
+  kind: 'codex';
+  /** The agent binary whose `sandbox` subcommand runs the command. */
+  bin: string;
+  /** CODEX_HOME for the sandbox: Latch's own, empty config. */
+  home: string;
+}
+
+export type SandboxStatus = { ok: true; sandbox: Sandbox } | { ok: false; why: string };
+
+/** The environment every sandboxed command gets: no pager, no startup files, no prompts. */
+const SANDBOX_ENV = ['PAGER=cat', 'GIT_PAGER=cat', 'MANPAGER=cat', 'SYSTEMD_PAGER=cat', 'LESSSECURE=1', 'GIT_TERMINAL_PROMPT=0'];
+
+/** Quotes one word for a POSIX shell. */
+export function shellQuote(s: string): string {
+  return `'${s.replace(/'/g, `'\\''`)}'`;
+}
+
+/**
+ * The command Codex runs instead of `command`: the same text, as one `bash -c` argument, inside
+ * `codex sandbox` (file system read-only, /tmp included; network off; its own pid namespace, so it
+ * cannot signal a process outside either).
+ */
+export function wrapReadOnly(command: string, sb: Sandbox): string {
+  return [
+    `CODEX_HOME=${shellQuote(sb.home)}`,
+    'exec',
+    shellQuote(sb.bin),
+    'sandbox',
+    '--',
+    '/usr/bin/env',
+    '-u',
+    'BASH_ENV',
+    '-u',
+    'ENV',
+    ...SANDBOX_ENV,
+    '/bin/bash',
+    '--noprofile',
+    '--norc',
+    '-c',
+    shellQuote(command),
+  ].join(' ');
+}
+
+/** Is `text` a command this module wrote (so a rewritten call is recognised in a transcript)? */
+export function isWrapped(text: string): boolean {
+  return text.startsWith('CODEX_HOME=') && text.includes(' sandbox -- /usr/bin/env -u BASH_ENV ');
+}
+
+function parentOf(pid: number): number | null {
+  try {
+    const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const ppid = Number(text.slice(text.lastIndexOf(')') + 2).split(' ')[1]);
+    return Number.isInteger(ppid) && ppid > 0 ? ppid : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The agent binary that started this hook: the nearest ancestor whose executable is named `codex`
+ * (Codex runs hooks as `$SHELL -lc "<command>"`; the npm package's `codex.js` starts the native
+ * binary, which is the hook's ancestor). Linux /proc only; null elsewhere or when none is found.
+ */
+export function agentBinaryFromAncestry(startPid: number = process.pid): string | null {
+  let pid: number | null = parentOf(startPid);
+  for (let depth = 0; pid !== null && pid > 1 && depth < 16; depth++) {
+    try {
+      const exe = readlinkSync(`/proc/${pid}/exe`);
+      if (basename(exe) === 'codex') return exe.endsWith(' (deleted)') ? null : exe;
+    } catch {
+      // Not ours to read (another user) or gone: keep walking.
+    }
+    pid = parentOf(pid);
+  }
+  return null;
+}
+
+/** Latch's own CODEX_HOME for the sandbox, with an empty config.toml (re-emptied when it is not). */
+function sandboxHome(latchHome: string): string {
+  const dir = join(latchHome, 'sandbox', 'codex-home');
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const st = lstatSync(dir);
+  if (!st.isDirectory()) throw new Error(`${dir} is not a directory`);
+  const config = join(dir, 'config.toml');
+  let clean = false;
+  try {
+    const c = lstatSync(config);
+    clean = c.isFile() && c.size === 0;
+    if (!clean) rmSync(config, { recursive: true, force: true });
+  } catch {
+    clean = false;
+  }
+  if (!clean) {
+    const fd = openSync(config, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+    closeSync(fd);
+  }
+  return dir;
+}
+
+interface ProbeRecord {
+  bin: string;
+  size: number;
+  mtimeMs: number;
+  ino: number;
+  ok: boolean;
+  why: string;
+}
+
+/**
+ * Does `codex sandbox` run here, read-only? Checked once per binary (path, size, mtime, inode) and
+ * remembered in `$LATCH_HOME/sandbox/probe.json`: `true` must run, and a write to a file must fail.
+ * A stale or forged record can only make Latch use the classifier alone, or run the read inside a
+ * sandbox that then fails the command: neither lets a write through.
+ */
+export function probeSandbox(latchHome: string, bin: string, home: string, spawn: (bin: string, args: string[], env: NodeJS.ProcessEnv) => { status: number | null; stderr: string }): { ok: boolean; why: string } {
+  const st = statSync(bin);
+  const file = join(latchHome, 'sandbox', 'probe.json');
+  try {
+    const rec = JSON.parse(readFileSync(file, 'utf8')) as ProbeRecord;
+    if (rec.bin === bin && rec.size === st.size && rec.mtimeMs === st.mtimeMs && rec.ino === st.ino) return { ok: rec.ok, why: rec.why };
+  } catch {
+    // No record yet (or unreadable): probe.
+  }
+  const target = join(latchHome, 'sandbox', `probe-${process.pid}`);
+  try {
+    unlinkSync(target);
+  } catch {
+    // absent, as it should be
+  }
+  const env = { ...process.env, CODEX_HOME: home };
+  const t = spawn(bin, ['sandbox', '--', '/bin/true'], env);
+  let ok = false;
+  let why: string;
+  if (t.status !== 0) why = `\`codex sandbox -- /bin/true\` failed (exit ${t.status}): ${t.stderr.trim().split('\n').slice(-1)[0] ?? ''}`;
+  else {
+    spawn(bin, ['sandbox', '--', '/bin/sh', '-c', ': > "$1"', 'sh', target], env);
+    let wrote = false;
+    try {
+      lstatSync(target);
+      wrote = true;
+      unlinkSync(target);
+    } catch {
+      wrote = false;
+    }
+    ok = !wrote;
+    why = wrote ? '`codex sandbox` let a write through (not read-only here)' : 'codex sandbox runs read-only';
+  }
+  const rec: ProbeRecord = { bin, size: st.size, mtimeMs: st.mtimeMs, ino: st.ino, ok, why };
+  try {
+    writeFileSync(file, JSON.stringify(rec) + '\n', { mode: 0o600 });
+  } catch {
+    // Not remembered: probed again next time.
+  }
+  return { ok, why };
+}
+
+/**
+ * The read-only sandbox for this hook, or why there is none. `LATCH_SANDBOX=off` turns it off (the
+ * classifier alone then guards reads: status and doctor say so); `LATCH_CODEX_BIN` names the binary
+ * when the hook does not run under Codex (tests, other drivers).
+ */
+export function readOnlySandbox(latchHome: string, env: NodeJS.ProcessEnv, spawn: Parameters<typeof probeSandbox>[3]): SandboxStatus {
+  if (env.LATCH_SANDBOX === 'off') return { ok: false, why: 'LATCH_SANDBOX=off' };
+  if (process.platform !== 'linux' && process.platform !== 'darwin') return { ok: false, why: `no agent sandbox on ${process.platform}` };
+  const bin = env.LATCH_CODEX_BIN || agentBinaryFromAncestry();
+  if (!bin) return { ok: false, why: 'the Codex binary that runs this session was not found among the hook’s ancestors' };
+  try {
+    const fd = openSync(bin, 'r');
+    try {
+      if (!fstatSync(fd).isFile()) return { ok: false, why: `${bin} is not a file` };
+    } finally {
+      closeSync(fd);
+    }
+    const home = sandboxHome(latchHome);
+    const probe = probeSandbox(latchHome, bin, home, spawn);
+    return probe.ok ? { ok: true, sandbox: { kind: 'codex', bin, home } } : { ok: false, why: probe.why };
+  } catch (err) {
+    return { ok: false, why: `the sandbox cannot be prepared (${(err as Error).message})` };
+  }
+}
+
+/** Latch's read-only subcommands the hook may run on the agent's behalf while it is held. */
+const LATCH_READS: ReadonlySet<string> = new Set(['status', 'brief', 'log', 'blame']);
+/** A plain word: nothing a shell would expand, quote or split. */
+const PLAIN = /^[A-Za-z0-9_./=:,@+-]+$/;
+
+/**
+ * The arguments of `command` when it is exactly one call of this very Latch (`node <dist>/latch.cjs`
+ * or the absolute `<dist>/latch.cjs`) with a read subcommand and plain words only; else null. The
+ * classifier decides whether those arguments are a read; this only recognises the form the hook can
+ * run itself (no shell, no PATH lookup, the hook's own node).
+ */
+export function latchReadArgs(command: string, latchEntry: string): string[] | null {
+  const words = command.trim().split(/[ \t]+/);
+  if (words.some((w) => !PLAIN.test(w))) return null;
+  let i = 0;
+  if (words[0] === 'node' || words[0] === process.execPath) i = 1;
+  if (words[i] !== latchEntry) return null;
+  const args = words.slice(i + 1);
+  return args.length > 0 && LATCH_READS.has(args[0]!) ? args : null;
+}
+
+/** The command that prints `output` and exits with `code`: what the agent's Latch read becomes. */
+export function replayCommand(output: string, code: number): string {
+  const max = 96 * 1024;
+  const text = output.length > max ? output.slice(0, max) + `\n[latch: output cut at ${max} characters]\n` : output;
+  return `printf '%s' ${shellQuote(text)}; exit ${Number.isInteger(code) && code >= 0 && code < 256 ? code : 1}`;
+}
