@@ -3,8 +3,9 @@
 // Every child runs with an explicit CODEX_HOME, a hard timeout that kills its whole process group,
 // and the features that would reach the network (plugin sync) turned off.
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { accessSync, constants, existsSync, readFileSync, statSync } from 'node:fs';
+import { accessSync, constants, copyFileSync, existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 
 /** How to start Codex: `cmd ...args <codex args>`. */
@@ -183,7 +184,7 @@ export interface AppServerRequest {
 export function appServerCall(
   codex: CodexCommand,
   requests: AppServerRequest[],
-  opts: { env: NodeJS.ProcessEnv; codexHome: string; cwd: string; timeoutMs?: number; clientVersion?: string },
+  opts: { env: NodeJS.ProcessEnv; codexHome: string; cwd: string; timeoutMs?: number; clientVersion?: string; waitExit?: boolean },
 ): Promise<unknown[]> {
   const timeoutMs = opts.timeoutMs ?? 10_000;
   return new Promise((resolve, reject) => {
@@ -204,6 +205,7 @@ export function appServerCall(
     let buf = '';
     let settled = false;
     let next = 0; // index of the request awaiting its reply (-1 while initializing)
+    let exited = false;
     const settle = (err: Error | null) => {
       if (settled) return;
       settled = true;
@@ -216,9 +218,17 @@ export function appServerCall(
       // Give the server a moment to exit on EOF, then make sure nothing is left behind.
       const reaper = setTimeout(() => killGroup(child.pid, () => child.kill('SIGKILL')), 2_000);
       reaper.unref();
+      const done = () => (err ? reject(err) : resolve(results));
+      if (opts.waitExit && !exited) {
+        // The caller deletes the server's CODEX_HOME next: answer once the server is gone.
+        child.once('close', () => {
+          clearTimeout(reaper);
+          done();
+        });
+        return;
+      }
       child.once('close', () => clearTimeout(reaper));
-      if (err) reject(err);
-      else resolve(results);
+      done();
     };
     const timer = setTimeout(() => {
       killGroup(child.pid, () => child.kill('SIGKILL'));
@@ -284,6 +294,7 @@ export function appServerCall(
     });
     child.on('error', (err) => settle(new AppServerError(`cannot start ${codex.path} app-server: ${err.message}`)));
     child.on('close', (code, signal) => {
+      exited = true;
       const tail = stderr.trim().split('\n').filter((l) => !/WARNING: proceeding|bubblewrap/.test(l)).slice(-3).join(' | ');
       settle(new AppServerError(`codex app-server exited (${code ?? signal}) before answering${tail ? `: ${tail.slice(0, 300)}` : ''}`));
     });
@@ -317,13 +328,14 @@ export interface HooksListEntry {
 /** Asks Codex which hooks it would load for `cwds` and whether each one is trusted. */
 export async function listCodexHooks(
   codex: CodexCommand,
-  opts: { env: NodeJS.ProcessEnv; codexHome: string; cwds: string[]; timeoutMs?: number },
+  opts: { env: NodeJS.ProcessEnv; codexHome: string; cwds: string[]; timeoutMs?: number; waitExit?: boolean },
 ): Promise<HooksListEntry[]> {
   const [res] = await appServerCall(codex, [{ method: 'hooks/list', params: { cwds: opts.cwds } }], {
     env: opts.env,
     codexHome: opts.codexHome,
     cwd: opts.cwds[0] ?? process.cwd(),
     timeoutMs: opts.timeoutMs,
+    waitExit: opts.waitExit,
   });
   const data = (res as { data?: unknown } | null)?.data;
   if (!Array.isArray(data)) throw new AppServerError('hooks/list returned no `data` array');
@@ -333,4 +345,74 @@ export async function listCodexHooks(
     warnings: Array.isArray(e.warnings) ? e.warnings.map(String) : [],
     errors: Array.isArray(e.errors) ? (e.errors as { message: string; path: string }[]) : [],
   }));
+}
+
+// ---------------------------------------------------------------------------------------------
+// a throwaway CODEX_HOME
+
+/**
+ * A temporary CODEX_HOME holding copies of `codexHome`'s config.toml and hooks.json only, for the
+ * Codex children `latch doctor` starts: `codex app-server` writes skills, logs and databases into its
+ * CODEX_HOME, and doctor must leave the user's as it found it. Codex's trust keys embed the absolute
+ * path of hooks.json, so the copy's `[hooks.state."<codexHome>/hooks.json:..."]` keys are rewritten
+ * to the copy's path, and `toOriginal` maps what Codex reports back. `cleanup()` deletes the copy.
+ */
+export interface IsolatedCodexHome {
+  dir: string;
+  toOriginal(s: string): string;
+  cleanup(): void;
+}
+
+export function isolatedCodexHome(codexHome: string): IsolatedCodexHome {
+  const dir = realpathSync(mkdtempSync(join(tmpdir(), 'latch-codex-home-')));
+  const cleanup = () => rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
+  try {
+    const spellings = [codexHome];
+    try {
+      const real = realpathSync(codexHome);
+      if (real !== codexHome) spellings.push(real);
+    } catch {
+      /* no CODEX_HOME yet */
+    }
+    const hooks = join(codexHome, 'hooks.json');
+    if (isFile(hooks)) copyFileSync(hooks, join(dir, 'hooks.json'));
+    const cfg = join(codexHome, 'config.toml');
+    if (isFile(cfg)) {
+      let text = readFileSync(cfg, 'utf8');
+      for (const o of spellings) text = text.split(`${o}/hooks.json:`).join(`${dir}/hooks.json:`);
+      writeFileSync(join(dir, 'config.toml'), text, { mode: 0o600 });
+    }
+  } catch (err) {
+    cleanup();
+    throw err;
+  }
+  const toOriginal = (s: string) => s.split(`${dir}/`).join(`${codexHome}/`);
+  return { dir, toOriginal, cleanup };
+}
+
+function isFile(p: string): boolean {
+  try {
+    return statSync(p).isFile();
+  } catch {
+    return false;
+  }
+}
+
+/** `listCodexHooks` against an isolated copy of `codexHome`; keys and paths are reported as the originals. */
+export async function listCodexHooksIsolated(
+  codex: CodexCommand,
+  opts: { env: NodeJS.ProcessEnv; codexHome: string; cwds: string[]; timeoutMs?: number; isolated?: IsolatedCodexHome },
+): Promise<HooksListEntry[]> {
+  const iso = opts.isolated ?? isolatedCodexHome(opts.codexHome);
+  try {
+    const entries = await listCodexHooks(codex, { env: opts.env, codexHome: iso.dir, cwds: opts.cwds, timeoutMs: opts.timeoutMs, waitExit: true });
+    return entries.map((e) => ({
+      cwd: e.cwd,
+      hooks: e.hooks.map((h) => ({ ...h, key: iso.toOriginal(h.key), sourcePath: iso.toOriginal(h.sourcePath) })),
+      warnings: e.warnings.map(iso.toOriginal),
+      errors: e.errors.map((x) => ({ message: iso.toOriginal(String(x.message)), path: iso.toOriginal(String(x.path)) })),
+    }));
+  } finally {
+    if (!opts.isolated) iso.cleanup();
+  }
 }

@@ -1,6 +1,10 @@
 // `latch doctor`: is Latch installed, wired, trusted by Codex, and is its store healthy?
 // Read-only towards the user's state: the end-to-end hook probe runs against a throwaway LATCH_HOME,
-// Codex is asked through a bounded, offline `codex app-server`, and the store is opened read-only.
+// Codex is asked through a bounded, offline `codex app-server` started on a throwaway copy of
+// CODEX_HOME (config.toml + hooks.json), and the store is opened read-only. Doctor never runs a
+// command taken from a hooks file: a handler's command is compared, as text, with what setup writes
+// for this installation, and the probe runs the command Latch builds itself.
+import { readsReport } from '../core/sandbox.js';
 import { accessSync, constants, existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, statSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -8,9 +12,20 @@ import { parse as parseToml } from 'smol-toml';
 import { errorMessage, EXIT } from '../core/errors.js';
 import { dbPath } from '../core/paths.js';
 import { openStore, SCHEMA_VERSION } from '../core/store.js';
-import { codexVersion, listCodexHooks, resolveCodex, runBounded, type CodexCommand, type CodexHookInfo, type HooksListEntry } from '../codex/app-server.js';
+import {
+  codexVersion,
+  isolatedCodexHome,
+  listCodexHooksIsolated,
+  resolveCodex,
+  runBounded,
+  type CodexCommand,
+  type CodexHookInfo,
+  type HooksListEntry,
+  type IsolatedCodexHome,
+} from '../codex/app-server.js';
+import { INSTALL_SCOPE, RERECORD_FIX, registrationLines, registrationReport, type Finding, type InstallScope, type RegistrationReport } from '../core/tamper.js';
 import { homeOf, type Io } from './io.js';
-import { hookCommand, hooksFilePath, isLatchHandler, LATCH_EVENTS } from './setup.js';
+import { defaultEntry, hookCommand, hooksFilePath, isLatchHandler, LATCH_EVENTS } from './setup.js';
 import { listWatchers, type WatcherJson } from './watch.js';
 
 declare const __LATCH_VERSION__: string | undefined;
@@ -24,6 +39,8 @@ export interface Check {
   detail: string;
   /** The command or step that fixes it. */
   fix?: string;
+  /** The registration check's findings (as data). */
+  findings?: Finding[];
 }
 
 export interface DoctorOptions {
@@ -345,12 +362,59 @@ async function probePreToolUse(io: Io, command: string, timeoutMs: number): Prom
   return problems;
 }
 
-async function checkBinary(io: Io, handlers: LatchHandlerRef[], timeoutMs: number): Promise<Check> {
+/** The node binaries and entries this installation writes into hook commands: the running ones and the ones setup recorded. */
+export interface Installation {
+  nodes: string[];
+  entries: string[];
+}
+
+function realOrSelf(p: string): string {
+  try {
+    return realpathSync(p);
+  } catch {
+    return resolve(p);
+  }
+}
+
+export function thisInstallation(io: Io): Installation {
+  const nodes = [process.execPath];
+  const entries = [resolve(defaultEntry())];
+  const home = homeOf(io);
+  if (existsSync(dbPath(home))) {
+    try {
+      const db = openStore(home, { create: false, readonly: true });
+      try {
+        const row = db.prepare('SELECT json FROM registrations WHERE scope = ?').get(INSTALL_SCOPE) as { json: string } | undefined;
+        if (row) {
+          const rec = JSON.parse(row.json) as InstallScope;
+          nodes.push(rec.node);
+          entries.push(rec.entry);
+        }
+      } finally {
+        db.close();
+      }
+    } catch {
+      /* no fingerprint (older store): only the running installation counts */
+    }
+  }
+  for (const e of [...entries]) entries.push(realOrSelf(e));
+  return { nodes: [...new Set(nodes)], entries: [...new Set(entries)] };
+}
+
+/** The installation's (node, entry) pair whose command for `event` is exactly `command`, if any. */
+function matchInstallation(event: string, command: string, inst: Installation): { node: string; entry: string } | null {
+  for (const node of inst.nodes) for (const entry of inst.entries) if (hookCommand(event, node, entry) === command) return { node, entry };
+  return null;
+}
+
+async function checkBinary(io: Io, handlers: LatchHandlerRef[], timeoutMs: number, inst: Installation): Promise<Check> {
   const name = 'hook command';
   if (handlers.length === 0) return { name, status: 'fail', detail: 'no Latch hook command to check', fix: SETUP_FIX };
   const fails: string[] = [];
   const oks: string[] = [];
   const seen = new Set<string>();
+  let probe: { node: string; entry: string; where: string } | null = null;
+  let unprobed: string | null = null;
   for (const h of handlers) {
     if (seen.has(h.command)) continue;
     seen.add(h.command);
@@ -369,12 +433,29 @@ async function checkBinary(io: Io, handlers: LatchHandlerRef[], timeoutMs: numbe
       fails.push(...bad.map((b) => `${where}: ${b}`));
       continue;
     }
-    if (h.event !== 'PreToolUse') continue;
-    const probe = await probePreToolUse(io, h.command, timeoutMs);
-    if (probe.length) fails.push(...probe.map((p) => `${where}: ${p}`));
-    else oks.push(`${where}: untracked tool passes, tracked tool denied with no store (fails closed)`);
+    // Static: the text must be what setup writes for this installation. It is never run.
+    const match = matchInstallation(h.event, h.command, inst);
+    if (!match) {
+      fails.push(
+        `${where}: the command is not what \`latch setup codex\` writes for this installation (node ${inst.nodes.join(' or ')}, entry ${inst.entries[0]}); not run: ${oneLine(h.command, 160)}`,
+      );
+      continue;
+    }
+    // The probe runs only this very process's node and entry (a value read from the store or a
+    // hooks file is compared, never run).
+    if (h.event === 'PreToolUse' && !probe) {
+      if (match.node === inst.nodes[0] && match.entry === inst.entries[0]) probe = { ...match, where };
+      else unprobed = `${where}: not probed (it runs node ${match.node}, entry ${match.entry}, recorded at setup; this doctor runs ${inst.nodes[0]}, ${inst.entries[0]})`;
+    }
   }
   if (!handlers.some((h) => h.event === 'PreToolUse')) fails.push('no PreToolUse handler to probe');
+  else if (!probe && unprobed) oks.push(unprobed);
+  else if (probe) {
+    // The probe runs the command Latch builds from its own node and entry (equal, as text, to the handler's).
+    const problems = await probePreToolUse(io, hookCommand('PreToolUse', probe.node, probe.entry), timeoutMs);
+    if (problems.length) fails.push(...problems.map((p) => `${probe!.where}: ${p}`));
+    else oks.push(`${probe.where}: untracked tool passes, tracked tool denied with no store (fails closed)`);
+  }
   if (fails.length) return { name, status: 'fail', detail: [...fails, ...oks].join('\n'), fix: `${SETUP_FIX} (after \`npm run build\` or reinstalling agent-latch if the entry is gone)` };
   const first = parseHookCommand(handlers[0]!.command)!;
   return { name, status: 'ok', detail: [`node ${first.node ?? '(launcher)'}, entry ${first.entry}`, ...oks].join('\n') };
@@ -447,6 +528,7 @@ async function checkTrusted(
   cwd: string,
   handlers: LatchHandlerRef[],
   timeoutMs: number,
+  isolated: IsolatedCodexHome | null,
 ): Promise<Check> {
   const name = 'hooks trusted';
   if (handlers.length === 0) return { name, status: 'warn', detail: 'no Latch handlers installed, nothing to trust', fix: SETUP_FIX };
@@ -455,7 +537,8 @@ async function checkTrusted(
   if (!codex) why = 'codex was not found on PATH or in node_modules';
   else {
     try {
-      listed = await listCodexHooks(codex, { env: io.env, codexHome, cwds: [cwd], timeoutMs });
+      if (!isolated) throw new Error('cannot make a temporary copy of CODEX_HOME');
+      listed = await listCodexHooksIsolated(codex, { env: io.env, codexHome, cwds: [cwd], timeoutMs, isolated });
     } catch (err) {
       why = `could not ask Codex (${codex.path}): ${errorMessage(err)}`;
     }
@@ -509,9 +592,10 @@ function cmpVersion(a: string, b: string): number {
   return 0;
 }
 
-async function checkVersion(io: Io, codex: CodexCommand | null, codexHome: string, timeoutMs: number): Promise<Check> {
+async function checkVersion(io: Io, codex: CodexCommand | null, codexHome: string | null, timeoutMs: number): Promise<Check> {
   const name = 'codex version';
   if (!codex) return { name, status: 'warn', detail: 'codex not found on PATH or in node_modules', fix: 'install Codex: npm i -g @openai/codex' };
+  if (!codexHome) return { name, status: 'warn', detail: 'cannot make a temporary CODEX_HOME to run codex in' };
   const v = await codexVersion(codex, { env: io.env, codexHome, cwd: io.cwd, timeoutMs });
   if (!v.version) return { name, status: 'warn', detail: `${codex.path}: ${v.error ?? 'unknown version'}`, fix: 'check that `codex --version` works' };
   if (cmpVersion(v.version, MIN_CODEX_VERSION) < 0) {
@@ -594,6 +678,14 @@ function checkStore(io: Io): Check {
 // ---------------------------------------------------------------------------------------------
 // check 6: workspace watchers (a Close stats only what they journaled; without one, every file)
 
+/** What guards reads while a session is held: the agent's read-only sandbox, or the classifier alone. */
+function checkReads(io: Io): Check {
+  const r = readsReport(homeOf(io), io.env);
+  if (r.guard === 'sandbox') return { name: 'reads while held', status: 'ok', detail: r.detail };
+  if (r.guard === 'unknown') return { name: 'reads while held', status: 'ok', detail: r.detail };
+  return { name: 'reads while held', status: 'warn', detail: r.detail, fix: 'run Codex where `codex sandbox` works (Linux user namespaces, or macOS), and leave LATCH_SANDBOX unset' };
+}
+
 function checkWatchers(io: Io): Check {
   const name = 'watchers';
   if (io.env.LATCH_WATCH === 'off') return { name, status: 'ok', detail: 'disabled (LATCH_WATCH=off): each Close stats every tracked file' };
@@ -625,6 +717,41 @@ function checkWatchers(io: Io): Check {
 }
 
 // ---------------------------------------------------------------------------------------------
+// check 7: the registration fingerprint (src/core/tamper.ts)
+
+export function registrationOf(io: Io, workspace: string | null): RegistrationReport | { error: string } {
+  const home = homeOf(io);
+  if (!existsSync(dbPath(home))) return { error: 'no store yet' };
+  try {
+    const db = openStore(home, { create: false, readonly: true });
+    try {
+      return registrationReport(db, workspace);
+    } finally {
+      db.close();
+    }
+  } catch (err) {
+    return { error: errorMessage(err) };
+  }
+}
+
+/** ok | changed | unrecorded | unknown (the store could not be read). */
+export function registrationStatus(c: Check): string {
+  if (!c.findings) return 'unknown';
+  if (c.status === 'fail') return 'changed';
+  return c.findings.some((f) => f.code === 'no_fingerprint') ? 'unrecorded' : 'ok';
+}
+
+function checkRegistration(report: RegistrationReport | { error: string }): Check {
+  const name = 'registration';
+  if ('error' in report) return { name, status: 'warn', detail: `cannot compare the registration fingerprint: ${report.error}`, fix: SETUP_FIX };
+  const [first, ...rest] = registrationLines(report);
+  const detail = [first ?? '', ...rest].join('\n');
+  if (report.status === 'unrecorded') return { name, status: 'warn', detail, fix: SETUP_FIX, findings: report.findings };
+  if (report.status === 'changed') return { name, status: 'fail', detail, fix: RERECORD_FIX, findings: report.findings };
+  return { name, status: report.findings.length ? 'warn' : 'ok', detail, findings: report.findings };
+}
+
+// ---------------------------------------------------------------------------------------------
 
 function resolveCodexHome(opts: DoctorOptions, io: Io): string {
   if (opts.codexHome) return resolve(io.cwd, opts.codexHome);
@@ -644,12 +771,27 @@ export async function runChecks(io: Io, opts: DoctorOptions): Promise<Check[]> {
   const checks: Check[] = scans.map((s) => checkInstalled(s, scans.filter((o) => o !== s)));
   const handlers = scans.flatMap((s) => s.handlers);
 
-  checks.push(await checkBinary(io, handlers, timeoutMs));
+  // First: opening the store (below) tightens its modes, which this check reports.
+  const store = checkStore(io);
+  checks.push(await checkBinary(io, handlers, timeoutMs, thisInstallation(io)));
   const codex = resolveCodex(io.env);
-  checks.push(await checkTrusted(io, codex, codexHome, projectDir ?? io.cwd, handlers, timeoutMs));
-  checks.push(await checkVersion(io, codex, codexHome, timeoutMs));
-  checks.push(checkStore(io));
+  // Codex writes into its CODEX_HOME (skills, logs, databases): it runs on a throwaway copy.
+  let isolated: IsolatedCodexHome | null = null;
+  try {
+    if (codex) isolated = isolatedCodexHome(codexHome);
+  } catch {
+    isolated = null;
+  }
+  try {
+    checks.push(await checkTrusted(io, codex, codexHome, projectDir ?? io.cwd, handlers, timeoutMs, isolated));
+    checks.push(await checkVersion(io, codex, isolated?.dir ?? null, timeoutMs));
+  } finally {
+    isolated?.cleanup();
+  }
+  checks.push(store);
   checks.push(checkWatchers(io));
+  checks.push(checkReads(io));
+  checks.push(checkRegistration(registrationOf(io, projectDir ?? io.cwd)));
   return checks;
 }
 
@@ -673,7 +815,9 @@ export function formatChecks(checks: Check[]): string {
 export async function doctor(io: Io, opts: DoctorOptions): Promise<number> {
   const checks = await runChecks(io, opts);
   const ok = checks.every((c) => c.status !== 'fail');
-  if (opts.json) io.out(JSON.stringify({ ok, checks }, null, 2) + '\n');
+  const reg = checks.find((c) => c.name === 'registration');
+  const registration = reg ? { status: registrationStatus(reg), detail: reg.detail, findings: reg.findings ?? [] } : null;
+  if (opts.json) io.out(JSON.stringify({ ok, checks, registration }, null, 2) + '\n');
   else io.out(formatChecks(checks));
   return ok ? EXIT.ok : EXIT.failure;
 }

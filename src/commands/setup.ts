@@ -5,6 +5,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ExitError, EXIT } from '../core/errors.js';
 import { openStore } from '../core/store.js';
+import { extraCodexConfigs, forgetRegistration, isLatchHandler as isLatchHandlerOf, recordRegistration, rerecordCodeCachesAtExit, runningFrom } from '../core/tamper.js';
 import { TRACKED_TOOL_MATCHER } from '../core/tools.js';
 import { homeOf, type Io } from './io.js';
 
@@ -31,14 +32,16 @@ export const LATCH_EVENTS: readonly { event: string; matcher: string | null; tim
   { event: 'SessionEnd', matcher: null, timeout: 3, status: 'Latch: closing the session' },
 ];
 
-const MARK = / hook codex --event /;
-
 type Handler = { type?: string; command?: string; [k: string]: unknown };
 type Group = { matcher?: string; hooks?: Handler[]; [k: string]: unknown };
 type HooksFile = { hooks?: Record<string, Group[]>; [k: string]: unknown };
 
+declare const __LATCH_VERSION__: string | undefined;
+const VERSION = typeof __LATCH_VERSION__ === 'string' ? __LATCH_VERSION__ : '0.0.0-dev';
+
+/** A handler Latch wrote (its command runs `... hook codex --event NAME` of a latch entry). */
 export function isLatchHandler(h: unknown): boolean {
-  return !!h && typeof h === 'object' && typeof (h as Handler).command === 'string' && MARK.test((h as Handler).command!) && /latch/.test((h as Handler).command!);
+  return isLatchHandlerOf(h);
 }
 
 /** The bundled hook entry: dist/latch.cjs beside the running bundle, else in the package root. */
@@ -64,8 +67,12 @@ export function hookCommand(event: string, node: string, entry: string): string 
 
 export function hooksFilePath(opts: Pick<SetupOptions, 'codexHome' | 'project'>, env: NodeJS.ProcessEnv): string {
   if (opts.project) return join(resolve(opts.project), '.codex', 'hooks.json');
-  const home = opts.codexHome ? resolve(opts.codexHome) : env.CODEX_HOME ? resolve(env.CODEX_HOME) : join(homedir(), '.codex');
-  return join(home, 'hooks.json');
+  return join(userCodexHome(opts, env), 'hooks.json');
+}
+
+/** $CODEX_HOME (--codex-home, else the environment's, else ~/.codex). */
+export function userCodexHome(opts: Pick<SetupOptions, 'codexHome'>, env: NodeJS.ProcessEnv): string {
+  return opts.codexHome ? resolve(opts.codexHome) : env.CODEX_HOME ? resolve(env.CODEX_HOME) : join(env.HOME || homedir(), '.codex');
 }
 
 function readHooks(file: string): HooksFile {
@@ -191,8 +198,41 @@ export async function setupCodex(io: Io, opts: SetupOptions): Promise<number> {
   for (const c of changes) io.out(`  ${c.event}: ${c.action}\n`);
   if (!opts.dryRun) {
     writeAtomic(file, text);
-    openStore(home, { create: true }).close();
-    io.out(`State store: ${home}\n`);
+    const db = openStore(home, { create: true });
+    try {
+      const codexHome = userCodexHome(opts, io.env);
+      const userConfig = join(codexHome, 'config.toml');
+      const project = opts.project ? resolve(opts.project) : null;
+      const rec = recordRegistration(
+        db,
+        {
+          kind: project ? 'project' : 'user',
+          hooksFile: file,
+          configFiles: [...(project ? [join(project, '.codex', 'config.toml')] : []), userConfig, ...extraCodexConfigs(codexHome)],
+          project,
+          projectTrustFile: project ? userConfig : null,
+          node,
+          entry,
+          home: io.env.HOME || homedir(),
+          pathVar: io.env.PATH,
+          version: VERSION,
+        },
+        io.now(),
+      );
+      io.out(`State store: ${home}\n`);
+      io.out(
+        `Registration fingerprint recorded (${rec.files} files: this hooks.json and config.toml's hook settings, Latch's installed files, ` +
+          `your shell startup files, \`latch\`/\`node\`/\`codex\` on the PATH). Hooks, \`latch status\` and \`latch doctor\` compare it; ` +
+          `a change latches the workspace's sessions. After a legitimate change (you edited hooks.json or a shell startup file, upgraded Latch), ` +
+          `re-run \`latch setup codex\`${project ? ` --project ${project}` : ''} to record it again.\n`,
+      );
+      // A code cache this process writes at exit (src/loader.ts) is recorded again after it did.
+      const atExit = runningFrom(entry);
+      if (atExit) rerecordCodeCachesAtExit(() => openStore(home, { create: false }));
+      else if (rec.missingCaches.length) io.out(`Note: no code cache ${rec.missingCaches.join(', ')}: run \`npm run build\` (a cache written later reads as a change).\n`);
+    } finally {
+      db.close();
+    }
   } else {
     io.out(text);
   }
@@ -219,7 +259,18 @@ export async function uninstallCodex(io: Io, opts: Pick<SetupOptions, 'codexHome
     io.out(`No Latch handlers in ${file}\n`);
     return EXIT.ok;
   }
-  if (!opts.dryRun) writeAtomic(file, JSON.stringify(after, null, 2) + '\n');
+  if (!opts.dryRun) {
+    writeAtomic(file, JSON.stringify(after, null, 2) + '\n');
+    const home = homeOf(io);
+    if (existsSync(join(home, 'latch.db'))) {
+      const db = openStore(home, { create: false });
+      try {
+        forgetRegistration(db, file);
+      } finally {
+        db.close();
+      }
+    }
+  }
   io.out(`${opts.dryRun ? 'Would remove' : 'Removed'} Latch handlers from ${file}: ${changes.map((c) => c.event).join(', ')}\n`);
   io.out('The state store is kept; existing latches still hold for `latch exec` and `latch status`.\n');
   return EXIT.ok;

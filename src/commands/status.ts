@@ -6,6 +6,9 @@ import { workspaceRoot } from '../core/git.js';
 import { blockers } from '../core/guard.js';
 import { compactionsOf, getSession, sessionsIn, type SessionRow } from '../core/records.js';
 import type { Db } from '../core/store.js';
+import { readsReport } from '../core/sandbox.js';
+import { latchHome } from '../core/paths.js';
+import { registrationLines, registrationReport, RERECORD_FIX, type RegistrationReport } from '../core/tamper.js';
 import { json, withStore, type Io } from './io.js';
 
 export interface TargetOptions {
@@ -100,12 +103,16 @@ export async function status(io: Io, opts: TargetOptions & { json?: boolean }): 
   return withStore(io, (db) => {
     const { workspace, sessions } = targetSessions(db, io, opts);
     const out = sessions.map((s) => sessionJson(db, s));
+    const registration = safeRegistration(db, workspace);
+    const reads = readsReport(latchHome(io.env));
     if (opts.json) {
-      json(io, { workspace, sessions: out });
+      json(io, { workspace, sessions: out, registration, reads });
       return EXIT.ok;
     }
     if (out.length === 0) {
       io.out(`No sessions recorded for ${workspace}.\n`);
+      printRegistration(io, registration);
+      io.out(`Reads while held: ${reads.detail}\n`);
       return EXIT.ok;
     }
     io.out(`Workspace ${workspace}\n`);
@@ -123,6 +130,30 @@ export async function status(io: Io, opts: TargetOptions & { json?: boolean }): 
       }
       if (!s.may_mutate) io.out(`  next: a human runs \`latch ${s.state === 'paused' ? 'resume' : 'verify'}\` in ${s.workspace}\n`);
     }
+    printRegistration(io, registration);
+    io.out(`Reads while held: ${reads.detail}\n`);
     return EXIT.ok;
   }, { ifMissing: none });
+}
+
+/** The registration comparison (src/core/tamper.ts); an error is reported, never thrown. */
+function safeRegistration(db: Db, workspace: string | null): RegistrationReport | { status: 'unknown'; error: string } {
+  try {
+    return registrationReport(db, workspace);
+  } catch (err) {
+    return { status: 'unknown', error: err instanceof Error ? err.message : String(err) };
+  }
+}
+
+function printRegistration(io: Io, r: RegistrationReport | { status: 'unknown'; error: string }): void {
+  io.out('\n');
+  if ('error' in r) {
+    io.out(`Registration: cannot compare (${r.error})\n`);
+    return;
+  }
+  const [first, ...rest] = registrationLines(r);
+  io.out(`Registration: ${first}\n`);
+  for (const l of rest) io.out(`  ${l}\n`);
+  if (r.status === 'changed') io.out(`  next: ${RERECORD_FIX}\n`);
+  if (r.status === 'unrecorded') io.out('  next: run `latch setup codex` to record it\n');
 }

@@ -66,7 +66,11 @@ function env(): NodeJS.ProcessEnv {
 
 /** Empty overrides for every filter driver the repository's config defines (`git config` runs nothing). */
 function filterOverrides(cwd: string): Array<[string, string]> {
-  const r = runGit(cwd, ['config', '-z', '--get-regexp', '^filter\\..*\\.(clean|smudge|process)$']);
+  return driverOverrides(cwd, '^filter\\..*\\.(clean|smudge|process)$');
+}
+
+function driverOverrides(cwd: string, pattern: string): Array<[string, string]> {
+  const r = runGit(cwd, ['config', '-z', '--get-regexp', pattern]);
   if (r.status !== 0) return [];
   const out: Array<[string, string]> = [];
   for (const entry of r.stdout.toString('utf8').split('\0')) {

@@ -7,7 +7,9 @@ import { compactionEvent, mayMutate, type AuthState } from './authority.js';
 import type { WorkspaceEvidence } from './checkpoint.js';
 import type { ResolvedPolicy } from './config.js';
 import { errorMessage } from './errors.js';
-import { classifyCommand } from './readonly.js';
+import { classifyCommand, type ClassifyContext, type CommandVerdict } from './readonly.js';
+import { classifierContext, heldShell, patchTouchesLatch } from './held.js';
+import { guardRegistration, TAMPER_CODE } from './tamper.js';
 import {
   getCompaction,
   getSession,
@@ -29,7 +31,7 @@ import { abandonAttempts, attemptId, awaitFileClock, beginClose, claimRecovery, 
 import { EMPTY_SCAN, scanTranscript, type ScanResult, type ScanState } from './transcript.js';
 import { observeByWatcher } from '../watch/client.js';
 import { childProcess } from './lazy.js';
-import { isWrapped, latchReadArgs, readOnlySandbox, replayCommand, type SandboxStatus, wrapReadOnly } from './sandbox.js';
+import { isWrapped, latchReadArgs, readOnlySandbox, replayCommand, type SandboxStatus } from './sandbox.js';
 
 export interface Observation {
   sessionId: string;
@@ -102,7 +104,7 @@ export function denialText(reasons: Reason[]): string {
 /** Handles one event. Throws on internal errors; the adapter turns a throw on a tracked tool into a deny. */
 export async function handle(ctx: GuardContext, obs: Observation, ev: LatchEvent): Promise<Decision> {
   if (ev.type === 'pre_tool') {
-    const early = preToolShortcut(ctx, ev.call);
+    const early = preToolShortcut(ctx, obs, ev.call);
     if (early) return early;
   }
   const db = ctx.openDb();
@@ -114,16 +116,22 @@ export async function handle(ctx: GuardContext, obs: Observation, ev: LatchEvent
 }
 
 /** Decisions that need no store: untracked tools run; commands that touch Latch itself never do. */
-function preToolShortcut(ctx: GuardContext, call: ToolCall): Decision | null {
+function preToolShortcut(ctx: GuardContext, obs: Observation, call: ToolCall): Decision | null {
   if (call.kind === null) return allow([{ code: 'untracked', message: `${call.name} is not a tracked tool.` }]);
+  if (call.kind === 'patch') {
+    const why = patchTouchesLatch(call.command ?? '', classifyContextOf(ctx, obs));
+    if (why.length > 0) {
+      return denyDecision([{ code: 'touches_latch', message: `This patch would change Latch’s own state or registration (${why.slice(0, 2).join('; ')}); only a human may do that, outside the agent.` }]);
+    }
+  }
   if (call.kind === 'shell') {
-    const v = classifyCommand(call.command ?? '', { latchHome: ctx.home });
+    const v = verdictOf(ctx, obs, call);
     if (v.touchesLatch) {
       return denyDecision([
         {
           code: 'touches_latch',
           message:
-            'This command would change or read Latch’s own state (latch verify/resume/setup, or the Latch state directory); only a human may do that, outside the agent.',
+            `This command would change or read Latch’s own state or registration (${v.reasons.slice(0, 2).join('; ') || 'latch verify/resume/setup, or the Latch state directory'}); only a human may do that, outside the agent.`,
         },
       ]);
     }
@@ -133,6 +141,16 @@ function preToolShortcut(ctx: GuardContext, call: ToolCall): Decision | null {
 
 async function handleWithDb(ctx: GuardContext, db: Db, obs: Observation, ev: LatchEvent): Promise<Decision> {
   let row = getSession(db, obs.sessionId) ?? (await createSession(ctx, db, obs, ev));
+  // Tamper evidence: Latch's registration (handlers, trust, feature flags), installed files and the
+  // shell startup files against the fingerprint `latch setup` recorded (one lstat each; hashes only
+  // when a stat changed). A change latches the workspace's sessions; a tracked call is denied.
+  const reg = guardRegistration(db, row.workspace, ctx.now());
+  if (reg.latched.length > 0) row = getSession(db, obs.sessionId)!;
+  if (ev.type === 'pre_tool' && ev.call.kind !== null && (reg.status === 'tampered' || reg.status === 'error')) {
+    const call = ev.call;
+    immediate(db, () => recordDenial(db, { session_id: row.session_id, turn_id: obs.turnId, tool_name: call.name, tool_use_id: call.toolUseId, summary: summarizeCall(call), reasons: reg.reasons }, ctx.now()));
+    return denyDecision(reg.reasons, row.state);
+  }
 
   // Phase 1, outside any transaction: read the new transcript bytes, and take the workspace
   // evidence if a checkpoint will be needed (the slow part: hashing).
@@ -161,7 +179,7 @@ async function handleWithDb(ctx: GuardContext, db: Db, obs: Observation, ev: Lat
   // Read receipts: brief pages the transcript shows the agent read (exit 0, complete, digest ok).
   if (slow && briefOutputs.length > 0) immediate(db, () => slow.recordReads(db, row, briefOutputs, ctx.now()));
   // reverify = "evidence": a complete read + a clean workspace + no live attempt give authority back.
-  if (tracked && !mayMutate(row.state) && policyOf(row).reverify === 'evidence') {
+  if (tracked && !mayMutate(row.state) && policyOf(row).reverify === 'evidence' && !row.state_reason?.startsWith(TAMPER_CODE)) {
     const s = slow ?? (await loadSlow());
     const release = s.evidenceRelease(db, row);
     if (release) {
@@ -230,7 +248,7 @@ async function handleWithDb(ctx: GuardContext, db: Db, obs: Observation, ev: Lat
 
     switch (ev.type) {
       case 'pre_tool': {
-        const d = decideTool(db, row, obs, ev.call, scan, reads, replay, now);
+        const d = decideTool(ctx, db, row, obs, ev.call, scan, { sandbox: reads, replay, classify: classifyContextOf(ctx, obs) }, now);
         if (d.verdict !== 'allow' || ev.call.kind === null) return d;
         const admitted = admitStart(db, row, obs, ev.call, now);
         if (typeof admitted !== 'string') return admitted;
@@ -257,6 +275,9 @@ async function handleWithDb(ctx: GuardContext, db: Db, obs: Observation, ev: Lat
     }
   });
 
+  // At a compaction, while nothing is waiting on this hook: make sure the read-only sandbox is probed
+  // (once per Codex binary) so that the first latched read does not pay for it.
+  if (hookSource && !mayMutate(row.state)) readSandbox(ctx);
   // The tool runs once this returns: its writes must be stamped after its Start (see awaitFileClock).
   if (startedNs !== null) awaitFileClock(ctx.home, BigInt(startedNs));
   // Phase 3, after the decision is durable: the ledger's observations (a tree scan each).
@@ -301,7 +322,7 @@ async function closeAttempt(ctx: GuardContext, db: Db, row: SessionRow, obs: Obs
   // A command the read-only classifier accepts cannot change files: its Close skips the workspace
   // scan. Should it have changed something after all, the next observation times that change into
   // this attempt's window [started, closing] like any other (attribution is by time, not by observer).
-  if (call.kind === 'shell' && a.started_ns !== '0' && (isWrapped(call.command ?? '') || classifyCommand(call.command ?? '', { latchHome: '' }).readOnly)) {
+  if (call.kind === 'shell' && a.started_ns !== '0' && (isWrapped(call.command ?? '') || verdictOf(ctx, obs, call).readOnly)) {
     immediate(db, () => endClose(db, id, ctx.now(), CLOSE_REASON.readOnly));
     return;
   }
@@ -608,7 +629,7 @@ export function blockers(db: Db, row: SessionRow): SessionRow[] {
   return out;
 }
 
-function decideTool(db: Db, row: SessionRow, obs: Observation, call: ToolCall, scan: TranscriptRead, reads: SandboxStatus | null, replay: string | null, now: string): Decision {
+function decideTool(ctx: GuardContext, db: Db, row: SessionRow, obs: Observation, call: ToolCall, scan: TranscriptRead, held: HeldRead, now: string): Decision {
   const policy = JSON.parse(row.policy_json) as ResolvedPolicy;
   const reasons: Reason[] = [];
   const transcriptOptional = policy.transcript === 'optional' && !obs.transcriptPath;
@@ -617,12 +638,12 @@ function decideTool(db: Db, row: SessionRow, obs: Observation, call: ToolCall, s
   }
   for (const s of blockers(db, row)) reasons.push(latchReason(db, s, row));
   if (reasons.length === 0) return allow([], row.state);
-  const readOnly = readOnlyCall(call, policy);
-  if (readOnly && call.kind === 'shell') return sandboxedRead(call, readOnly, reads, replay, row.state);
+  const readOnly = readOnlyCall(ctx, obs, call, policy);
+  if (readOnly && call.kind === 'shell') return sandboxedRead(call, readOnly, held, row.state);
   if (readOnly) return allow([readOnly], row.state);
   if (call.kind === 'shell') {
     // Tell the agent why this command is not one of the reads that stay allowed, so it can re-spell it.
-    const why = classifyCommand(call.command ?? '', { latchHome: '' }).reasons[0];
+    const why = verdictOf(ctx, obs, call, true).reasons[0]?.replace(/\.$/, '');
     if (why) reasons.push({ code: 'not_read_only', message: `This command is not a read Latch allows while held: ${why}.` });
   }
   recordDenial(db, { session_id: row.session_id, turn_id: obs.turnId, tool_name: call.name, tool_use_id: call.toolUseId, summary: summarizeCall(call), reasons }, now);
@@ -655,23 +676,62 @@ function readSandbox(ctx: GuardContext): SandboxStatus {
 function latchReplay(ctx: GuardContext, obs: Observation, call: ToolCall): string | null {
   const entry = latchEntry();
   const args = entry ? latchReadArgs(call.command ?? '', entry) : null;
-  if (!entry || !args || !classifyCommand(call.command ?? '', { latchHome: '' }).readOnly) return null;
+  if (!entry || !args || !verdictOf(ctx, obs, call, true).readOnly) return null;
   const r = childProcess().spawnSync(process.execPath, [entry, ...args], { cwd: obs.cwd, env: ctx.env ?? process.env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 30_000 });
   return replayCommand((r.stdout ?? '') + (r.stderr ?? ''), r.status ?? 1);
 }
 
-function sandboxedRead(call: ToolCall, readOnly: Reason, reads: SandboxStatus | null, replay: string | null, state: AuthState): Decision {
+/** What a held read needs, found before the write lock. */
+interface HeldRead {
+  sandbox: SandboxStatus | null;
+  /** A Latch read the hook already ran: the command that replays its output. */
+  replay: string | null;
+  classify: ClassifyContext;
+}
+
+/**
+ * A read the classifier admits while the session is held, rewritten: inside the agent's read-only
+ * sandbox, in a clean shell (no startup file, no pager, no program from git's config). Without a
+ * sandbox (none found, or LATCH_SANDBOX=off) the same clean shell runs outside it, guarded by the
+ * classifier alone, and the reason says so.
+ */
+function sandboxedRead(call: ToolCall, readOnly: Reason, held: HeldRead, state: AuthState): Decision {
   const input = call.input && typeof call.input === 'object' && !Array.isArray(call.input) ? (call.input as Record<string, unknown>) : {};
-  if (replay !== null) return { ...allow([readOnly, { code: 'latch_read', message: 'Latch ran this read itself.' }], state), updatedInput: { ...input, command: replay } };
-  if (reads?.ok) {
-    return { ...allow([readOnly, { code: 'sandboxed', message: 'It runs inside the agent’s read-only sandbox.' }], state), updatedInput: { ...input, command: wrapReadOnly(call.command ?? '', reads.sandbox) } };
+  if (held.replay !== null) return { ...allow([readOnly, { code: 'latch_read', message: 'Latch ran this read itself.' }], state), updatedInput: { ...input, command: held.replay } };
+  const sb = held.sandbox;
+  // The same decision the adversarial corpus checks (src/core/held.ts), on the verdict already made.
+  const run = heldShell(call.command ?? '', held.classify, sb?.ok ? sb.sandbox : null);
+  if (!run.allow) return denyDecision([{ code: 'not_read_only', message: run.reasons[0] ?? 'not a read' }], state);
+  const how = run.sandboxed
+    ? { code: 'sandboxed', message: 'It runs inside the agent’s read-only sandbox.' }
+    : { code: 'classifier_only', message: `No read-only sandbox (${sb && !sb.ok ? sb.why : 'not checked'}): the classifier alone guards this read.` };
+  return { ...allow([readOnly, how], state), updatedInput: { ...input, command: run.command } };
+}
+
+function classifyContextOf(ctx: GuardContext, obs: Observation): ClassifyContext {
+  return classifierContext({ latchHome: ctx.home, cwd: obs.cwd, latchEntry: latchEntry(), env: ctx.env ?? process.env });
+}
+
+const verdicts = new WeakMap<ToolCall, CommandVerdict>();
+const heldVerdicts = new WeakMap<ToolCall, CommandVerdict>();
+/**
+ * The classifier's verdict on a Bash call, computed once per call, with every path resolved against
+ * the payload's cwd and Latch's store, registration and installed files protected. `held`: the call
+ * would run with the held-read environment (src/core/held.ts), which git's verdict relies on.
+ */
+function verdictOf(ctx: GuardContext, obs: Observation, call: ToolCall, held = false): CommandVerdict {
+  const cache = held ? heldVerdicts : verdicts;
+  let v = cache.get(call);
+  if (!v) {
+    v = classifyCommand(call.command ?? '', { ...classifyContextOf(ctx, obs), gitEnvHardened: held });
+    cache.set(call, v);
   }
-  return allow([readOnly, { code: 'classifier_only', message: `No read-only sandbox (${reads?.why ?? 'not checked'}): the classifier alone guards this read.` }], state);
+  return v;
 }
 
 /** Calls that stay allowed while latched: read-only shell inspection and read-only MCP servers. */
-function readOnlyCall(call: ToolCall, policy: ResolvedPolicy): Reason | null {
-  if (call.kind === 'shell' && classifyCommand(call.command ?? '', { latchHome: '' }).readOnly) {
+function readOnlyCall(ctx: GuardContext, obs: Observation, call: ToolCall, policy: ResolvedPolicy): Reason | null {
+  if (call.kind === 'shell' && verdictOf(ctx, obs, call, true).readOnly) {
     return { code: 'read_only', message: 'Read-only inspection is allowed while latched.' };
   }
   if (call.kind === 'mcp' && call.mcpServer && policy.readOnlyMcpServers.includes(call.mcpServer)) {

@@ -10,6 +10,7 @@
 // was still mutable) can make the sandbox writable. With Latch's home no project is trusted.
 import { closeSync, fstatSync, lstatSync, mkdirSync, openSync, readFileSync, readlinkSync, rmSync, statSync, unlinkSync, writeFileSync, constants } from 'node:fs';
 import { basename, join } from 'node:path';
+import { GIT_SAFE_CONFIG } from './readonly.js';
 
 export interface Sandbox {
   kind: 'codex';
@@ -21,8 +22,35 @@ export interface Sandbox {
 
 export type SandboxStatus = { ok: true; sandbox: Sandbox } | { ok: false; why: string };
 
-/** The environment every sandboxed command gets: no pager, no startup files, no prompts. */
-const SANDBOX_ENV = ['PAGER=cat', 'GIT_PAGER=cat', 'MANPAGER=cat', 'SYSTEMD_PAGER=cat', 'LESSSECURE=1', 'GIT_TERMINAL_PROMPT=0'];
+/** The environment every held read gets: no pager, no startup files, no prompts, no optional locks. */
+const READ_ENV = ['PAGER=cat', 'GIT_PAGER=cat', 'MANPAGER=cat', 'SYSTEMD_PAGER=cat', 'LESSSECURE=1', 'GIT_TERMINAL_PROMPT=0', 'GIT_OPTIONAL_LOCKS=0'];
+
+/**
+ * git config that runs a program, switched off for a held read (GIT_CONFIG_COUNT entries win over
+ * every config file): the agent may have armed any of it while it was mutable. The classifier
+ * (gitEnvHardened) relies on exactly this list.
+ */
+function gitOverrides(): string[] {
+  const out = [`GIT_CONFIG_COUNT=${GIT_SAFE_CONFIG.length}`];
+  GIT_SAFE_CONFIG.forEach(([k, v], i) => out.push(shellQuote(`GIT_CONFIG_KEY_${i}=${k}`), shellQuote(`GIT_CONFIG_VALUE_${i}=${v}`)));
+  return out;
+}
+
+/** Variables that would make the shell or git read other files or run other programs. */
+const UNSET = ['BASH_ENV', 'ENV', 'CDPATH', 'GIT_CONFIG_PARAMETERS', 'GIT_CONFIG', 'GIT_CONFIG_GLOBAL', 'GIT_CONFIG_SYSTEM', 'GIT_EXEC_PATH', 'GIT_EXTERNAL_DIFF', 'GIT_DIR', 'GIT_WORK_TREE', 'RIPGREP_CONFIG_PATH', 'NODE_OPTIONS', 'LD_PRELOAD', 'LD_LIBRARY_PATH'];
+
+/** `env -u … <read env> bash --noprofile --norc -c '<command>'`: the read itself, in a clean shell. */
+function readShell(command: string): string[] {
+  return ['/usr/bin/env', ...UNSET.flatMap((v) => ['-u', v]), ...READ_ENV, ...gitOverrides(), '/bin/bash', '--noprofile', '--norc', '-c', shellQuote(command)];
+}
+
+/**
+ * Where no sandbox runs: the same clean shell, so that no pager, startup file or program from git's
+ * config runs; only the classifier stands between the command and a write.
+ */
+export function wrapClassifierOnly(command: string): string {
+  return ['exec', ...readShell(command)].join(' ');
+}
 
 /** Quotes one word for a POSIX shell. */
 export function shellQuote(s: string): string {
@@ -35,29 +63,12 @@ export function shellQuote(s: string): string {
  * cannot signal a process outside either).
  */
 export function wrapReadOnly(command: string, sb: Sandbox): string {
-  return [
-    `CODEX_HOME=${shellQuote(sb.home)}`,
-    'exec',
-    shellQuote(sb.bin),
-    'sandbox',
-    '--',
-    '/usr/bin/env',
-    '-u',
-    'BASH_ENV',
-    '-u',
-    'ENV',
-    ...SANDBOX_ENV,
-    '/bin/bash',
-    '--noprofile',
-    '--norc',
-    '-c',
-    shellQuote(command),
-  ].join(' ');
+  return [`CODEX_HOME=${shellQuote(sb.home)}`, 'exec', shellQuote(sb.bin), 'sandbox', '--', ...readShell(command)].join(' ');
 }
 
 /** Is `text` a command this module wrote (so a rewritten call is recognised in a transcript)? */
 export function isWrapped(text: string): boolean {
-  return text.startsWith('CODEX_HOME=') && text.includes(' sandbox -- /usr/bin/env -u BASH_ENV ');
+  return (text.startsWith('CODEX_HOME=') && text.includes(' sandbox -- /usr/bin/env -u BASH_ENV ')) || text.startsWith('exec /usr/bin/env -u BASH_ENV ');
 }
 
 function parentOf(pid: number): number | null {
@@ -219,4 +230,23 @@ export function replayCommand(output: string, code: number): string {
   const max = 96 * 1024;
   const text = output.length > max ? output.slice(0, max) + `\n[latch: output cut at ${max} characters]\n` : output;
   return `printf '%s' ${shellQuote(text)}; exit ${Number.isInteger(code) && code >= 0 && code < 256 ? code : 1}`;
+}
+
+export interface ReadsReport {
+  /** `sandbox`: held reads run inside the agent's read-only sandbox; `classifier_only`: the classifier alone guards them; `unknown`: not probed on this machine yet. */
+  guard: 'sandbox' | 'classifier_only' | 'unknown';
+  detail: string;
+}
+
+/** What guards held reads on this machine, from the probe a hook remembered (runs nothing). */
+export function readsReport(latchHome: string, env: NodeJS.ProcessEnv = process.env): ReadsReport {
+  if (env.LATCH_SANDBOX === 'off') return { guard: 'classifier_only', detail: 'LATCH_SANDBOX=off: reads while held are guarded by the classifier only' };
+  try {
+    const rec = JSON.parse(readFileSync(join(latchHome, 'sandbox', 'probe.json'), 'utf8')) as ProbeRecord;
+    return rec.ok
+      ? { guard: 'sandbox', detail: `reads while held run inside \`${rec.bin} sandbox\` (read-only file system, no network)` }
+      : { guard: 'classifier_only', detail: `no read-only sandbox (${rec.why}): reads while held are guarded by the classifier only` };
+  } catch {
+    return { guard: 'unknown', detail: 'the read-only sandbox has not been probed on this machine yet (the first compaction does it)' };
+  }
 }

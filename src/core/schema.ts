@@ -250,4 +250,76 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE tree_state ADD COLUMN watch_instance TEXT;
   ALTER TABLE tree_state ADD COLUMN watch_seq INTEGER;
   `,
+  `
+  -- Process containment at a trip (src/core/contain.ts): one containments row per trip (the agent
+  -- process found, rounds, time taken, notes and errors, the processes deliberately spared) and one
+  -- contained_processes row per process stopped and killed (why: agent_descendant | orphan_of_attempt
+  -- | orphan_during_containment; action: killed | gone | stop_failed: … | kill_failed: …). latch
+  -- verify / resume refuse a process (or ancestor) recorded here (pid + start_ticks: pid reuse).
+  CREATE TABLE containments (
+    id             INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id     TEXT NOT NULL,
+    compaction_seq INTEGER NOT NULL,
+    at             TEXT NOT NULL,
+    supported      INTEGER NOT NULL,
+    agent_pid      INTEGER,
+    agent_start    TEXT,
+    agent_cmdline  TEXT,
+    pid_ns         TEXT,                   -- the hook's (the agent's) pid namespace, e.g. pid:[4026531836]
+    rounds         INTEGER NOT NULL,
+    ms             REAL NOT NULL,
+    notes_json     TEXT NOT NULL,
+    errors_json    TEXT NOT NULL,
+    spared_json    TEXT NOT NULL
+  );
+  CREATE INDEX containments_session ON containments(session_id, compaction_seq);
+  CREATE TABLE contained_processes (
+    id             INTEGER PRIMARY KEY AUTOINCREMENT,
+    containment_id INTEGER NOT NULL,
+    session_id     TEXT NOT NULL,
+    compaction_seq INTEGER NOT NULL,
+    pid            INTEGER NOT NULL,
+    start_ticks    TEXT NOT NULL,          -- /proc/PID/stat starttime (clock ticks since boot)
+    start_ns       TEXT NOT NULL,          -- the same as wall-clock ns (~10 ms precise)
+    exe            TEXT,
+    cmdline        TEXT NOT NULL,          -- truncated to 300 characters
+    why            TEXT NOT NULL,
+    attempt_id     TEXT,
+    action         TEXT NOT NULL,
+    at             TEXT NOT NULL
+  );
+  CREATE INDEX contained_processes_pid ON contained_processes(pid, start_ticks);
+  CREATE INDEX contained_processes_session ON contained_processes(session_id, compaction_seq);
+  `,
+  `
+  -- Tamper evidence for the registration (src/core/tamper.ts), recorded by \`latch setup codex\`.
+  -- registrations: one row per hooks file Latch registered in (kind user | project: its Latch handlers
+  -- as canonical JSON, digests of the file, the hook parts of each config.toml) and one row '*' (kind
+  -- install: node, entry, PATH directories and what latch/node/codex resolved to; one row '~touched'
+  -- of kind log: files seen touched with unchanged content since setup). registration_files:
+  -- every file compared, with its lstat identity (sig: kind:size:mtime_ns:ctime_ns:ino:dev, or
+  -- 'absent'), sha256 and symlink target; 'ws:<workspace>' rows are a workspace's .codex/ files seen
+  -- by hooks. registration_alarm: the last tamper found and the identities it was found at.
+  CREATE TABLE registrations (
+    scope        TEXT PRIMARY KEY,
+    kind         TEXT NOT NULL,
+    recorded_at  TEXT NOT NULL,
+    json         TEXT NOT NULL
+  );
+  CREATE TABLE registration_files (
+    scope   TEXT NOT NULL,
+    path    TEXT NOT NULL,
+    role    TEXT NOT NULL,
+    sig     TEXT NOT NULL,
+    sha256  TEXT,
+    link    TEXT,
+    PRIMARY KEY (scope, path)
+  );
+  CREATE TABLE registration_alarm (
+    id            INTEGER PRIMARY KEY CHECK (id = 1),
+    sigs          TEXT NOT NULL,
+    findings_json TEXT NOT NULL,
+    at            TEXT NOT NULL
+  );
+  `,
 ];

@@ -120,9 +120,9 @@ describe('latch status', () => {
     const sb = fresh(t);
     const c = capture(sb);
     assert.equal(await status(c.io, {}), 0);
-    assert.match(c.out(), /^No sessions recorded for .*work\.\n$/);
+    assert.match(c.out(), /^No sessions recorded for .*work\.\n\nRegistration: no registration fingerprint is recorded/);
     const j = await statusJson(sb);
-    assert.deepEqual(Object.keys(j), ['workspace', 'sessions']);
+    assert.deepEqual(Object.keys(j), ['workspace', 'sessions', 'registration', 'reads']);
     assert.ok(j.workspace.endsWith('work'));
     assert.deepEqual(j.sessions, []);
   });

@@ -8,13 +8,24 @@ import { runCodexHook } from '../../src/hook.js';
 import { openStore } from '../../src/core/store.js';
 import { dbPath } from '../../src/core/paths.js';
 import { assertValidReply } from '../helpers/schemas.js';
+import { shellQuote } from '../../src/core/sandbox.js';
 import { appendCompaction, appendModelTurn, bash, payload, sandbox, type Sandbox } from '../helpers/workspace.js';
 
 async function hook(sb: Sandbox, p: Record<string, unknown>, expected: string | null = null) {
   const r = await runCodexHook(JSON.stringify(p), expected, sb.env);
   const event = String(p.hook_event_name ?? expected);
-  const parsed = assertValidReply(event, r.stdout) as { hookSpecificOutput?: { permissionDecision?: string; permissionDecisionReason?: string; additionalContext?: string } } | null;
-  return { ...r, parsed, denied: parsed?.hookSpecificOutput?.permissionDecision === 'deny', reason: parsed?.hookSpecificOutput?.permissionDecisionReason ?? '' };
+  const parsed = assertValidReply(event, r.stdout) as {
+    hookSpecificOutput?: { permissionDecision?: string; permissionDecisionReason?: string; additionalContext?: string; updatedInput?: { command?: string } };
+  } | null;
+  const out = parsed?.hookSpecificOutput;
+  return {
+    ...r,
+    parsed,
+    denied: out?.permissionDecision === 'deny',
+    reason: out?.permissionDecisionReason ?? '',
+    /** Allowed as a held read: rewritten to run in the clean read shell (the sandbox when there is one). */
+    rewritten: out?.permissionDecision === 'allow' ? (out.updatedInput?.command ?? null) : null,
+  };
 }
 
 function counts(sb: Sandbox) {
@@ -88,10 +99,11 @@ test('read-only commands are allowed while latched; writes, latch verify and $LA
   await hook(sb, bash(sb, 'true'));
   appendCompaction(sb.transcript);
   assert.ok((await hook(sb, bash(sb, 'echo x > x'))).denied);
-  for (const cmd of ['ls -la', 'cat README.md', 'git status', 'git diff HEAD', 'rg foo . || true', 'latch status']) {
-    assert.equal((await hook(sb, bash(sb, cmd))).stdout, null, cmd);
+  for (const cmd of ['ls -la', 'cat README.md', 'git --no-pager status', 'git --no-pager diff --no-ext-diff --no-textconv HEAD', 'git --no-pager log --oneline', 'rg foo . || true']) {
+    const r = await hook(sb, bash(sb, cmd));
+    assert.ok(r.rewritten?.endsWith(`-c ${shellQuote(cmd)}`), `${cmd}: ${r.stdout}`);
   }
-  for (const cmd of ['latch verify --yes', `ls ${sb.home}`, 'npx latch resume', 'sed -i s/a/b/ README.md']) {
+  for (const cmd of ['latch verify --yes', `ls ${sb.home}`, 'npx latch resume', 'sed -i s/a/b/ README.md', 'git status', 'git log -p', 'set -k; git --no-pager status']) {
     assert.ok((await hook(sb, bash(sb, cmd))).denied, cmd);
   }
   assert.ok((await hook(sb, payload('pre-tool-use-apply-patch', sb))).denied);
@@ -175,7 +187,7 @@ test('transcript unreadable after it was recorded: deny; read-only still allowed
   const r = await hook(sb, bash(sb, 'touch z'));
   assert.ok(r.denied);
   assert.match(r.reason, /cannot tell whether the context was compacted/);
-  assert.equal((await hook(sb, bash(sb, 'ls'))).stdout, null);
+  assert.ok((await hook(sb, bash(sb, 'ls'))).rewritten, 'ls runs, rewritten into the clean read shell');
 });
 
 test('transcript deleted after it was recorded: deny', async (t) => {

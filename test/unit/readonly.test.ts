@@ -1,6 +1,8 @@
-import { test, describe } from 'node:test';
+import { test, describe, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { homedir } from 'node:os';
+import { homedir, tmpdir } from 'node:os';
+import { mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import fc from 'fast-check';
 import { classifyCommand, type ClassifyContext } from '../../src/core/readonly.js';
 import { parseCommandList } from '../../src/core/shell-words.js';
@@ -8,7 +10,18 @@ import { parseCommandList } from '../../src/core/shell-words.js';
 const HOME = '/home/tester';
 const LATCH_HOME = `${HOME}/.local/state/latch`;
 const LATCH_BIN = '/opt/agent-latch/bin/latch.cjs';
-const ctx: ClassifyContext = { latchHome: LATCH_HOME, latchBin: LATCH_BIN, home: HOME };
+// Test isolation: the git configuration check reads the system and XDG configuration files.
+process.env.GIT_CONFIG_SYSTEM = '/dev/null';
+process.env.XDG_CONFIG_HOME = '/nonexistent-xdg';
+/** An empty working directory (not inside a repository). */
+const CWD = realpathSync(mkdtempSync(join(tmpdir(), 'latch-ro-')));
+after(() => rmSync(CWD, { recursive: true, force: true }));
+const ctx: ClassifyContext = { latchHome: LATCH_HOME, latchBin: LATCH_BIN, home: HOME, cwd: CWD };
+/** The git spelling accepted while latched (see readonly-git.test.ts). */
+const G = 'git --no-pager --no-optional-locks -c core.fsmonitor=false -c core.hooksPath=/dev/null';
+const GL = `${G} -c gpg.program=/dev/null -c gpg.ssh.program=/dev/null -c gpg.x509.program=/dev/null`;
+const GD = `${G} -c diff.autoRefreshIndex=false`;
+const L = LATCH_BIN;
 
 // [command, readOnly, touchesLatch, reason substring (optional)]
 type Row = [string, boolean, boolean, string?];
@@ -16,7 +29,9 @@ type Row = [string, boolean, boolean, string?];
 const rows: Row[] = [
   // plain read-only commands and lists
   ['ls', true, false],
-  ['ls -la && git status', true, false],
+  [`ls -la && ${G} status`, true, false],
+  // Changed by issue 10: plain `git status` runs core.fsmonitor and hooks; the safe spelling is required.
+  ['ls -la && git status', false, false, 'needs --no-pager'],
   ['pwd; ls -1 src', true, false],
   ['cat README.md | head -n 20', true, false],
   ['cat a b | wc -l', true, false],
@@ -38,7 +53,9 @@ const rows: Row[] = [
   ['which node && type ls', true, false],
   ['basename /a/b.txt; dirname /a/b.txt; realpath .; readlink -f x', true, false],
   ['diff -u a.txt b.txt || cmp a b', true, false],
-  ['sha256sum -c sums.txt; md5sum x', true, false],
+  ['sha256sum sums.txt; md5sum x', true, false],
+  // Changed: -c reads the files a list names (not checkable).
+  ['sha256sum -c sums.txt', false, false, 'checksum list'],
   ['nl -ba file.txt', true, false],
   ['printf "%s\\n" hello', true, false],
   ['echo hi', true, false],
@@ -53,12 +70,14 @@ const rows: Row[] = [
   ['ls \\\n  -la', true, false],
   ['ls &', true, false],
   ['ls;', true, false],
-  ['ls\n\ngit status\n', true, false],
+  [`ls\n\n${G} status\n`, true, false],
   ['cd src && ls', true, false],
   ['cd', true, false],
   ['/bin/ls -la', true, false],
-  ['/usr/bin/git status', true, false],
-  ['set -euo pipefail; ls', true, false],
+  [`/usr/bin/${G.slice(4)} status`.replace('/usr/bin/--', '/usr/bin/git --'), true, false],
+  ['/usr/local/bin/cat x', false, false, 'run by path'],
+  // Changed by issue 10: `set` (set -k, set -o keyword) changes how later words are read.
+  ['set -euo pipefail; ls', false, false, 'shell builtin `set`'],
   // redirections
   ['ls 2>/dev/null', true, false],
   ['ls 2>&1 | head', true, false],
@@ -66,15 +85,15 @@ const rows: Row[] = [
   ['ls &>/dev/null', true, false],
   ['echo warn >&2', true, false],
   ['wc -l < input.txt', true, false],
-  ['echo hi > a.txt', false, false, 'redirection to a file: > a.txt'],
-  ['cat a >> b', false, false, 'redirection to a file: >> b'],
-  ['ls >| out', false, false, 'redirection to a file'],
-  ['ls &> out.log', false, false, 'redirection to a file'],
-  ['ls 2> err.log', false, false, 'redirection to a file: 2> err.log'],
-  ['ls >& out.log', false, false, 'redirection to a file'],
+  ['echo hi > a.txt', false, false, 'the redirection `> a.txt` writes a file'],
+  ['cat a >> b', false, false, 'the redirection `>> b` writes a file'],
+  ['ls >| out', false, false, 'writes a file'],
+  ['ls &> out.log', false, false, 'writes a file'],
+  ['ls 2> err.log', false, false, 'the redirection `2> err.log` writes a file'],
+  ['ls >& out.log', false, false, 'writes a file'],
   ['cat <> f', false, false, 'read-write redirection'],
   ['> truncated', false, false, 'redirection'],
-  ['echo hi>a.txt', false, false, 'redirection to a file'],
+  ['echo hi>a.txt', false, false, 'writes a file'],
   // unsupported syntax
   ['cat "$(whoami)"', false, false, 'command substitution $(...) is not allowed'],
   ['cat `whoami`', false, false, 'command substitution `...`'],
@@ -82,21 +101,23 @@ const rows: Row[] = [
   ['echo "${PATH}"', false, false, 'parameter expansion'],
   ['echo $((1+2))', false, false, 'arithmetic expansion'],
   ['diff <(ls a) <(ls b)', false, false, 'process substitution'],
-  ['cat <<EOF\nhi\nEOF', false, false, 'heredoc'],
+  // Changed: heredocs are understood now (an unquoted delimiter may not expand anything).
+  ['cat <<EOF\nhi\nEOF', true, false],
+  ['cat <<EOF\nhi $USER\nEOF', false, false, 'quote the delimiter'],
   ['(cd x && ls)', false, false, 'subshells'],
-  ['{ ls; }', false, false, 'brace groups'],
+  ['{ ls; }', false, false, 'shell keyword `{`'],
   ['f() { rm x; }', false, false, 'function definitions'],
   ['echo {a,b}', false, false, 'brace expansion'],
   ["echo 'unterminated", false, false, 'unterminated single quote'],
   ['echo "unterminated', false, false, 'unterminated double quote'],
-  ['eval ls', false, false, '`eval` is not on the read-only allowlist'],
+  ['eval ls', false, false, 'shell builtin `eval`'],
   ['FOO=bar ls', false, false, 'environment assignment'],
   ['ls && ', false, false, 'syntax error'],
-  ['', false, false, 'empty command'],
+  ['', false, false, 'the command is empty'],
   // not on the allowlist / mutating options
   ['ls; rm -rf /', false, false, '`rm` is not on the read-only allowlist'],
   ['true && tee x', false, false, '`tee` is not on the read-only allowlist'],
-  ['sed -i s/a/b/ f', false, false, '`sed` is not on the read-only allowlist'],
+  ['sed -i s/a/b/ f', false, false, '`sed -i` edits files in place'],
   ['less README.md', false, false, 'not on the read-only allowlist'],
   ['python3 -c "print(1)"', false, false, '`python3` is not on the read-only allowlist'],
   ['ls | xargs rm', false, false, '`xargs`'],
@@ -105,7 +126,7 @@ const rows: Row[] = [
   ['find . -delete', false, false, 'find -delete'],
   ['find . -name x -exec rm {} ;', false, false, 'find -exec'],
   ['find . -fprint out', false, false, 'find -fprint'],
-  ['find * -name x', false, false, 'could expand to an option'],
+  ['find * -name x', false, false, 'reads as an option'],
   ['rg --pre cat x', false, false, 'runs external programs'],
   ['rg --pre=cat x', false, false, 'runs external programs'],
   ['sort -o f x', false, false, 'writes a file'],
@@ -113,85 +134,103 @@ const rows: Row[] = [
   ['sort --output=f x', false, false, 'writes a file'],
   ['sort --out=f x', false, false, 'writes a file'],
   ['sort --compress-program=sh x', false, false, 'runs a program'],
-  ['sort *.txt', false, false, 'could expand to an option'],
+  ['sort *.txt', false, false, 'reads as an option'],
   ['uniq in.txt out.txt', false, false, 'writes the output file'],
-  ['uniq *.txt', false, false, 'could expand'],
+  ['uniq *.txt', false, false, 'reads as an option'],
   ['uniq ./*.txt', false, false, 'uniq writes the second'],
   ['tree -o out.txt', false, false, 'write output files'],
   ['file -C -m magic', false, false, 'compiled magic'],
   ['printf -v x hi', false, false, 'printf -v'],
-  // git
-  ['git log --oneline -n 20', true, false],
-  ['git diff HEAD~1 -- src', true, false],
-  ['git show HEAD:package.json', true, false],
-  ['git --no-pager log -p', true, false],
-  ['git -C /tmp/repo status --short', true, false],
-  ['git rev-parse --abbrev-ref HEAD && git ls-files', true, false],
-  ['git blame -L 1,10 src/a.ts', true, false],
-  ['git describe --tags', true, false],
-  ['git branch', true, false],
-  ['git branch -avv', true, false],
-  ['git branch --show-current', true, false],
-  ['git remote -v', true, false],
-  ['git config --get user.name', true, false],
-  ['git config --list --show-origin', true, false],
-  ['git config get user.email', true, false],
-  ['git -c core.pager=sh log', false, false, 'git global option `-c`'],
-  ['git --git-dir=/x status', false, false, 'git global option'],
-  ['git --exec-path=/tmp log', false, false, 'git global option'],
-  ['git diff --output=x', false, false, 'not allowed'],
-  ['git log --output x', false, false, 'not allowed'],
-  ['git diff --ext-diff', false, false, 'not allowed'],
-  ['git branch new-feature', false, false, 'with an argument'],
-  ['git branch -D old', false, false, 'not a listing flag'],
-  ['git branch --list "feat*"', false, false, 'with an argument'],
-  ['git remote add origin x', false, false, 'git remote'],
-  ['git config user.name me', false, false, 'git config'],
-  ['git config --unset user.name', false, false, 'not a read-only form'],
-  ['git commit -m x', false, false, '`git commit` is not on the read-only allowlist'],
-  ['git push', false, false, 'not on the read-only allowlist'],
-  ['git checkout -- .', false, false, 'not on the read-only allowlist'],
-  ['git stash', false, false, 'not on the read-only allowlist'],
-  ['git', false, false, 'without a subcommand'],
-  ['git grep -O foo', false, false, 'git grep -O'],
+  // git (issue 10: only the safe spelling; see readonly-git.test.ts for the experiments)
+  [`${GL} log --no-ext-diff --no-textconv --oneline -n 20`, true, false],
+  [`${GD} diff --no-ext-diff --no-textconv HEAD~1 -- src`, true, false],
+  [`${GL} show --no-ext-diff --no-textconv HEAD:package.json`, true, false],
+  [`${GL} log --no-ext-diff --no-textconv -p`, true, false],
+  [`git -C /tmp/repo ${G.slice(4)} status --short`, true, false],
+  [`${G} rev-parse --abbrev-ref HEAD && ${G} ls-files`, true, false],
+  [`${G} blame --no-textconv -L 1,10 src/a.ts`, true, false],
+  [`${G} branch`, true, false],
+  [`${G} branch -avv`, true, false],
+  [`${G} branch --show-current`, true, false],
+  [`${G} branch --list "feat*"`, true, false],
+  [`${G} grep -n foo -- src`, true, false],
+  ['git log --oneline -n 20', false, false, 'needs --no-pager'],
+  ['git diff HEAD~1 -- src', false, false, 'needs --no-pager'],
+  ['git show HEAD:package.json', false, false, 'needs --no-pager'],
+  ['git --no-pager log -p', false, false, '-c core.fsmonitor=false'],
+  [`${G} log -p --no-ext-diff --no-textconv`, false, false, '-c gpg.program=/dev/null'],
+  [`${GL} log -p --no-textconv`, false, false, '--no-ext-diff (right after log)'],
+  [`${G} blame -L 1,10 src/a.ts`, false, false, '--no-textconv (right after blame)'],
+  ['git describe --tags', false, false, 'not on the read-only list'],
+  ['git remote -v', false, false, 'not on the read-only list'],
+  ['git config --get user.name', false, false, 'not on the read-only list'],
+  ['git -c core.pager=sh log', false, false, '`git -c core.pager=sh` is not allowed'],
+  ['git --git-dir=/x status', false, false, 'the git option `--git-dir=/x` is not allowed'],
+  ['git --exec-path=/tmp log', false, false, 'is not allowed'],
+  [`${GD} diff --no-ext-diff --no-textconv --output=x`, false, false, 'writes a file'],
+  [`${GL} log --no-ext-diff --no-textconv --output x`, false, false, 'writes a file'],
+  [`${GD} diff --no-ext-diff --no-textconv --ext-diff`, false, false, 'runs configured programs'],
+  [`${G} branch new-feature`, false, false, 'creates a branch'],
+  [`${G} branch -D old`, false, false, 'not a listing option'],
+  ['git commit -m x', false, false, '`git commit` is not on the read-only list'],
+  ['git push', false, false, 'not on the read-only list'],
+  ['git checkout -- .', false, false, 'not on the read-only list'],
+  ['git stash', false, false, 'not on the read-only list'],
+  ['git', false, false, 'needs a subcommand'],
+  [`${G} grep -O foo`, false, false, 'git grep -O'],
   // nested shells
-  ["bash -lc 'ls && git status'", true, false],
+  [`bash -lc 'ls && ${G} status'`, true, false],
   ['sh -c "cat a | wc -l"', true, false],
   ["bash -c 'ls && rm x'", false, false, '`rm` is not on the read-only allowlist'],
   ["bash -lc 'ls && rm x'", false, false, '`rm`'],
-  ["bash -lc 'echo hi > out'", false, false, 'redirection to a file'],
+  ["bash -lc 'echo hi > out'", false, false, 'writes a file'],
   ['bash script.sh', false, false, 'only allowed as'],
   ["bash -c 'ls' extra", false, false, 'only allowed as'],
   ['echo rm x | bash', false, false, 'only allowed as'],
   [`bash -c "bash -c 'bash -c \\"bash -c ls\\"'"`, false, false, 'nested'],
-  // latch itself
-  ['latch status', true, false],
-  ['latch log', true, false],
-  ['latch blame src/a.ts', true, false],
-  ['latch brief --page 2', true, false],
-  ['latch brief show', true, false],
-  ['latch doctor', true, false],
-  ['npx latch status', true, false],
-  [`node ${LATCH_BIN} status`, true, false],
-  ['node ./node_modules/agent-latch/bin/latch.cjs log', true, false],
-  ['./node_modules/.bin/latch status', true, false],
-  ['latch verify --yes', false, true, '`latch verify --yes` changes Latch state'],
-  ['npx latch resume', false, true, '`latch resume` changes Latch state'],
-  ['latch setup', false, true, 'changes Latch state'],
-  ['latch uninstall', false, true, 'changes Latch state'],
-  ['latch exec -- rm x', false, true, 'changes Latch state'],
-  ['latch brief set "new brief"', false, true, 'changes Latch state'],
-  ['latch hook', false, true, 'changes Latch state'],
-  ['latch demo', false, true, 'changes Latch state'],
-  ['latch frobnicate', false, true, 'changes Latch state'],
-  ['latch', false, true, 'changes Latch state'],
-  ['latch doctor --fix', false, true, 'changes Latch state'],
-  ['ls && latch resume', false, true, 'changes Latch state'],
-  ["bash -lc 'latch resume'", false, true, 'changes Latch state'],
-  ['env latch resume', false, true, 'runs `latch resume`'],
-  ['timeout 5 latch verify', false, true, 'runs `latch verify`'],
+  // latch itself (issue 10: only the installed executable, exact absolute path; every other
+  // spelling is touchesLatch, and `latch doctor` is no longer a read form)
+  [`${L} status`, true, false],
+  [`${L} status --json`, true, false],
+  [`${L} log`, true, false],
+  [`${L} blame src/a.ts`, true, false],
+  [`${L} brief --page 2`, true, false],
+  [`${L} brief --page 2 --session abc`, true, false],
+  [`${L} brief show`, true, false],
+  [`node ${L} status`, true, false],
+  [`/usr/bin/node ${L} brief --page 1`, true, false],
+  [`${L} doctor`, false, true, '`latch doctor` starts processes'],
+  ['latch status', false, true, 'installed executable'],
+  ['latch log', false, true, 'installed executable'],
+  ['latch brief --page 2', false, true, 'installed executable'],
+  ['npx latch status', false, true, 'installed executable'],
+  ['node ./node_modules/agent-latch/bin/latch.cjs log', false, true, 'installed executable'],
+  ['./node_modules/.bin/latch status', false, true, 'installed executable'],
+  ['./latch status', false, true, 'installed executable'],
+  ['node x/latch.cjs status', false, true, 'installed executable'],
+  [`node --require x ${L} status`, false, true],
+  [`/tmp/node ${L} status`, false, true, 'installed executable'],
+  [`${L} verify --yes`, false, true, 'not one of the agent\'s read forms'],
+  [`${L} resume`, false, true, 'only a human may run it'],
+  ['latch verify --yes', false, true],
+  ['npx latch resume', false, true],
+  [`${L} setup`, false, true],
+  [`${L} uninstall`, false, true],
+  [`${L} exec -- rm x`, false, true],
+  [`${L} brief set "new brief"`, false, true],
+  [`${L} hook`, false, true],
+  [`${L} demo`, false, true],
+  [`${L} frobnicate`, false, true],
+  [`${L}`, false, true],
+  [`${L} doctor --fix`, false, true],
+  [`ls && ${L} resume`, false, true],
+  [`bash -lc '${L} resume'`, false, true],
+  ['ls && latch resume', false, true],
+  ["bash -lc 'latch resume'", false, true],
+  ['env latch resume', false, true, 'runs latch'],
+  ['timeout 5 latch verify', false, true, 'runs latch'],
   ['latch resume $(id)', false, true, 'changes Latch state'],
-  ['npx --yes latch status', false, false, 'without launcher options'],
+  ['npx --yes latch status', false, true, 'installed executable'],
   // latch home / binary mentions
   [`cat ${LATCH_HOME}/latch.db`, true, true, 'Latch home directory'],
   ['cat ~/.local/state/latch/latch.db', true, true, 'Latch home directory'],
@@ -338,12 +377,14 @@ const safeCommand: fc.Arbitrary<string> = fc
       cmd([fc.constant('cut'), fc.constantFrom('-d, -f1', '-c1-5', '-f2'), paths]),
       cmd([fc.constant('tr'), fc.constantFrom('a-z A-Z', '-d x', "'\\n' ' '")]),
       cmd([fc.constant('jq'), fc.oneof(singleQuoted, fc.constant('.')), paths]),
-      cmd([fc.constantFrom('pwd', 'true', 'false', 'df -h', 'git status', 'git branch', 'git remote -v', 'latch status', 'latch log', 'latch brief show')]),
+      cmd([fc.constantFrom('pwd', 'true', 'false', 'df -h', `${G} status`, `${G} branch`, `${L} status`, `${L} log`, `${L} brief show`, `${L} brief --page 1`)]),
+      cmd([fc.constant('sed'), fc.constantFrom("-n '1,5p'", "-n '$p'", "-ne '/x/p'", "-n '2~3p;10q'", "-E -n '/a|b/,+2p'"), paths]),
+      cmd([fc.constant('awk'), fc.constantFrom("'{print $1}'", "-F: '{print $2, NF}'", "'NR < 5'", "-v n=3 '$3 == n {c++} END {print c}'"), paths]),
       cmd([fc.constantFrom('stat', 'du -sh', 'file', 'realpath', 'basename', 'dirname', 'sha256sum', 'nl', 'readlink -f', 'tree -L 2', 'which'), safePath]),
       cmd([fc.constant('diff'), safePath, safePath]),
-      cmd([fc.constant('cd'), safePath]),
+      cmd([fc.constant('cd'), safePath.filter((x) => !x.includes('*'))]),
       cmd([fc.constant('printf'), fc.constant("'%s\\n'"), safeName]),
-      cmd([fc.constant('git'), opt(fc.constantFrom('--no-pager', '-C sub')), fc.constantFrom('log --oneline -n 5', 'diff --stat', 'show HEAD', 'rev-parse HEAD', 'ls-files', 'describe --tags', 'blame x.ts', 'branch -a', 'config --get user.name', 'diff -- src')]),
+      cmd([fc.constant('git'), opt(fc.constantFrom('-C sub', `-C ${CWD}`)), fc.constant(GL.slice(4)), fc.constantFrom('log --no-ext-diff --no-textconv --oneline -n 5', '-c diff.autoRefreshIndex=false diff --no-ext-diff --no-textconv --stat', 'show --no-ext-diff --no-textconv HEAD', 'rev-parse HEAD', 'ls-files', 'blame --no-textconv x.ts', 'branch -a', '-c diff.autoRefreshIndex=false diff --no-ext-diff --no-textconv -- src', 'status -s')]),
     ),
     safeRedirect,
   )
@@ -395,6 +436,35 @@ const MUTATIONS: Array<(c: string) => string> = [
   () => 'git commit -am x',
   () => 'git -c core.pager=sh log',
   () => 'latch resume',
+  () => 'latch status',
+  () => 'git status',
+  () => 'git --no-pager log -p',
+  () => 'set -k',
+  () => 'set -o keyword',
+  () => 'shopt -s expand_aliases',
+  () => 'alias ls=rm',
+  () => 'export GIT_DIR=/x',
+  (c) => `${c}\0`,
+  (c) => `${c} -delete\0`,
+  (c) => `${c}\r`,
+  (c) => `${c} \u202e`,
+  (c) => `ｃａｔ x; ${c}`,
+  (c) => `${c} \u2010delete`,
+  () => 'find . -delete',
+  () => "sed -n '1w out' f",
+  () => "awk '{system(\"id\")}' f",
+  () => "awk '{print > \"x\"}' f",
+  () => 'rg --pre sh x',
+  () => 'ls > out',
+  () => 'cat <> f',
+  () => 'ls >| x',
+  () => 'eval ls',
+  () => 'source x',
+  () => 'exec ls',
+  () => 'node -e 0',
+  () => 'python3 -c 1',
+  () => 'env ls',
+  () => 'xargs ls',
 ];
 
 describe('classifyCommand: properties', () => {
@@ -502,11 +572,14 @@ describe('classifyCommand: properties', () => {
 });
 
 test('latch brief reads may name the session and the workspace; set never counts as read-only', () => {
-  const ctx = { latchHome: '/home/u/.local/state/latch' };
-  for (const c of ['latch brief --page 2 --session 01a2-bc', 'node /opt/agent-latch/dist/latch.cjs brief --page=1 --cwd /w', 'latch brief show --json --session s']) {
+  const bin = '/opt/agent-latch/dist/latch.cjs';
+  const ctx = { latchHome: '/home/u/.local/state/latch', latchBin: bin };
+  for (const c of [`${bin} brief --page 2 --session 01a2-bc`, `node ${bin} brief --page=1 --cwd /w`, `${bin} brief show --json --session s`]) {
     assert.equal(classifyCommand(c, ctx).readOnly, true, c);
   }
-  for (const c of ['latch brief set --file x', 'latch brief --page 1 --json', 'latch brief --page x', 'latch brief --page 1 --session', 'latch brief --page 1 --bogus']) {
+  for (const c of [`${bin} brief set --file x`, `${bin} brief --page 1 --json`, `${bin} brief --page x`, `${bin} brief --page 1 --session`, `${bin} brief --page 1 --bogus`]) {
     assert.equal(classifyCommand(c, ctx).readOnly, false, c);
   }
+  // Without the installed path, no spelling of latch is allowed (touchesLatch).
+  assert.equal(classifyCommand('latch brief --page 2', { latchHome: '/home/u/.local/state/latch' }).touchesLatch, true);
 });

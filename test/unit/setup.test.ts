@@ -13,6 +13,8 @@ import type { Io } from '../../src/commands/io.js';
 import { hookCommand, isLatchHandler, LATCH_EVENTS, mergeLatchHooks, removeLatchHooks, setupCodex, uninstallCodex } from '../../src/commands/setup.js';
 import { listCodexHooks, resolveCodex } from '../../src/codex/app-server.js';
 import { TRACKED_TOOL_MATCHER } from '../../src/core/tools.js';
+import { openStore } from '../../src/core/store.js';
+import { loadRecorded } from '../../src/core/tamper.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const ENTRY = join(ROOT, 'dist', 'latch.cjs');
@@ -565,4 +567,49 @@ test('uninstall keeps an emptied Latch group as a placeholder when someone else\
   const { file } = removeLatchHooks(latchFirst);
   assert.deepEqual(file.hooks!.Stop, [{ hooks: [] }, foreign], 'their handler stays at group index 1');
   assert.equal(file.hooks!.PreToolUse, undefined, 'an event with only Latch groups is removed');
+});
+
+describe('setup records the registration fingerprint (src/core/tamper.ts)', () => {
+  test('user setup: the hooks file, config.toml, the installed files; the output says how to re-record', async () => {
+    const b = box();
+    assert.equal(await setupCodex(b.io, { codexHome: b.codexHome, entry: ENTRY }), 0);
+    assert.match(b.io.outText(), /Registration fingerprint recorded \(\d+ files/);
+    assert.match(b.io.outText(), /re-run `latch setup codex` to record it again/);
+    const db = openStore(b.io.env.LATCH_HOME!, { create: false });
+    try {
+      const rec = loadRecorded(db);
+      assert.deepEqual(rec.scopes.map((s) => [s.scope, s.kind]).sort(), [['*', 'install'], [b.hooksFile, 'user']]);
+      const roles = new Map(rec.files.map((f) => [f.path, f.role]));
+      assert.equal(roles.get(b.hooksFile), 'hooks');
+      assert.equal(roles.get(join(b.codexHome, 'config.toml')), 'config');
+      assert.equal(roles.get(ENTRY), 'installed');
+      assert.equal(roles.get(join(ROOT, 'dist', 'main.cjs.v8cache')), 'installed');
+      assert.equal(roles.get(join(ROOT, 'bin', 'latch.cjs')), 'installed');
+      const install = JSON.parse(rec.scopes.find((s) => s.kind === 'install')!.json);
+      assert.equal(install.entry, ENTRY);
+      assert.equal(install.node, process.execPath);
+    } finally {
+      db.close();
+    }
+  });
+
+  test('--project: the project hooks file with its .codex/config.toml and the user config.toml; --dry-run records nothing', async () => {
+    const b = box();
+    const project = join(b.dir, 'proj');
+    mkdirSync(project);
+    assert.equal(await setupCodex(b.io, { codexHome: b.codexHome, entry: ENTRY, dryRun: true }), 0);
+    assert.ok(!existsSync(b.io.env.LATCH_HOME!));
+    assert.equal(await setupCodex(b.io, { codexHome: b.codexHome, entry: ENTRY, project }), 0);
+    const db = openStore(b.io.env.LATCH_HOME!, { create: false });
+    try {
+      const rec = loadRecorded(db);
+      const file = join(project, '.codex', 'hooks.json');
+      assert.deepEqual(rec.scopes.find((s) => s.scope === file)?.kind, 'project');
+      const configs = rec.files.filter((f) => f.scope === file && f.role === 'config').map((f) => f.path).sort();
+      for (const c of [join(b.codexHome, 'config.toml'), join(project, '.codex', 'config.toml'), join(b.codexHome, 'managed_config.toml')]) assert.ok(configs.includes(c), c);
+    } finally {
+      db.close();
+    }
+    assert.match(b.io.outText(), new RegExp(`re-run \`latch setup codex\` --project ${project.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`));
+  });
 });
