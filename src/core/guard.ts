@@ -26,7 +26,7 @@ import {
 } from './records.js';
 import { immediate, type Db } from './store.js';
 import { summarizeCall, type ToolCall } from './tools.js';
-import { latchEntry, pageCommand } from './command.js';
+import { latchCommand, latchEntry, pageCommand } from './command.js';
 import { abandonAttempts, attemptId, awaitFileClock, beginClose, claimRecovery, CLOSE_REASON, endClose, getAttempt, isAlive, laneOf, orphanedClosings, selfId, startAttempt } from './ledger.js';
 import { EMPTY_SCAN, scanTranscript, type ScanResult, type ScanState } from './transcript.js';
 import { observeByWatcher } from '../watch/client.js';
@@ -746,6 +746,9 @@ function latestCheckpoint(db: Db, sessionId: string): { id: string; created_at: 
     .get(sessionId) as { id: string; created_at: string; compaction_seq: number } | undefined;
 }
 
+/** The reads that stay allowed while held, spelled as the classifier accepts them. */
+const READS_STILL_WORK = `reads still work (inside the agent’s read-only sandbox where it runs): ls, cat, head, tail, grep, rg, find, wc, \`git --no-pager status\`, \`git --no-pager log --oneline\`, \`git --no-pager diff --no-ext-diff --no-textconv\`, \`${latchCommand()} status\`.`;
+
 function latchReason(db: Db, holder: SessionRow, self: SessionRow): Reason {
   const cp = latestCheckpoint(db, holder.session_id);
   const cpText = cp ? `checkpoint ${cp.id} (compaction #${cp.compaction_seq}, ${cp.created_at})` : 'no checkpoint';
@@ -753,7 +756,7 @@ function latchReason(db: Db, holder: SessionRow, self: SessionRow): Reason {
   if (holder.state === 'paused') {
     return {
       code: 'paused',
-      message: `${whose} is paused since its context was compacted (${cpText}). Writes stay blocked until a human runs \`latch resume\` in ${holder.workspace}. Read-only commands (ls, cat, rg, git status/diff/log/show, latch status) still work.`,
+      message: `${whose} is paused since its context was compacted (${cpText}). Writes stay blocked until a human runs \`latch resume\` in ${holder.workspace}. Until then, ${READS_STILL_WORK}`,
     };
   }
   const release =
@@ -762,7 +765,7 @@ function latchReason(db: Db, holder: SessionRow, self: SessionRow): Reason {
       : `A human must run \`latch verify\` in ${holder.workspace} to check the workspace against the checkpoint and restore authority.`;
   return {
     code: 'latched',
-    message: `${whose} is latched: its context was compacted (${cpText}), so its picture of the task may be incomplete and its authority to change files is revoked. Do not retry; read-only commands (ls, cat, rg, git status/diff/log/show, latch status) still work. ${release}`,
+    message: `${whose} is latched: its context was compacted (${cpText}), so its picture of the task may be incomplete and its authority to change files is revoked. Do not retry; ${READS_STILL_WORK} ${release}`,
   };
 }
 
