@@ -74,7 +74,8 @@ export const COMMANDS: Record<string, Command> = {
   },
   verify: {
     usage: 'latch verify [--cwd DIR] [--session ID] [--yes] [--accept-changes] [--json]',
-    summary: 'Check the evidence against the checkpoint and, with human confirmation, restore authority. Exit 0 restored, 65 evidence does not hold, 2 no confirmation.',
+    summary:
+      'Check the evidence against the checkpoint and, with human confirmation (type back the code shown on the terminal, or --yes), restore authority. Refused when run by a process of the agent (its descendants, sandbox, or a job it started). Exit 0 restored, 65 evidence does not hold, 2 no confirmation, 77 refused: not a human.',
     options: { ...cwdOpt, ...sessionOpt, ...jsonOpt, yes: { type: 'boolean', short: 'y' }, 'accept-changes': { type: 'boolean' } },
     async run(io, v) {
       const { verify } = await import('./commands/verify.js');
@@ -82,12 +83,12 @@ export const COMMANDS: Record<string, Command> = {
     },
   },
   resume: {
-    usage: 'latch resume [--cwd DIR] [--session ID] [--json]',
-    summary: 'Lift a pause (policy `pause`). A fail_closed latch needs `latch verify`.',
-    options: { ...cwdOpt, ...sessionOpt, ...jsonOpt },
+    usage: 'latch resume [--cwd DIR] [--session ID] [--yes] [--json]',
+    summary: 'Lift a pause (policy `pause`), with human confirmation (the code shown on the terminal, or --yes); refused when run by a process of the agent (exit 77). A fail_closed latch needs `latch verify`.',
+    options: { ...cwdOpt, ...sessionOpt, ...jsonOpt, yes: { type: 'boolean', short: 'y' } },
     async run(io, v) {
       const { resume } = await import('./commands/verify.js');
-      return resume(io, { cwd: str(v.cwd), session: str(v.session), json: v.json === true });
+      return resume(io, { cwd: str(v.cwd), session: str(v.session), json: v.json === true, yes: v.yes === true });
     },
   },
   log: {

@@ -74,6 +74,10 @@ export function sessionJson(db: Db, row: SessionRow) {
       }
     : null;
   const reason = row.state_reason ?? (held.length ? `held by the workspace-scoped latch of session ${held.map((h) => h.session_id).join(', ')}` : null);
+  // The processes the agent had left running, stopped and killed at a trip (src/core/contain.ts).
+  const contained = db
+    .prepare('SELECT compaction_seq, pid, cmdline, why, action, at FROM contained_processes WHERE session_id = ? ORDER BY id')
+    .all(row.session_id) as { compaction_seq: number; pid: number; cmdline: string; why: string; action: string; at: string }[];
   return {
     session_id: row.session_id,
     state: row.state,
@@ -89,6 +93,7 @@ export function sessionJson(db: Db, row: SessionRow) {
     denials,
     checkpoints,
     last_resume: resume,
+    contained,
     created_at: row.created_at,
     updated_at: row.updated_at,
   };
@@ -124,6 +129,11 @@ export async function status(io: Io, opts: TargetOptions & { json?: boolean }): 
       for (const c of s.checkpoints) {
         io.out(`  checkpoint ${c.id}: compaction #${c.compaction_seq} (${c.trigger ?? 'trigger unknown'}) via ${c.observed_via.join('+')} at ${c.created_at}\n`);
         io.out(`    tree ${c.tree.sha256.slice(0, 16)}… ${c.tree.files} files; git ${c.git.head?.slice(0, 12) ?? '-'} ${c.git.branch ?? ''}\n`);
+      }
+      if (s.contained.length > 0) {
+        io.out(`  contained at the trip: ${s.contained.length} process(es) the agent left running, stopped then killed\n`);
+        for (const p of s.contained.slice(0, 10)) io.out(`    pid ${p.pid} ${p.action} (${p.why}): ${p.cmdline.slice(0, 100)}\n`);
+        if (s.contained.length > 10) io.out(`    … and ${s.contained.length - 10} more (--json)\n`);
       }
       if (s.last_resume) {
         io.out(`  last resume: ${s.last_resume.decision} (${s.last_resume.at})${s.last_resume.failed.length ? ': ' + s.last_resume.failed.map((f) => `${f.name}: ${f.reason}`).join('; ') : ''}\n`);

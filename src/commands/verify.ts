@@ -1,5 +1,17 @@
 // `latch verify` (restore authority on evidence + human confirmation) and `latch resume` (lift a pause).
+//
+// Who may confirm (issue 10): a process of the agent must not be able to restore authority.
+//  1. Ancestry (src/core/contain.ts checkAncestry): refused (exit 77) when this process or an ancestor
+//     is an agent process or its sandbox, runs in another pid namespace, was contained at a latch,
+//     or is an orphan / terminal multiplexer child that started inside an attempt window.
+//  2. Confirmation: interactively, the human types back a one-time code shown on /dev/tty (read
+//     from /dev/tty, never stdin: `yes |` cannot answer it). `--yes` is for scripted human use and
+//     is refused as well when the process tree looks scheduled (cron/at, or rooted after the latch).
+//  3. The transition records how it was confirmed and the ancestry evidence.
+import { closeSync, openSync, readSync, writeSync } from 'node:fs';
+import { randomInt } from 'node:crypto';
 import { mayMutate } from '../core/authority.js';
+import { checkAncestry, type AncestryReport } from '../core/contain.js';
 import { ExitError, EXIT } from '../core/errors.js';
 import { readStatus } from '../core/continuity.js';
 import { evaluateEvidence, type Evidence } from '../core/evidence.js';
@@ -14,6 +26,116 @@ export interface VerifyOptions extends TargetOptions {
   json?: boolean;
   /** Accept the listed differences (the human has reviewed them). Recorded with the evidence. */
   acceptChanges?: boolean;
+  /** Where the confirmation code is typed (tests inject one); default /dev/tty, null = none. */
+  confirmer?: Confirmer | null;
+}
+
+/** A terminal only a human sits at: shows a prompt, reads one line. */
+export interface Confirmer {
+  readonly kind: string;
+  ask(prompt: string): Promise<string | null> | string | null;
+}
+
+/** The controlling terminal, opened directly (not stdin); null when the process has none. */
+export function ttyConfirmer(): Confirmer | null {
+  let fd: number;
+  try {
+    fd = openSync('/dev/tty', 'r+');
+  } catch {
+    return null;
+  }
+  return {
+    kind: 'tty',
+    ask(prompt: string): string | null {
+      try {
+        writeSync(fd, prompt);
+        const buf = Buffer.alloc(256);
+        let line = '';
+        for (;;) {
+          const n = readSync(fd, buf, 0, buf.length, null);
+          if (n <= 0) break;
+          line += buf.toString('utf8', 0, n);
+          if (line.includes('\n') || line.length > 1024) break;
+        }
+        return line.split('\n')[0] ?? '';
+      } catch {
+        return null;
+      } finally {
+        try {
+          closeSync(fd);
+        } catch {
+          /* already closed */
+        }
+      }
+    },
+  };
+}
+
+const CODE_ALPHABET = 'ABCDEFGHJKLMNPQRSTUVWXYZ23456789';
+
+/** A short one-time code (two groups of three, no look-alike characters). */
+export function confirmationCode(): string {
+  let c = '';
+  for (let i = 0; i < 6; i++) c += CODE_ALPHABET[randomInt(CODE_ALPHABET.length)];
+  return `${c.slice(0, 3)}-${c.slice(3)}`;
+}
+
+const normCode = (s: string): string => s.toUpperCase().replace(/[\s-]/g, '');
+
+interface Confirmation {
+  by: string;
+  ancestry: { chain: AncestryReport['chain']; pid1_ns: string | null; self_ns: string | null; notes: string[]; supported: boolean };
+}
+
+function episodeStartNs(rows: SessionRow[]): bigint | null {
+  let min: number | null = null;
+  for (const r of rows) {
+    const t = r.episode_started_at ? Date.parse(r.episode_started_at) : NaN;
+    if (Number.isFinite(t) && (min === null || t < min)) min = t;
+  }
+  return min === null ? null : BigInt(min) * 1_000_000n;
+}
+
+function ancestryEvidence(a: AncestryReport): Confirmation['ancestry'] {
+  return { chain: a.chain.slice(0, 32), pid1_ns: a.pid1_ns, self_ns: a.self_ns, notes: a.notes, supported: a.supported };
+}
+
+/** The ancestry check; a refusal is an ExitError (exit 77) naming the process. */
+export function refuseAgentProcesses(a: AncestryReport, command: string): void {
+  if (a.refusals.length === 0) return;
+  const lines = a.refusals.map((r) => `  pid ${r.pid} (${r.cmdline || 'unknown'}): ${r.reason}`);
+  throw new ExitError(
+    EXIT.notHuman,
+    `refused: this process may belong to a coding agent, so it cannot restore authority:\n${lines.join('\n')}\n` +
+      `A human must run \`${command}\` from their own terminal (one not started by the agent or its tool calls).`,
+  );
+}
+
+/**
+ * The human's confirmation: `--yes` (after the ancestry check, refused when the process tree looks
+ * scheduled), else a one-time code typed back on the controlling terminal. Returns how it was
+ * confirmed, or null (not confirmed; the message is written).
+ */
+async function confirm(io: Io, opts: { yes?: boolean; confirmer?: Confirmer | null }, a: AncestryReport, command: string, what: string): Promise<string | null> {
+  if (opts.yes) {
+    if (a.yes_refusals.length > 0) {
+      const lines = a.yes_refusals.map((r) => `  pid ${r.pid} (${r.cmdline || 'unknown'}): ${r.reason}`);
+      throw new ExitError(EXIT.notHuman, `refused: --yes is not accepted from this process tree:\n${lines.join('\n')}\nRun \`${command}\` without --yes on your terminal and type the code it shows.`);
+    }
+    return '--yes';
+  }
+  const confirmer = opts.confirmer !== undefined ? opts.confirmer : ttyConfirmer();
+  if (!confirmer) {
+    io.err(`${command} needs a human confirmation: run it on a terminal (the code is read from /dev/tty, not stdin), or pass --yes to confirm non-interactively.\n`);
+    return null;
+  }
+  const code = confirmationCode();
+  const answer = await confirmer.ask(`\n${what}\nType the code ${code} to confirm (anything else cancels): `);
+  if (answer === null || normCode(answer) !== normCode(code)) {
+    io.err('Not confirmed; authority stays revoked.\n');
+    return null;
+  }
+  return `${confirmer.kind}-code`;
 }
 
 interface SessionOutcome {
@@ -42,13 +164,17 @@ function printEvidence(io: Io, e: Evidence): void {
 }
 
 export async function verify(io: Io, opts: VerifyOptions): Promise<number> {
-  // Evidence first (slow: hashing), then confirmation, then one transaction per session.
+  // The ancestry check first (cheap, refuses the agent before any work), then evidence (slow:
+  // hashing), then confirmation, then one transaction per session.
   const prepared = withStore(io, (db) => {
     const { workspace, sessions } = targetSessions(db, io, opts);
     const held = sessions.filter((s) => !mayMutate(s.state));
-    return { workspace, held: held.map((row) => ({ row, evidence: withBriefCheck(db, row, evaluateEvidence(db, row)) })) };
+    if (held.length === 0) return { workspace, held: [], ancestry: null };
+    const ancestry = checkAncestry(db, { episodeStartNs: episodeStartNs(held), sessions: held.map((h) => h.session_id) });
+    refuseAgentProcesses(ancestry, 'latch verify');
+    return { workspace, ancestry, held: held.map((row) => ({ row, evidence: withBriefCheck(db, row, evaluateEvidence(db, row)) })) };
   });
-  if (prepared.held.length === 0) {
+  if (prepared.held.length === 0 || !prepared.ancestry) {
     if (opts.json) json(io, { workspace: prepared.workspace, restored: true, sessions: [] });
     else io.out(`Nothing to verify: no latched or paused session${opts.session ? ` ${opts.session}` : ` in ${prepared.workspace}`}.\n`);
     return EXIT.ok;
@@ -65,20 +191,10 @@ export async function verify(io: Io, opts: VerifyOptions): Promise<number> {
     return EXIT.evidence;
   }
 
-  let confirmedBy: string;
-  if (opts.yes) confirmedBy = '--yes';
-  else if (io.interactive) {
-    const q = `\nRestore mutation authority for ${prepared.held.length} session(s)${failing.length ? ' accepting the listed differences' : ''}? [y/N] `;
-    const a = (await io.ask(q)).trim().toLowerCase();
-    if (a !== 'y' && a !== 'yes') {
-      io.err('Not confirmed; authority stays revoked.\n');
-      return EXIT.usage;
-    }
-    confirmedBy = 'tty';
-  } else {
-    io.err('latch verify needs a human confirmation: run it on a terminal, or pass --yes to confirm non-interactively.\n');
-    return EXIT.usage;
-  }
+  const what = `Restore mutation authority for ${prepared.held.length} session(s) in ${prepared.workspace}${failing.length ? ' accepting the listed differences' : ''}?`;
+  const confirmedBy = await confirm(io, opts, prepared.ancestry, 'latch verify', what);
+  if (confirmedBy === null) return EXIT.usage;
+  const confirmation: Confirmation = { by: confirmedBy, ancestry: ancestryEvidence(prepared.ancestry) };
 
   const outcomes = withStore(io, (db) =>
     prepared.held.map(({ row, evidence }) =>
@@ -93,7 +209,7 @@ export async function verify(io: Io, opts: VerifyOptions): Promise<number> {
             db,
             current,
             'verify',
-            { confirmed_by: confirmedBy, accepted_changes: !evidence.holds, checks: evidence.checks, changes: evidence.changes.slice(0, 500), baseline: evidence.baseline, current: evidence.current },
+            { confirmed_by: confirmedBy, confirmation, accepted_changes: !evidence.holds, checks: evidence.checks, changes: evidence.changes.slice(0, 500), baseline: evidence.baseline, current: evidence.current },
             'latch verify',
             now,
           );
@@ -128,14 +244,11 @@ function outcome(row: SessionRow, evidence: Evidence, restored: boolean, note: s
   return { session_id: row.session_id, state_before: row.state, evidence, restored, note };
 }
 
-export async function resume(io: Io, opts: TargetOptions & { json?: boolean }): Promise<number> {
-  return withStore(io, (db) => {
+export async function resume(io: Io, opts: TargetOptions & { json?: boolean; yes?: boolean; confirmer?: Confirmer | null }): Promise<number> {
+  const prepared = withStore(io, (db) => {
     const { workspace, sessions } = targetSessions(db, io, opts);
     const held = sessions.filter((s) => !mayMutate(s.state));
-    if (held.length === 0) {
-      io.out(`Nothing to resume in ${workspace}.\n`);
-      return EXIT.ok;
-    }
+    if (held.length === 0) return { workspace, held, ancestry: null };
     const latched = held.filter((s) => s.state === 'latched');
     if (latched.length > 0) {
       throw new ExitError(
@@ -143,14 +256,32 @@ export async function resume(io: Io, opts: TargetOptions & { json?: boolean }): 
         `session ${latched.map((s) => s.session_id).join(', ')} is latched under fail_closed: \`latch resume\` only lifts a pause; run \`latch verify\``,
       );
     }
-    const results = held.map((row) =>
-      immediate(db, () => {
-        transition(db, getSession(db, row.session_id)!, 'resume', { by: 'latch resume' }, 'latch resume', io.now());
-        return row.session_id;
-      }),
-    );
-    if (opts.json) json(io, { workspace, resumed: results });
-    else for (const id of results) io.out(`Resumed session ${id}: mutation allowed again.\n`);
+    const ancestry = checkAncestry(db, { episodeStartNs: episodeStartNs(held), sessions: held.map((h) => h.session_id) });
+    refuseAgentProcesses(ancestry, 'latch resume');
+    return { workspace, held, ancestry };
+  });
+  if (prepared.held.length === 0 || !prepared.ancestry) {
+    io.out(`Nothing to resume in ${prepared.workspace}.\n`);
     return EXIT.ok;
+  }
+  const what = `Lift the pause of ${prepared.held.length} session(s) in ${prepared.workspace} (${prepared.held.map((s) => s.session_id).join(', ')})?`;
+  const confirmedBy = await confirm(io, opts, prepared.ancestry, 'latch resume', what);
+  if (confirmedBy === null) return EXIT.usage;
+  const confirmation: Confirmation = { by: confirmedBy, ancestry: ancestryEvidence(prepared.ancestry) };
+  return withStore(io, (db) => {
+    const results: string[] = [];
+    for (const row of prepared.held) {
+      const done = immediate(db, () => {
+        const current = getSession(db, row.session_id)!;
+        if (current.state !== row.state || current.episode_started_at !== row.episode_started_at) return false;
+        transition(db, current, 'resume', { by: 'latch resume', confirmed_by: confirmedBy, confirmation }, 'latch resume', io.now());
+        return true;
+      });
+      if (done) results.push(row.session_id);
+      else io.err(`Session ${row.session_id} changed during the confirmation; run latch resume again.\n`);
+    }
+    if (opts.json) json(io, { workspace: prepared.workspace, resumed: results });
+    else for (const id of results) io.out(`Resumed session ${id}: mutation allowed again.\n`);
+    return results.length === prepared.held.length ? EXIT.ok : EXIT.failure;
   });
 }

@@ -1,6 +1,6 @@
 // The small error vocabulary. Only the entry points turn these into exit codes.
 
-/** A user-facing failure with a specific exit code (usage = 2, evidence = 65, latched = 73). */
+/** A user-facing failure with a specific exit code (usage = 2, evidence = 65, latched = 73, notHuman = 77). */
 export class ExitError extends Error {
   constructor(
     readonly code: number,
@@ -25,6 +25,8 @@ export const EXIT = {
   usage: 2,
   evidence: 65,
   latched: 73,
+  /** `latch verify` / `latch resume` run by a process that may be the agent's (EX_NOPERM). */
+  notHuman: 77,
 } as const;
 
 export function errorMessage(err: unknown): string {

@@ -10,6 +10,7 @@ import { errorMessage } from './errors.js';
 import { classifyCommand, type ClassifyContext, type CommandVerdict } from './readonly.js';
 import { classifierContext, heldShell, patchTouchesLatch } from './held.js';
 import { guardRegistration, TAMPER_CODE } from './tamper.js';
+import { containAfterTrip } from './contain.js';
 import {
   getCompaction,
   getSession,
@@ -207,6 +208,8 @@ async function handleWithDb(ctx: GuardContext, db: Db, obs: Observation, ev: Lat
 
   /** The Start written for this PreToolUse's call (nanoseconds), if any. */
   let startedNs: string | null = null;
+  /** Compactions this event tripped into a held state: their leftover processes are contained. */
+  const contained: number[] = [];
   // Phase 2: apply everything under one write lock. Every step is idempotent against a concurrent hook
   // (compactions are keyed by per-source counters that only grow).
   const decision = immediate<Decision>(db, () => {
@@ -219,7 +222,7 @@ async function handleWithDb(ctx: GuardContext, db: Db, obs: Observation, ev: Lat
         if (c.index <= row.transcript_compactions) continue;
         const comp = observeCompaction(db, row.session_id, c.index, 'transcript', { transcript_offset: c.endOffset, summary_kind: c.summaryKind, turn_id: obs.turnId }, now);
         ensureCheckpoint(slow, db, row, comp.seq, comp.checkpoint_id, evidence, { path: obs.transcriptPath!, size: c.endOffset }, obs, comp.trigger, now);
-        trip(db, row, comp.seq, 'transcript', now);
+        if (trip(db, row, comp.seq, 'transcript', now)) contained.push(comp.seq);
       }
       saveScanState(db, row.session_id, mergeScan(row, scan.result.state), now);
       // The identity a later resume must match: the newest turn_context (main lane only).
@@ -238,7 +241,7 @@ async function handleWithDb(ctx: GuardContext, db: Db, obs: Observation, ev: Lat
       db.prepare(`UPDATE sessions SET ${SEEN_COLUMN[hookSource]} = ? WHERE session_id = ?`).run(seq, row.session_id);
       const transcript = obs.transcriptPath && hookSource === 'pre_compact' ? { path: obs.transcriptPath, size: null } : null;
       ensureCheckpoint(slow, db, row, seq, comp.checkpoint_id, evidence, transcript, obs, trigger, now);
-      if (hookSource !== 'pre_compact') trip(db, row, seq, hookSource, now);
+      if (hookSource !== 'pre_compact' && trip(db, row, seq, hookSource, now)) contained.push(seq);
       row = getSession(db, obs.sessionId)!;
       // The brief is captured when the compaction is first announced (PreCompact, else SessionStart).
       if (slow && (hookSource === 'pre_compact' || (hookSource === 'session_start' && !briefSince(db, row.session_id, comp.first_seen_at)))) {
@@ -275,6 +278,10 @@ async function handleWithDb(ctx: GuardContext, db: Db, obs: Observation, ev: Lat
     }
   });
 
+  // Nothing the agent started before the trip acts after it: its leftover processes (live exec
+  // sessions, background jobs, double forks started by its calls) are stopped, then killed, and
+  // recorded (src/core/contain.ts; never throws; its own transaction, after the latch committed).
+  for (const seq of contained) containAfterTrip(db, row.session_id, seq, { workspace: row.workspace, now: ctx.now() });
   // At a compaction, while nothing is waiting on this hook: make sure the read-only sandbox is probed
   // (once per Codex binary) so that the first latched read does not pay for it.
   if (hookSource && !mayMutate(row.state)) readSandbox(ctx);
@@ -465,13 +472,17 @@ function ensureCheckpoint(
   db.prepare('UPDATE compactions SET checkpoint_id = ? WHERE session_id = ? AND seq = ?').run(cp.id, row.session_id, seq);
 }
 
-/** The first tripping source of a compaction applies the policy's event; later sources only add to observed_via. */
-function trip(db: Db, row: SessionRow, seq: number, source: CompactionSource, now: string): void {
+/**
+ * The first tripping source of a compaction applies the policy's event; later sources only add to
+ * observed_via. True when this trip left the session held (its leftover processes are then contained).
+ */
+function trip(db: Db, row: SessionRow, seq: number, source: CompactionSource, now: string): boolean {
   const comp = getCompaction(db, row.session_id, seq)!;
-  if (comp.tripped_at) return;
+  if (comp.tripped_at) return false;
   db.prepare('UPDATE compactions SET tripped_at = ? WHERE session_id = ? AND seq = ?').run(now, row.session_id, seq);
   const reason = `context compaction #${seq} observed via ${source} (checkpoint ${comp.checkpoint_id ?? 'none'})`;
   transition(db, row, compactionEvent(row.policy), { compaction_seq: seq, observed_via: source, checkpoint_id: comp.checkpoint_id, policy: row.policy }, reason, now);
+  return !mayMutate(getSession(db, row.session_id)!.state);
 }
 
 async function createSession(ctx: GuardContext, db: Db, obs: Observation, ev: LatchEvent): Promise<SessionRow> {

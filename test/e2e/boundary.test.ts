@@ -90,3 +90,38 @@ test('boundary: armed traps do nothing after the trip; reads run sandboxed; a pr
     assert.equal(outputsContaining(env, 'Latch blocked').some((x) => x.includes('direct-write')), true, 'the direct write was denied');
   });
 });
+
+test('boundary: a shell session opened before the compaction is gone after it; write_stdin types into nothing', T, async (t) => {
+  const markDir = mkdtempSync(join(tmpdir(), 'latch-marks-'));
+  t.after(() => rmSync(markDir, { recursive: true, force: true }));
+  const marker = join(markDir, 'typed');
+  const live = { type: 'raw' as const, item: { type: 'function_call', name: 'exec_command', call_id: 'live_1', arguments: JSON.stringify({ cmd: 'bash', tty: true, yield_time_ms: 500 }) } };
+  const steps = [
+    { items: [live], inputTokens: 200 },
+    { items: [{ type: 'bash' as const, cmd: 'echo step > a.txt' }], inputTokens: BIG },
+    null, // write_stdin into the session opened in step 0, built from what Codex answered then
+    { items: [{ type: 'message' as const, text: 'done' }] },
+  ];
+  let sessionId: number | null = null;
+  const env = await setupEnv((req, i) => {
+    const text = JSON.stringify(req.body ?? {});
+    const m = /Process running with session ID (\d+)/.exec(text);
+    if (m && sessionId === null) sessionId = Number(m[1]);
+    if (steps[i] === null) {
+      const args = { session_id: sessionId ?? 1000, chars: `echo pwned > ${marker}\n`, yield_time_ms: 1000 };
+      return { items: [{ type: 'raw', item: { type: 'function_call', name: 'write_stdin', call_id: 'stdin_1', arguments: JSON.stringify(args) } }] };
+    }
+    return steps[i] ?? { items: [{ type: 'message', text: 'done' }] };
+  });
+  t.after(() => env.cleanup());
+  const r = await env.codex('open a shell, then type into it after the compaction');
+  assert.equal(r.code, 0, r.stderr);
+  assert.ok(sessionId !== null, 'Codex kept the shell running and said so');
+  assert.ok(env.fake.requests.some((q) => q.isCompaction), 'Codex compacted');
+  const s = env.statusJson().sessions[0] as unknown as { state: string; contained: { pid: number; why: string; action: string; cmdline: string }[] };
+  assert.equal(s.state, 'latched');
+  await sleep(1000);
+  assert.equal(existsSync(marker), false, 'what write_stdin typed ran');
+  assert.ok(s.contained.some((p) => p.why === 'agent_descendant' && p.action === 'killed'), JSON.stringify(s.contained));
+  if (process.env.LATCH_E2E_DEBUG) console.log(JSON.stringify(env.modelSaw().slice(-3).map((x) => x.slice(0, 300))));
+});

@@ -153,7 +153,7 @@ test('F: policy pause holds until `latch resume`', T, async (t) => {
   assert.equal(env.file('after.txt'), null);
   assert.ok(outputsContaining(env, 'latch resume').length > 0);
   assert.equal(env.statusJson().sessions[0]!.state, 'paused');
-  const res = env.latch(['resume']);
+  const res = env.latch(['resume', '--yes']);
   assert.equal(res.code, 0, res.stderr);
   const r2 = await env.codex('continue', { resume: r.threadId! });
   assert.equal(r2.code, 0, r2.stderr);

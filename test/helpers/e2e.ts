@@ -5,7 +5,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { findRollout, runCodex, writeCodexConfig, type RunCodexResult } from '../../src/codex/driver.js';
-import { itemText, startFakeModel, type FakeModel, type FakeStep } from '../../src/fake-model/server.js';
+import { itemText, startFakeModel, type FakeModel, type FakeStep, type RecordedRequest } from '../../src/fake-model/server.js';
 import { stopWatchers } from './workspace.js';
 
 export const LATCH = resolve('dist', 'latch.cjs');
@@ -45,7 +45,7 @@ export interface StatusJson {
   }[];
 }
 
-export async function setupEnv(steps: FakeStep[], opts: { latchConfig?: string; setupArgs?: string[] } = {}): Promise<Env> {
+export async function setupEnv(steps: FakeStep[] | ((req: RecordedRequest, index: number) => FakeStep), opts: { latchConfig?: string; setupArgs?: string[] } = {}): Promise<Env> {
   const base = mkdtempSync(join(tmpdir(), 'latch-e2e-'));
   const work = join(base, 'work');
   const codexHome = join(base, 'codex-home');

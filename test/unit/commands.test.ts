@@ -196,7 +196,7 @@ describe('latch verify', () => {
     const sb = fresh(t);
     await latchIt(sb);
     const c = capture(sb);
-    assert.equal(await verify(c.io, {}), 2);
+    assert.equal(await verify(c.io, { confirmer: null }), 2);
     assert.match(c.err(), /needs a human confirmation/);
     assert.deepEqual(c.asked, []);
     assert.match(c.out(), /\[ok\] tree: workspace tree unchanged/);
@@ -207,11 +207,14 @@ describe('latch verify', () => {
   test('interactive, answer "n" (or empty): exit 2, still latched', async (t) => {
     const sb = fresh(t);
     await latchIt(sb);
-    for (const a of ['n', '', 'maybe']) {
-      const c = capture(sb, { interactive: true, answers: [a] });
-      assert.equal(await verify(c.io, {}), 2, a);
-      assert.equal(c.asked.length, 1);
-      assert.match(c.asked[0]!, /Restore mutation authority for 1 session\(s\)\? \[y\/N\]/);
+    // The confirmation is a one-time code read from the terminal: "y", nothing, or a wrong code do not restore.
+    for (const a of ['n', '', 'y', 'maybe', 'ABC-123']) {
+      const c = capture(sb);
+      const asked: string[] = [];
+      assert.equal(await verify(c.io, { confirmer: { kind: 'tty', ask: (q) => (asked.push(q), a) } }), 2, a);
+      assert.equal(asked.length, 1);
+      assert.match(asked[0]!, /Restore mutation authority for 1 session\(s\)/);
+      assert.match(asked[0]!, /Type the code \S+ to confirm/);
       assert.match(c.err(), /Not confirmed/);
       assert.equal(stateOf(sb), 'latched');
     }
@@ -221,15 +224,16 @@ describe('latch verify', () => {
     const sb = fresh(t);
     await latchIt(sb);
     appendModelTurn(sb.transcript); // appending to the transcript is fine
-    const c = capture(sb, { interactive: true, answers: [' Y '] });
-    assert.equal(await verify(c.io, {}), 0, c.out() + c.err());
+    const c = capture(sb);
+    const typed = (q: string) => ` ${/Type the code (\S+) to confirm/.exec(q)![1]!.toLowerCase()} `;
+    assert.equal(await verify(c.io, { confirmer: { kind: 'tty', ask: typed } }), 0, c.out() + c.err());
     assert.match(c.out(), /Restored: session S/);
     assert.equal(stateOf(sb), 'mutable');
     const [tr, ...more] = transitions(sb, 'verify');
     assert.equal(more.length, 0);
     assert.equal(tr!.from_state, 'latched');
     assert.equal(tr!.to_state, 'mutable');
-    assert.equal(tr!.evidence.confirmed_by, 'tty');
+    assert.equal(tr!.evidence.confirmed_by, 'tty-code');
     assert.equal(tr!.evidence.accepted_changes, false);
     assert.deepEqual(tr!.evidence.checks.map((x: Json) => [x.name, x.ok]), [
       ['checkpoint', true],
@@ -297,11 +301,12 @@ describe('latch verify', () => {
     await latchIt(sb);
     writeFileSync(join(sb.work, 'new.txt'), 'hello\n');
     const c = capture(sb);
-    assert.equal(await verify(c.io, { acceptChanges: true }), 2);
+    assert.equal(await verify(c.io, { acceptChanges: true, confirmer: null }), 2);
     assert.equal(stateOf(sb), 'latched');
-    const tty = capture(sb, { interactive: true, answers: ['n'] });
-    assert.equal(await verify(tty.io, { acceptChanges: true }), 2);
-    assert.match(tty.asked[0]!, /accepting the listed differences/);
+    const tty = capture(sb);
+    const asked: string[] = [];
+    assert.equal(await verify(tty.io, { acceptChanges: true, confirmer: { kind: 'tty', ask: (q) => (asked.push(q), 'n') } }), 2);
+    assert.match(asked[0]!, /accepting the listed differences/);
     assert.equal(stateOf(sb), 'latched');
   });
 
@@ -384,7 +389,7 @@ describe('latch resume', () => {
     await latchIt(sb, {}, 'policy = "pause"\n');
     assert.equal(stateOf(sb), 'paused');
     const c = capture(sb);
-    assert.equal(await cliMain(['resume'], c.io), 0, c.err());
+    assert.equal(await cliMain(['resume', '--yes'], c.io), 0, c.err());
     assert.match(c.out(), /Resumed session S/);
     assert.equal(stateOf(sb), 'mutable');
     assert.deepEqual(transitions(sb, 'resume').map((x) => [x.from_state, x.to_state]), [['paused', 'mutable']]);
@@ -395,7 +400,7 @@ describe('latch resume', () => {
     const sb = fresh(t);
     await latchIt(sb);
     const c = capture(sb);
-    const code = await cliMain(['resume'], c.io);
+    const code = await cliMain(['resume', '--yes'], c.io);
     assert.notEqual(code, 0);
     assert.equal(code, 1);
     assert.match(c.err(), /latch verify/);

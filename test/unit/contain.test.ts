@@ -1,0 +1,341 @@
+// Process containment at a trip (src/core/contain.ts), with real processes: a fake agent (a copy of
+// bash named `codex`, so /proc/PID/exe says codex) starts the jobs a hostile agent would leave behind
+// (a live shell loop, nohup, setsid -f, a double fork, python and perl daemons, delayed `latch
+// verify` jobs), attempt rows cover their starts, and the "hook" (test/fixtures/contain/runner.ts,
+// a child of the fake agent) runs containAfterTrip. The oracle is /proc: who is dead, who is alive.
+import { test, describe } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { copyFileSync, chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, mkdirSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { randomUUID } from 'node:crypto';
+import { hookCommand } from '../../src/commands/setup.js';
+import { attemptWindows, contain, environOf, listForSession, hookCommandText, isAgentProcess, isHookInvocation, listCandidates, procSupported, readProc, bootNs, type ContainResult } from '../../src/core/contain.js';
+import { nowNs } from '../../src/core/ledger.js';
+import { openStore } from '../../src/core/store.js';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const RUNNER = join(ROOT, 'test', 'fixtures', 'contain', 'runner.ts');
+const linux = procSupported();
+
+function alive(pid: number): boolean {
+  try {
+    const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const st = text.slice(text.lastIndexOf(')') + 2).split(' ')[0];
+    return st !== 'Z' && st !== 'X';
+  } catch {
+    return false;
+  }
+}
+
+async function waitFor(cond: () => boolean, ms: number, what: string): Promise<void> {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+const readPid = (f: string): number => Number(readFileSync(f, 'utf8').trim());
+
+function killQuietly(pid: number): void {
+  if (!Number.isInteger(pid) || pid <= 1 || pid === process.pid) return; // never kill(0) / kill(-1) / PID 1
+  try {
+    process.kill(pid, 'SIGKILL');
+  } catch {
+    /* gone */
+  }
+}
+
+interface Scene {
+  dir: string;
+  home: string;
+  env: NodeJS.ProcessEnv;
+  mark: string;
+  fakeCodex: string;
+  cleanup(): void;
+}
+
+function scene(t: { after(fn: () => void): void }): Scene {
+  const dir = mkdtempSync(join(tmpdir(), 'latch-contain-'));
+  const home = join(dir, 'state');
+  mkdirSync(join(dir, 'bin'));
+  const fakeCodex = join(dir, 'bin', 'codex');
+  copyFileSync('/bin/bash', fakeCodex); // a real executable whose /proc/PID/exe basename is `codex`
+  chmodSync(fakeCodex, 0o755);
+  openStore(home, { create: true }).close();
+  const mark = randomUUID();
+  const env = { ...process.env, LATCH_HOME: home, LATCH_TEST_MARK: mark };
+  const pids: number[] = [];
+  const s: Scene = {
+    dir,
+    home,
+    env,
+    mark,
+    fakeCodex,
+    cleanup() {
+      for (const f of ['loop', 'nohup', 'setsid', 'double', 'python', 'perl', 'delayed', 'runtime', 'helper', 'u1', 'u2', 'hook', 'fakehook']) {
+        const p = join(dir, f);
+        if (existsSync(p)) killQuietly(readPid(p));
+      }
+      for (const p of pids) killQuietly(p);
+      // whatever else still runs from this scene (the spared hook's node child) names its directory
+      for (const name of readdirSync('/proc')) {
+        if (!/^\d+$/.test(name)) continue;
+        try {
+          if (readFileSync(`/proc/${name}/cmdline`, 'utf8').includes(dir)) killQuietly(Number(name));
+        } catch {
+          /* gone */
+        }
+      }
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  t.after(s.cleanup);
+  return s;
+}
+
+function insertAttempt(home: string, id: string, session: string, workspace: string, startedNs: bigint, endedNs: bigint | null): void {
+  const db = openStore(home, { create: false });
+  try {
+    db.prepare(
+      `INSERT INTO attempts (id, session_id, workspace, lane, tool_name, summary, state, started_at, started_ns, scan_gen, ended_at, ended_ns)
+       VALUES (?, ?, ?, ?, 'Bash', 'test', ?, ?, ?, 0, ?, ?)`,
+    ).run(id, session, workspace, session, endedNs ? 'closed' : 'started', new Date().toISOString(), startedNs.toString(), endedNs ? new Date().toISOString() : null, endedNs?.toString() ?? null);
+  } finally {
+    db.close();
+  }
+}
+
+/** An orphan (reparented to PID 1) that writes its pid to `file` and sleeps. */
+function orphan(env: NodeJS.ProcessEnv, file: string, secs: number): void {
+  const r = spawnSync('setsid', ['-f', 'sh', '-c', `echo $$ > '${file}'; exec sleep ${secs}`], { env, stdio: 'ignore' });
+  assert.equal(r.status, 0);
+}
+
+// The fake agent's script: $1 = scene dir. Phases are driven by marker files the test creates.
+const AGENT_SCRIPT = String.raw`
+D=$1
+sleep 500 & echo $! > "$D/helper"          # a helper the agent started with the session (like an MCP server)
+touch "$D/phase1"
+until [ -e "$D/arm" ]; do sleep 0.02; done
+# --- inside the attempt window: what a hostile tool call leaves behind ---
+sh -c 'echo $$ > "$0/loop"; while :; do sleep 0.2; done' "$D" &                    # a live shell (exec_command session)
+nohup sh -c 'echo $$ > "$0/nohup"; exec sleep 301' "$D" >/dev/null 2>&1 &
+setsid -f sh -c 'echo $$ > "$0/setsid"; exec sleep 302' "$D"
+( ( sh -c 'echo $$ > "$0/double"; exec sleep 303' "$D" & ) & )
+python3 -c 'import os,sys,time
+if os.fork(): os._exit(0)
+os.setsid()
+if os.fork(): os._exit(0)
+open(sys.argv[1],"w").write(str(os.getpid())); time.sleep(304)' "$D/python"
+perl -e 'exit if fork; open(F,">",$ARGV[0]); print F $$; close F; sleep 305' "$D/perl"
+( sh -c 'echo $$ > "$0/delayed"; sleep 30; latch verify --yes --accept-changes' "$D" & )
+sh -c 'n=la; echo $$ > "$0/runtime"; sleep 31; "$n"tch verify --yes' "$D" &
+# a concurrent hook invocation (spared) and one with a changed environment (not spared)
+sh -c "$HOOK_TEXT" & echo $! > "$D/hook"
+NODE_OPTIONS=--no-deprecation sh -c "$HOOK_TEXT" & echo $! > "$D/fakehook"
+for f in loop nohup setsid double python perl delayed runtime; do until [ -s "$D/$f" ]; do sleep 0.01; done; done
+touch "$D/ready"
+until [ -e "$D/go" ]; do sleep 0.02; done
+# --- the trip: Codex runs the hook as its child ---
+node --import tsx "$RUNNER" "$LATCH_HOME" S "$WORKSPACE" "$LATCH_TEST_MARK" "$D/result.json"
+touch "$D/ran"
+sleep 1000
+`;
+
+describe('containment at a trip (real processes)', { skip: !linux && 'Linux /proc only' }, () => {
+  test('kills the agent\'s jobs and the orphans of its attempts; spares helpers, unrelated processes and the hook\'s ancestors', async (t) => {
+    const s = scene(t);
+    const workspace = join(s.dir, 'work');
+    // A stand-in for dist/latch.cjs that stays up, so the hook invocation is alive at the trip.
+    mkdirSync(join(s.dir, 'dist'));
+    writeFileSync(join(s.dir, 'dist', 'latch.cjs'), 'setTimeout(() => {}, 300000);\n');
+    const hookText = hookCommand('Stop', process.execPath, join(s.dir, 'dist', 'latch.cjs'));
+    const agent: ChildProcess = spawn(s.fakeCodex, ['-c', AGENT_SCRIPT, 'codex', s.dir], {
+      env: { ...s.env, RUNNER, WORKSPACE: workspace, HOOK_TEXT: hookText },
+      cwd: ROOT,
+      stdio: 'ignore', // not inherited: a spared process holding the runner's pipe would keep it waiting
+    });
+    t.after(() => killQuietly(agent.pid!));
+    await waitFor(() => existsSync(join(s.dir, 'phase1')), 10_000, 'the fake agent');
+    // An unrelated orphan started before the window (the helper too).
+    orphan(s.env, join(s.dir, 'u1'), 400);
+    await waitFor(() => existsSync(join(s.dir, 'u1')), 5000, 'u1');
+    await new Promise((r) => setTimeout(r, 120));
+    const from = nowNs();
+    spawnSync('touch', [join(s.dir, 'arm')]);
+    // A plain child of the test, started inside the window but neither the agent's nor an orphan.
+    const mine = spawn('sleep', ['402'], { stdio: 'ignore', env: s.env });
+    t.after(() => killQuietly(mine.pid!));
+    await waitFor(() => existsSync(join(s.dir, 'ready')), 15_000, 'the jobs');
+    const to = nowNs();
+    insertAttempt(s.home, 'S/call-1', 'S', workspace, from, to);
+    // An attempt of another workspace does not count for this one's orphans.
+    // An unrelated orphan started after the window's end + 2 s.
+    await new Promise((r) => setTimeout(r, 2150));
+    orphan(s.env, join(s.dir, 'u2'), 401);
+    await waitFor(() => existsSync(join(s.dir, 'u2')), 5000, 'u2');
+
+    const jobs = ['loop', 'nohup', 'setsid', 'double', 'python', 'perl', 'delayed', 'runtime'];
+    const pids = Object.fromEntries(jobs.map((j) => [j, readPid(join(s.dir, j))]));
+    for (const j of jobs) assert.ok(alive(pids[j]!), `${j} runs before the trip`);
+    const helper = readPid(join(s.dir, 'helper'));
+    const u1 = readPid(join(s.dir, 'u1'));
+    const u2 = readPid(join(s.dir, 'u2'));
+    // Which of them are orphans now (the oracle for the orphan class)?
+    const boot = bootNs();
+    // (their short-lived parents may still be exiting under load)
+    for (const j of ['setsid', 'double', 'python', 'perl', 'delayed']) await waitFor(() => readProc(pids[j]!, boot)?.ppid === 1, 5000, `${j} to be an orphan`);
+
+    spawnSync('touch', [join(s.dir, 'go')]);
+    await waitFor(() => existsSync(join(s.dir, 'ran')), 20_000, 'the hook');
+    const r = JSON.parse(readFileSync(join(s.dir, 'result.json'), 'utf8')) as ContainResult & { wall_ms: number; self: number };
+    console.log(`# containment: ${r.candidates.length} processes in ${r.ms.toFixed(1)} ms (${r.rounds} rounds; with the record ${r.wall_ms.toFixed(1)} ms)`);
+    for (const c of r.candidates) console.log(`#   ${c.action} ${c.why}${c.attempt_id ? ` ${c.attempt_id}` : ''}: ${c.cmdline.slice(0, 90)}`);
+    assert.deepEqual(r.errors, []);
+    assert.equal(r.supported, true);
+    assert.equal(r.agent?.pid, agent.pid, 'the agent is the nearest `codex` ancestor of the hook');
+
+    await waitFor(() => jobs.every((j) => !alive(pids[j]!)), 2000, 'the jobs to die');
+    for (const j of jobs) assert.equal(alive(pids[j]!), false, `${j} was killed`);
+    const by = new Map(r.candidates.map((c) => [c.pid, c]));
+    for (const j of ['loop', 'nohup', 'runtime']) assert.equal(by.get(pids[j]!)?.why, 'agent_descendant', j);
+    for (const j of ['setsid', 'double', 'python', 'perl', 'delayed']) {
+      assert.equal(by.get(pids[j]!)?.why, 'orphan_of_attempt', j);
+      assert.equal(by.get(pids[j]!)?.attempt_id, 'S/call-1', j);
+    }
+    for (const c of r.candidates) assert.match(c.action, /^(killed|gone)$/, `${c.pid} ${c.cmdline}`);
+
+    // Survivors: the agent and the hook's other ancestors, the helper, the unrelated processes.
+    assert.ok(alive(agent.pid!), 'the agent itself is not killed');
+    assert.ok(alive(process.pid));
+    assert.ok(alive(helper), 'a helper the agent started outside every window survives');
+    assert.ok(r.spared.some((x) => x.pid === helper));
+    assert.ok(alive(u1), 'an orphan started before the window survives');
+    assert.ok(alive(u2), 'an orphan started after the window survives');
+    assert.ok(alive(mine.pid!), 'a child of the test started during the window (not the agent\'s, not an orphan) survives');
+    assert.ok(!by.has(agent.pid!) && !by.has(r.self) && !by.has(u1) && !by.has(u2) && !by.has(helper));
+    const hook = readPid(join(s.dir, 'hook'));
+    const fakehook = readPid(join(s.dir, 'fakehook'));
+    assert.ok(alive(hook), 'a concurrent hook invocation survives');
+    assert.ok(r.spared.some((x) => x.pid === hook && /hook invocation/.test(x.why)));
+    assert.equal(alive(fakehook), false, 'a hook look-alike with another NODE_OPTIONS is killed');
+    assert.equal(by.get(fakehook)?.why, 'agent_descendant');
+
+    // The record.
+    const db = openStore(s.home, { create: false, readonly: true });
+    try {
+      // After the trip nothing is left to contain (listed from outside the agent: the recorded agent).
+      const after = listForSession(db, 'S', { orphanFilter: (p) => environOf(p.pid)?.get('LATCH_TEST_MARK') === s.mark });
+      assert.equal(after.agent?.pid, agent.pid);
+      assert.deepEqual(after.candidates, []);
+      const runs = db.prepare('SELECT * FROM containments').all() as { session_id: string; compaction_seq: number; agent_pid: number; supported: number }[];
+      assert.equal(runs.length, 1);
+      assert.equal(runs[0]!.agent_pid, agent.pid);
+      const rows = db.prepare('SELECT pid, why, attempt_id, action FROM contained_processes ORDER BY pid').all() as { pid: number; why: string; action: string }[];
+      for (const j of jobs) assert.ok(rows.some((x) => x.pid === pids[j]), `${j} recorded`);
+    } finally {
+      db.close();
+    }
+  });
+
+  test('listCandidates lists without signalling; a window that holds nothing lists nothing', async (t) => {
+    const s = scene(t);
+    const agent = spawn(s.fakeCodex, ['-c', 'sleep 300 & echo $! > "$0/loop"; wait; exec sleep 100', s.dir], { env: s.env, stdio: 'ignore' });
+    t.after(() => killQuietly(agent.pid!));
+    await waitFor(() => existsSync(join(s.dir, 'loop')) && readFileSync(join(s.dir, 'loop'), 'utf8').trim() !== '', 5000, 'child');
+    const child = readPid(join(s.dir, 'loop'));
+    const st = readProc(agent.pid!, bootNs())!;
+    const info = { pid: agent.pid!, start_ticks: st.startTicks, exe: s.fakeCodex, cmdline: 'codex' };
+    const far = { id: 'w', session_id: 'S', from: 0n, to: nowNs() + 10_000_000_000n };
+    const l = listCandidates({ windows: [far], agent: info, orphanFilter: () => false });
+    assert.deepEqual(l.candidates.map((c) => [c.pid, c.why, c.action]), [[child, 'agent_descendant', 'listed']]);
+    assert.ok(alive(child));
+    // No window: the agent's direct child is a helper (spared), nothing is listed.
+    const none = listCandidates({ windows: [], agent: info, orphanFilter: () => false });
+    assert.deepEqual(none.candidates, []);
+    assert.ok(none.spared.some((x) => x.pid === child));
+    // contain() on the same input kills it, and never the agent.
+    const c = contain({ windows: [far], agent: info, orphanFilter: () => false });
+    assert.deepEqual(c.candidates.map((x) => [x.pid, x.action]), [[child, 'killed']]);
+    await waitFor(() => !alive(child), 2000, 'child to die');
+    assert.ok(alive(agent.pid!));
+  });
+
+  test('never signals this process, its ancestors or PID 1, even when they are in the window', () => {
+    const far = { id: 'w', session_id: 'S', from: 0n, to: nowNs() + 10_000_000_000n };
+    // Every orphan of this uid would qualify; the filter keeps it to this process's own ancestry.
+    const mine = new Set<number>();
+    for (let p = process.pid; p > 0; ) {
+      mine.add(p);
+      const st = readProc(p, bootNs());
+      if (!st) break;
+      p = st.ppid;
+    }
+    const l = listCandidates({ windows: [far], agent: null, orphanFilter: (p) => mine.has(p.pid) || p.pid === 1 });
+    assert.deepEqual(l.candidates, []);
+  });
+});
+
+describe('attempt windows', { skip: !linux && 'Linux /proc only' }, () => {
+  test('an untimed attempt (started_ns 0) opens no window; no window opens before its session was first seen', (t) => {
+    const s = scene(t);
+    const now = nowNs();
+    insertAttempt(s.home, 'S/untimed', 'S', '/w', 0n, now);
+    insertAttempt(s.home, 'S/early', 'S', '/w', now - 3_600_000_000_000n, now);
+    const db = openStore(s.home, { create: false });
+    try {
+      const created = new Date(Number((now - 60_000_000_000n) / 1_000_000n)).toISOString();
+      db.prepare(
+        "INSERT INTO sessions (session_id, workspace, cwd, policy, scope, policy_json, state, created_at, updated_at) VALUES ('S', '/w', '/w', 'fail_closed', 'session', '{}', 'latched', ?, ?)",
+      ).run(created, created);
+      const ws = attemptWindows(db, { workspace: '/w' });
+      assert.deepEqual(ws.map((w) => w.id), ['S/early']);
+      assert.equal(ws[0]!.from, BigInt(Date.parse(created)) * 1_000_000n - 1_000_000_000n, 'clamped to the session\'s first sight');
+    } finally {
+      db.close();
+    }
+  });
+});
+
+describe('hook invocations and agent processes', () => {
+  test('the hook command text matches setup.ts and is recognised exactly; look-alikes are not', () => {
+    for (const ev of ['SessionStart', 'PreToolUse', 'PreCompact', 'PostCompact', 'PostToolUse', 'Stop', 'SubagentStop', 'Interrupt', 'SessionEnd']) {
+      const text = hookCommand(ev, '/usr/bin/node', "/opt/it's/dist/latch.cjs");
+      assert.equal(hookCommandText(ev, '/usr/bin/node', "/opt/it's/dist/latch.cjs"), text);
+      assert.equal(isHookInvocation('/usr/bin/dash', ['/bin/sh', '-c', text]), true, ev);
+      assert.equal(isHookInvocation('/usr/bin/bash', ['/bin/bash', '-lc', text]), true, ev);
+      assert.equal(isHookInvocation('/usr/bin/bash', ['/bin/bash', '-lc', `${text}; sleep 100`]), false, ev);
+      assert.equal(isHookInvocation('/usr/bin/bash', ['/bin/bash', '-lc', `sleep 100 # ${text}`]), false, ev);
+      assert.equal(isHookInvocation('/usr/bin/python3', ['/bin/sh', '-c', text]), false, 'exe must be a shell');
+    }
+    assert.equal(isHookInvocation('/usr/bin/node', ['/usr/bin/node', '/x/dist/latch.cjs', 'hook', 'codex', '--event', 'Stop']), true);
+    assert.equal(isHookInvocation('/usr/bin/node', ['/usr/bin/node', '/x/evil.js', 'hook', 'codex', '--event', 'Stop']), false);
+    assert.equal(isHookInvocation('/usr/bin/bash', ['bash', '-lc', "'/usr/bin/node' '/tmp/evil.js' hook codex --event Stop"]), false);
+  });
+
+  test('agent processes', () => {
+    assert.equal(isAgentProcess('/usr/lib/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex', ['codex']), true);
+    assert.equal(isAgentProcess('/usr/bin/node', ['node', '/usr/lib/node_modules/@openai/codex/bin/codex.js', 'exec']), true);
+    assert.equal(isAgentProcess('/usr/bin/node', ['node', '/home/u/.npm/@anthropic-ai/claude-code/cli.js']), true);
+    assert.equal(isAgentProcess('/home/u/.local/share/claude/versions/2.0.14', ['claude']), true);
+    assert.equal(isAgentProcess('/usr/bin/node', ['node', 'server.js']), false);
+    assert.equal(isAgentProcess('/x/codex-linux-sandbox', ['codex-linux-sandbox']), false);
+  });
+
+  test('other platforms: unsupported, said so, nothing thrown', () => {
+    const desc = Object.getOwnPropertyDescriptor(process, 'platform')!;
+    Object.defineProperty(process, 'platform', { value: 'darwin' });
+    try {
+      const r = contain({ windows: [] });
+      assert.equal(r.supported, false);
+      assert.match(r.notes[0]!, /^unsupported: process containment needs Linux \/proc/);
+      assert.deepEqual(r.candidates, []);
+    } finally {
+      Object.defineProperty(process, 'platform', desc);
+    }
+  });
+});
