@@ -101,25 +101,30 @@ export interface HookReply {
   stderr?: string;
 }
 
-export function codexDeny(reason: string): HookReply {
-  return {
-    stdout: JSON.stringify({ hookSpecificOutput: { hookEventName: 'PreToolUse', permissionDecision: 'deny', permissionDecisionReason: reason } }),
-    exitCode: 0,
-  };
+export function codexDeny(reason: string, notice?: string): HookReply {
+  const out: Record<string, unknown> = { hookSpecificOutput: { hookEventName: 'PreToolUse', permissionDecision: 'deny', permissionDecisionReason: reason } };
+  // systemMessage is shown to the user, not to the model.
+  if (notice) out.systemMessage = notice;
+  return { stdout: JSON.stringify(out), exitCode: 0 };
 }
 
 /** Formats a Decision as Codex's reply for the given event. */
 export function codexReply(eventName: string, d: Decision): HookReply {
   if (eventName === 'PreToolUse') {
-    if (d.verdict === 'deny') return codexDeny(d.message ?? 'Latch blocked this call.');
+    if (d.verdict === 'deny') return codexDeny(d.message ?? 'Latch blocked this call.', d.notice);
     if (d.updatedInput) {
       // Codex runs the rewritten input (verified on 0.169.0: its exec item shows the new command).
       return { stdout: JSON.stringify({ hookSpecificOutput: { hookEventName: 'PreToolUse', permissionDecision: 'allow', updatedInput: d.updatedInput } }), exitCode: 0 };
     }
     return { stdout: null, exitCode: 0 };
   }
-  if (eventName === 'SessionStart' && d.message) {
-    return { stdout: JSON.stringify({ hookSpecificOutput: { hookEventName: 'SessionStart', additionalContext: d.message } }), exitCode: 0 };
+  if (eventName === 'SessionStart' && (d.message || d.notice)) {
+    const out: Record<string, unknown> = {};
+    if (d.message) out.hookSpecificOutput = { hookEventName: 'SessionStart', additionalContext: d.message };
+    if (d.notice) out.systemMessage = d.notice;
+    return { stdout: JSON.stringify(out), exitCode: 0 };
   }
+  // PreCompact / PostCompact accept only continue, stopReason, suppressOutput and systemMessage.
+  if ((eventName === 'PostCompact' || eventName === 'PreCompact') && d.notice) return { stdout: JSON.stringify({ systemMessage: d.notice }), exitCode: 0 };
   return { stdout: null, exitCode: 0 };
 }

@@ -181,8 +181,9 @@ export function render(b: Omit<Brief, 'rendered' | 'page_chars' | 'page_digests'
     '## Next action',
     textBlock(b.next_action),
     '',
+    // The session's state is not in the pages: it changes after capture (a brief captured at
+    // PreCompact precedes the latch). Each delivery states it as of delivery (continuity.ts).
     '## Latch facts',
-    `- State: ${f.state}`,
     `- Checkpoint: ${f.checkpoint_id ?? '(none)'}`,
     `- Attempts since the checkpoint (${f.attempts_since_checkpoint.length}):`,
     attempts,

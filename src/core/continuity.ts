@@ -2,11 +2,12 @@
 // receipts proven from the transcript, native-resume qualification, and evidence-based re-verification.
 // Slow path (loaded through slow.ts): it hashes transcripts and reads briefs.
 import { lstatSync, realpathSync } from 'node:fs';
+import { mayMutate } from './authority.js';
 import { pageCommand } from './command.js';
 import { fitContext, getBrief, latestBrief, recordAutoBrief, verifyRead, CONTEXT_CHARS, type Brief } from './brief.js';
 import { hashPrefix } from './checkpoint.js';
 import { evaluateEvidence, type Evidence } from './evidence.js';
-import { qualifyResume, QUALIFIED_VERSIONS, type QualifyDecision, type RecordedTranscript } from './qualify.js';
+import { qualifyResume, qualifiedVersionsOfStore, type QualifyDecision, type RecordedTranscript } from './qualify.js';
 import type { SessionRow } from './records.js';
 import type { Db } from './store.js';
 import type { BriefOutput, TurnIdentity } from './transcript.js';
@@ -82,7 +83,9 @@ export function readStatus(db: Db, sessionId: string): ReadStatus {
  */
 export function deliveryText(db: Db, row: SessionRow, status: string | null, reason: 'compact' | 'resume', now: string, kind: 'full' | 'native'): string | null {
   const brief = latestBrief(db, row.session_id);
-  const preamble = (status ? status + '\n\n' : '') + (brief && kind === 'full' ? `To read the brief's pages run: \`${pageCommand(row.session_id, 'N')}\`\n` : '');
+  // Facts as of this delivery (the brief's pages were captured earlier, possibly before the latch).
+  const facts = status || (brief && kind === 'full') ? `Latch facts at delivery (${now}): state ${row.state}${mayMutate(row.state) ? '' : ' (mutation authority revoked)'}.\n` : '';
+  const preamble = (status ? status + '\n\n' : '') + facts + (brief && kind === 'full' ? `To read the brief's pages run: \`${pageCommand(row.session_id, 'N')}\`\n` : '');
   let text = preamble;
   let delivered: 'full' | 'native' | 'delta' = kind;
   if (brief && kind === 'full') {
@@ -162,7 +165,7 @@ export function qualify(
           permission_profile: identity?.permission_profile ?? null,
         },
         payload: { session_id: payload.session_id, cwd: payload.cwd, model: payload.model, permission_mode: payload.permission_mode },
-        qualifiedVersions: QUALIFIED_VERSIONS,
+        qualifiedVersions: qualifiedVersionsOfStore(db),
         currentBrief: brief ? { session: brief.session_id, version: brief.version, pages: brief.page_digests.map((sha256, i) => ({ n: i + 1, sha256 })) } : null,
         lastCompactionOffset: latestCompaction(db, row.session_id).transcript_offset,
       })

@@ -69,6 +69,8 @@ export interface Decision {
   state: AuthState | null;
   /** For an allowed PreToolUse: the tool input to run instead (a read wrapped in the read-only sandbox). */
   updatedInput?: Record<string, unknown>;
+  /** For the human, not the model (Codex's `systemMessage`): what happened and the command to run. */
+  notice?: string;
 }
 
 type Slow = typeof import('./slow.js');
@@ -282,6 +284,7 @@ async function handleWithDb(ctx: GuardContext, db: Db, obs: Observation, ev: Lat
   // sessions, background jobs, double forks started by its calls) are stopped, then killed, and
   // recorded (src/core/contain.ts; never throws; its own transaction, after the latch committed).
   for (const seq of contained) containAfterTrip(db, row.session_id, seq, { workspace: row.workspace, now: ctx.now() });
+  if (contained.length > 0) decision.notice ??= tripNotice(db, row, contained[contained.length - 1]!);
   // At a compaction, while nothing is waiting on this hook: make sure the read-only sandbox is probed
   // (once per Codex binary) so that the first latched read does not pay for it.
   if (hookSource && !mayMutate(row.state)) readSandbox(ctx);
@@ -658,7 +661,25 @@ function decideTool(ctx: GuardContext, db: Db, row: SessionRow, obs: Observation
     if (why) reasons.push({ code: 'not_read_only', message: `This command is not a read Latch allows while held: ${why}.` });
   }
   recordDenial(db, { session_id: row.session_id, turn_id: obs.turnId, tool_name: call.name, tool_use_id: call.toolUseId, summary: summarizeCall(call), reasons }, now);
-  return denyDecision(reasons, row.state);
+  return { ...denyDecision(reasons, row.state), notice: denialNotice(db, row, call, reasons) };
+}
+
+/** What the human is told at a trip (Codex shows `systemMessage` to the user, not the model). */
+function tripNotice(db: Db, row: SessionRow, seq: number): string {
+  const cp = latestCheckpoint(db, row.session_id);
+  const how = row.state === 'paused' ? `run \`latch resume\` in ${row.workspace}` : `review, then run \`latch verify\` in ${row.workspace}`;
+  return `Latch: context compaction #${seq} observed; session ${row.session_id} is ${row.state}${cp ? ` (checkpoint ${cp.id})` : ''}. Its writes are blocked until you ${how}.`;
+}
+
+/** What the human is told when a call is denied. */
+function denialNotice(db: Db, row: SessionRow, call: ToolCall, reasons: Reason[]): string {
+  const held = blockers(db, row);
+  const next = held.some((h) => h.state === 'latched')
+    ? `review, then run \`latch verify\` in ${row.workspace}`
+    : held.length > 0
+      ? `run \`latch resume\` in ${row.workspace}`
+      : 'run `latch doctor`';
+  return `Latch denied ${summarizeCall(call, 80)} (${reasons.map((r) => r.code).join(', ')}). To restore the session's authority: ${next}.`;
 }
 
 /** The sandbox for reads while held, or why there is none (then the classifier alone guards them). */

@@ -171,6 +171,10 @@ test('G: with only the PreToolUse handler, the transcript scan trips before the 
   const hooks = JSON.parse(readFileSync(hooksFile, 'utf8'));
   hooks.hooks = { PreToolUse: hooks.hooks.PreToolUse };
   writeFileSync(hooksFile, JSON.stringify(hooks, null, 2));
+  // As installed by a Latch without a registration fingerprint (with one, the edit is a tamper: G2).
+  const store = new Database(join(env.latchHome, 'latch.db'));
+  store.exec('DELETE FROM registration_files; DELETE FROM registrations; DELETE FROM registration_alarm');
+  store.close();
   const r = await env.codex('task');
   assert.equal(r.code, 0, r.stderr);
   assert.equal(env.file('after.txt'), null);
@@ -178,6 +182,25 @@ test('G: with only the PreToolUse handler, the transcript scan trips before the 
   assert.equal(s.state, 'latched');
   assert.deepEqual(s.checkpoints[0]!.observed_via, ['transcript']);
   assert.equal(snapshotTree(env.work).sha256, s.checkpoints[0]!.tree.sha256);
+});
+
+test('G2: a Latch handler removed from hooks.json after setup is a tamper: the session latches, tracked calls are denied', T, async (t) => {
+  const env = await setupEnv([
+    { items: [{ type: 'bash', cmd: 'echo one > one.txt' }] },
+    { items: [{ type: 'message', text: 'done' }] },
+  ]);
+  t.after(() => env.cleanup());
+  const hooksFile = join(env.codexHome, 'hooks.json');
+  const hooks = JSON.parse(readFileSync(hooksFile, 'utf8'));
+  delete hooks.hooks.PostCompact;
+  writeFileSync(hooksFile, JSON.stringify(hooks, null, 2));
+  const r = await env.codex('task');
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(env.file('one.txt'), null, 'the write was denied');
+  const s = env.statusJson().sessions[0]!;
+  assert.equal(s.state, 'latched');
+  assert.match(s.reason ?? '', /registration_changed/);
+  assert.ok(outputsContaining(env, 'Latch blocked').some((x) => /hooks\.json/.test(x)), 'the denial names the changed file');
 });
 
 test('H: a corrupt or missing store denies tracked tools; untracked tools are unaffected', T, async (t) => {

@@ -63,12 +63,17 @@ test('compaction seen by PreCompact, PostCompact, SessionStart(compact) and the 
   writeFileSync(join(sb.work, 'one.txt'), 'one\n');
   await hook(sb, payload('pre-compact-auto', sb));
   appendCompaction(sb.transcript);
-  await hook(sb, payload('post-compact-auto', sb));
+  // The human (not the model) is told at the trip, through Codex's systemMessage (schema-checked).
+  const post = await hook(sb, payload('post-compact-auto', sb));
+  assert.match((post.parsed as { systemMessage?: string } | null)?.systemMessage ?? '', /compaction #1 observed; session S is latched .*latch verify/);
   const start = await hook(sb, payload('session-start-compact', sb));
   assert.match(start.parsed?.hookSpecificOutput?.additionalContext ?? '', /authority .* revoked/);
+  assert.match(start.parsed?.hookSpecificOutput?.additionalContext ?? '', /Latch facts at delivery \(.*\): state latched/);
+  assert.doesNotMatch(start.parsed?.hookSpecificOutput?.additionalContext ?? '', /State: mutable/);
   appendModelTurn(sb.transcript);
   const denied = await hook(sb, bash(sb, 'echo two > two.txt'));
   assert.ok(denied.denied, 'post-compaction write denied');
+  assert.match((denied.parsed as { systemMessage?: string } | null)?.systemMessage ?? '', /Latch denied Bash: echo two > two.txt \(latched, not_read_only\)\. .*latch verify/);
   assert.match(denied.reason, /latched/);
   assert.match(denied.reason, /latch verify/);
   assert.match(denied.reason, /cp_/);
