@@ -134,7 +134,7 @@ function preToolShortcut(ctx: GuardContext, obs: Observation, call: ToolCall): D
         {
           code: 'touches_latch',
           message:
-            `This command would change or read Latch’s own state or registration (${v.reasons.slice(0, 2).join('; ') || 'latch verify/resume/setup, or the Latch state directory'}); only a human may do that, outside the agent.`,
+            `This command would change or read Latch’s own state or registration (${v.touchReasons.slice(0, 2).join('; ') || 'latch verify/resume/setup, or the Latch state directory'}); only a human may do that, outside the agent.`,
         },
       ]);
     }

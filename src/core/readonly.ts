@@ -38,6 +38,8 @@ export interface CommandVerdict {
   touchesLatch: boolean;
   /** Human-readable reasons for every "not read-only" and "touches Latch" finding. */
   reasons: string[];
+  /** The "touches Latch" findings alone (what a denial in any state names). */
+  touchReasons: string[];
 }
 
 export interface ClassifyContext {
@@ -502,7 +504,7 @@ function verdict(st: State): CommandVerdict {
       reasons.push(r);
     }
   }
-  return { readOnly: st.deny.length === 0, touchesLatch: st.touch.length > 0, reasons };
+  return { readOnly: st.deny.length === 0, touchesLatch: st.touch.length > 0, reasons, touchReasons: [...new Set(st.touch)] };
 }
 
 function spend(st: State): boolean {
