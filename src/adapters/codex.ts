@@ -2,7 +2,9 @@
 // Reply formats are the ones Codex 0.169.0 accepts (see docs/codex-notes.md); tests check every reply
 // against the hook output schemas extracted from the binary.
 import * as v from 'valibot';
-import type { Decision, LatchEvent, Observation } from '../core/guard.js';
+import type { Decision, LatchEvent, Observation, StartSource } from '../core/guard.js';
+
+const KNOWN_SOURCES: ReadonlySet<string> = new Set(['startup', 'resume', 'clear', 'compact', 'fork']);
 import { classifyTool } from '../core/tools.js';
 
 const Str = v.string();
@@ -24,7 +26,8 @@ const Common = {
 export const CodexPayload = v.variant('hook_event_name', [
   v.looseObject({ ...Common, hook_event_name: v.literal('PreToolUse'), tool_name: v.pipe(Str, v.minLength(1)), tool_input: v.unknown(), tool_use_id: OptStr }),
   v.looseObject({ ...Common, hook_event_name: v.literal('PostToolUse'), tool_name: Str, tool_input: v.unknown(), tool_response: v.unknown(), tool_use_id: OptStr }),
-  v.looseObject({ ...Common, hook_event_name: v.literal('SessionStart'), source: v.picklist(['startup', 'resume', 'clear', 'compact', 'fork']) }),
+  // Any source is accepted: one Latch does not know is handled as 'unknown' (full brief), never dropped.
+  v.looseObject({ ...Common, hook_event_name: v.literal('SessionStart'), source: v.pipe(Str, v.minLength(1)) }),
   v.looseObject({ ...Common, hook_event_name: v.literal('PreCompact'), trigger: v.optional(NullableStr, null) }),
   v.looseObject({ ...Common, hook_event_name: v.literal('PostCompact'), trigger: v.optional(NullableStr, null) }),
   v.looseObject({
@@ -74,7 +77,7 @@ function toEvent(p: CodexPayload): LatchEvent | null {
     case 'PreToolUse':
       return { type: 'pre_tool', call: classifyTool(p.tool_name, p.tool_input, p.tool_use_id ?? null) };
     case 'SessionStart':
-      return { type: 'session_start', source: p.source };
+      return KNOWN_SOURCES.has(p.source) ? { type: 'session_start', source: p.source as StartSource } : { type: 'session_start', source: 'unknown', raw: p.source };
     case 'PreCompact':
       return { type: 'pre_compact', trigger: p.trigger ?? null };
     case 'PostCompact':

@@ -44,12 +44,12 @@ export interface Observation {
   agentId: string | null;
 }
 
-export type StartSource = 'startup' | 'resume' | 'clear' | 'compact' | 'fork';
+export type StartSource = 'startup' | 'resume' | 'clear' | 'compact' | 'fork' | 'unknown';
 
 export type TurnEnd = 'stop' | 'subagent_stop' | 'interrupt' | 'session_end';
 
 export type LatchEvent =
-  | { type: 'session_start'; source: StartSource }
+  | { type: 'session_start'; source: StartSource; /** The source as the agent sent it, when Latch does not know it ('unknown'). */ raw?: string }
   | { type: 'pre_compact'; trigger: string | null }
   | { type: 'post_compact'; trigger: string | null }
   | { type: 'pre_tool'; call: ToolCall }
@@ -176,7 +176,7 @@ async function handleWithDb(ctx: GuardContext, db: Db, obs: Observation, ev: Lat
   }
   const briefOutputs = scan.result?.briefOutputs ?? [];
   const continuity =
-    ev.type === 'pre_compact' || (ev.type === 'session_start' && (ev.source === 'compact' || ev.source === 'resume')) || (ev.type === 'turn_end' && ev.kind === 'stop');
+    ev.type === 'pre_compact' || (ev.type === 'session_start' && (ev.source === 'compact' || ev.source === 'resume' || ev.source === 'unknown')) || (ev.type === 'turn_end' && ev.kind === 'stop');
   const slow = needEvidence || continuity || briefOutputs.length > 0 ? await loadSlow() : null;
   const evidence = needEvidence && slow ? slow.collectEvidence(db, row.workspace, null) : null;
   // Read receipts: brief pages the transcript shows the agent read (exit 0, complete, digest ok).
@@ -269,6 +269,13 @@ async function handleWithDb(ctx: GuardContext, db: Db, obs: Observation, ev: Lat
       case 'session_start': {
         const status = sessionContext(db, row);
         if (slow && ev.source === 'compact') return { verdict: 'observe', reasons: [], message: slow.deliveryText(db, row, status, 'compact', now, 'full'), state: row.state };
+        if (slow && ev.source === 'unknown') {
+          // A source Latch does not know (a newer Codex): it may follow a compaction or a resume, so
+          // the full brief is delivered, and the agent and the human are told why.
+          const why = `Latch: SessionStart source "${ev.raw ?? '?'}" is not one Latch knows; the full task brief is delivered.`;
+          const text = slow.deliveryText(db, row, [why, status].filter(Boolean).join('\n'), 'resume', now, 'full');
+          return { verdict: 'observe', reasons: [{ code: 'unknown_source', message: why }], message: text, state: row.state, notice: why };
+        }
         if (slow && ev.source === 'resume') {
           const q = slow.qualify(db, row, { session_id: obs.sessionId, cwd: obs.cwd, model: obs.model, permission_mode: obs.permissionMode, transcriptPath: obs.transcriptPath }, now);
           return { verdict: 'observe', reasons: [], message: slow.deliveryText(db, row, status, 'resume', now, q.decision), state: row.state };

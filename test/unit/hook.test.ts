@@ -357,3 +357,20 @@ test('a read-only command closes without a scan; a change in its window is still
     db2.close();
   }
 });
+
+test('an unknown SessionStart source delivers the full brief with the reason (never dropped)', async (t) => {
+  const sb = sandbox();
+  t.after(sb.cleanup);
+  await hook(sb, payload('session-start-startup', sb));
+  await hook(sb, bash(sb, 'echo one > one.txt'));
+  await hook(sb, payload('pre-compact-auto', sb));
+  appendCompaction(sb.transcript);
+  await hook(sb, payload('post-compact-auto', sb));
+  const r = await hook(sb, payload('session-start-compact', sb, { source: 'compact_v2' }));
+  assert.equal(r.exitCode, 0);
+  const ctx = r.parsed?.hookSpecificOutput?.additionalContext ?? '';
+  assert.match(ctx, /SessionStart source "compact_v2" is not one Latch knows; the full task brief is delivered/);
+  assert.match(ctx, /LATCH-BRIEF session=S version=1 page=1\//);
+  assert.match(ctx, /authority .* revoked/);
+  assert.match((r.parsed as { systemMessage?: string } | null)?.systemMessage ?? '', /compact_v2/);
+});
