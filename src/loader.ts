@@ -42,8 +42,10 @@ function compileCached(path: string): CompiledFn | null {
   const script = new Script(M.wrap(source), { filename: path, cachedData: cached });
   const fn = script.runInThisContext() as CompiledFn;
   const want = process.env.LATCH_WRITE_CODE_CACHE;
-  if (want === '1' || ((cached === undefined || script.cachedDataRejected) && want !== '0' && writable(dirname(path)))) {
-    // Build time (LATCH_WRITE_CODE_CACHE=1), or a Node version the shipped cache does not fit.
+  // Build time (LATCH_WRITE_CODE_CACHE=1), or no cache at all. A cache this Node rejects (another
+  // version) is not rewritten at run time: the code caches are part of the registration fingerprint
+  // (src/core/tamper.ts), and a rewrite would read as a tamper. `npm run build` writes them anew.
+  if (want === '1' || (cached === undefined && want !== '0' && writable(dirname(path)))) {
     process.once('exit', () => {
       try {
         const tmp = `${cacheFile}.${process.pid}.tmp`;
