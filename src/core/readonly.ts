@@ -2108,6 +2108,7 @@ export function classifyCommand(command: string, ctx: ClassifyContext): CommandV
     } catch {
       touchesLatch = false;
     }
-    return { readOnly: false, touchesLatch, reasons: ['internal error while classifying the command'] };
+    const reasons = ['internal error while classifying the command'];
+    return { readOnly: false, touchesLatch, reasons, touchReasons: touchesLatch ? reasons : [] };
   }
 }
