@@ -99,9 +99,11 @@ function usage(pid: number): { cpuMs: number; rssMb: number; anonMb: number; pea
 }
 
 const results: Record<string, unknown>[] = [];
+/** BENCH_ONLY=pretool,latched,pair runs only those sections (all by default). */
+const want = (name: string): boolean => !process.env.BENCH_ONLY || process.env.BENCH_ONLY.split(',').includes(name);
 const baseline = () => time(process.execPath, ['-e', '0'], '', process.env);
 
-{
+if (want('pretool')) {
   const s = preToolUseSetup();
   const direct = measure(() => time(process.execPath, [LATCH, 'hook', 'codex', '--event', 'PreToolUse'], s.payload(), s.env), baseline);
   results.push({ bench: 'PreToolUse hook, unlatched (node dist/latch.cjs)', runs: RUNS, ...direct, goal: '<= 1.25' });
@@ -111,7 +113,7 @@ const baseline = () => time(process.execPath, ['-e', '0'], '', process.env);
   rmSync(s.base, { recursive: true, force: true });
 }
 
-{
+if (want('latched')) {
   // A latched read: the PreToolUse (which rewrites the call into the read-only sandbox) plus running
   // the rewritten `cat README.md` as Codex does (`bash -lc`), against `node -e 0`.
   const s = preToolUseSetup();
@@ -147,7 +149,7 @@ const baseline = () => time(process.execPath, ['-e', '0'], '', process.env);
   rmSync(s.base, { recursive: true, force: true });
 }
 
-{
+if (want('pair')) {
   // A PreToolUse + PostToolUse pair on a 10k-file git repository where one file changes in between.
   const s = preToolUseSetup();
   const work = join(s.base, 'work');
