@@ -286,7 +286,7 @@ describe('classifyCommand: context handling', () => {
   });
 
   test('an empty latchHome only disables the path checks', () => {
-    assert.deepEqual(classifyCommand('ls -la', { latchHome: '' }), { readOnly: true, touchesLatch: false, reasons: [] });
+    assert.deepEqual(classifyCommand('ls -la', { latchHome: '' }), { readOnly: true, touchesLatch: false, reasons: [], touchReasons: [] });
     assert.equal(classifyCommand('rm x', { latchHome: '' }).readOnly, false);
     assert.equal(classifyCommand('latch resume', { latchHome: '' }).touchesLatch, true);
   });
@@ -294,8 +294,8 @@ describe('classifyCommand: context handling', () => {
   test('the allowed invocation may live inside the latch home', () => {
     const bin = `${LATCH_HOME}/bin/latch`;
     const c = { latchHome: LATCH_HOME, latchBin: bin, home: HOME };
-    assert.deepEqual(classifyCommand(`${bin} status`, c), { readOnly: true, touchesLatch: false, reasons: [] });
-    assert.deepEqual(classifyCommand(`bash -lc '${bin} status'`, c), { readOnly: true, touchesLatch: false, reasons: [] });
+    assert.deepEqual(classifyCommand(`${bin} status`, c), { readOnly: true, touchesLatch: false, reasons: [], touchReasons: [] });
+    assert.deepEqual(classifyCommand(`bash -lc '${bin} status'`, c), { readOnly: true, touchesLatch: false, reasons: [], touchReasons: [] });
     assert.equal(classifyCommand(`${bin} status ${LATCH_HOME}/x`, c).touchesLatch, true);
     assert.equal(classifyCommand(`${bin} resume`, c).touchesLatch, true);
   });
@@ -370,7 +370,8 @@ const safeCommand: fc.Arbitrary<string> = fc
       cmd([fc.constant('wc'), opt(fc.constantFrom('-l', '-c', '-w')), paths]),
       cmd([fc.constant('echo'), fc.array(fc.oneof(safeName, singleQuoted, doubleQuoted), { maxLength: 3 }).map((x) => x.join(' '))]),
       cmd([fc.constantFrom('grep', 'egrep', 'fgrep'), opt(fc.constantFrom('-rn', '-i', '-c')), fc.oneof(singleQuoted, safeName), paths]),
-      cmd([fc.constant('rg'), opt(fc.constantFrom('-n', '-i', '--hidden', '-l')), fc.oneof(singleQuoted, safeName), paths]),
+      // A pattern that starts with '-' is an option to rg, quoted or not (`rg '-L'` follows links).
+      cmd([fc.constant('rg'), opt(fc.constantFrom('-n', '-i', '--hidden', '-l')), fc.oneof(singleQuoted, safeName).filter((p) => !p.replace(/^'/, '').startsWith('-')), paths]),
       cmd([fc.constant('find'), safePath, opt(fc.constantFrom('-type f', '-maxdepth 2', '-print')), opt(safeName.map((n) => `-name '*.${n}'`))]),
       cmd([fc.constant('sort'), opt(fc.constantFrom('-u', '-n', '-r', '-k 2', '-t , -k 1')), paths]),
       cmd([fc.constant('uniq'), opt(fc.constantFrom('-c', '-d', '-f 1')), opt(safeName)]),
