@@ -87,7 +87,7 @@ try {
   hook('PostToolUse', post('d'), '1'); // a Close that stats only the journal: observer.cjs
   // The commands' bundle, warmed by `latch doctor FILE` on a real session (its analyser is the
   // command's hot code); main.cjs's cache is written again by the hook after it.
-  latch(['doctor', 'test/fixtures/doctor/hooked-session.jsonl', '--json'], '', '1', [0, 1]);
+  latch(['doctor', 'test/fixtures/doctor/hooked-session.jsonl', '--json'], '', '1', [0, 1, 3]);
   hook('PreToolUse', pre('e'), '1'); // the hot path: main.cjs
   latch(['watch', 'stop', '--cwd', work], '', '0');
 } finally {

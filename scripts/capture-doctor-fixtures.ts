@@ -4,22 +4,30 @@
 //                                is verified by `latch verify --yes`, then resumed and writes again
 //   store.db                     the Latch store of that run (compacted: page_size 512, no WAL)
 //   app-server.jsonl             what `codex app-server` wrote on stdout for thread/start, turn/start,
-//                                thread/compact/start and a second turn
+//                                thread/compact/start and a second turn (no Latch hooks)
+//   app-server-latched.jsonl     every line `codex app-server` wrote in the IDE-path scenario
+//                                (test/helpers/app-server-scenario.ts): Latch's hooks installed and
+//                                trusted through the app-server, one turn that auto-compacts between
+//                                its writes, the post-compaction write denied
+//   app-server-latched.rollout.jsonl   that thread's rollout (what the checkpoint hashed)
+//   app-server-latched.store.db        the Latch store of that run (compacted like store.db)
 //   damaged/*.jsonl.zst          hand-made damaged copies of hooked-session.jsonl (zstd, to stay small)
-// Run: npm run build && node --import tsx scripts/capture-doctor-fixtures.ts
-import { spawn, spawnSync } from 'node:child_process';
+// Run: npm run build && node --import tsx scripts/capture-doctor-fixtures.ts [session|app-server|app-server-latched|damaged]
+import { spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
-import { OFFLINE_FLAGS, codexChildEnv } from '../src/codex/app-server.js';
+import { AppServerSession, codexCommandFor } from '../src/codex/app-server.js';
 import { resolveCodexBin, writeCodexConfig } from '../src/codex/driver.js';
 import { startFakeModel, type FakeStep } from '../src/fake-model/server.js';
 import { BIG, PATCH, findRollout, setupEnv } from '../test/helpers/e2e.js';
+import { runLatchedAppServer } from '../test/helpers/app-server-scenario.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const outDir = join(root, 'test', 'fixtures', 'doctor');
+/** LATCH_FIXTURES_OUT writes the captures elsewhere (to compare a new capture with the committed one). */
+const outDir = process.env.LATCH_FIXTURES_OUT ?? join(root, 'test', 'fixtures', 'doctor');
 
 async function hookedSession(): Promise<void> {
   const env = await setupEnv([
@@ -44,21 +52,41 @@ async function hookedSession(): Promise<void> {
     if (!rollout) throw new Error('no rollout file');
     copyFileSync(rollout, join(outDir, 'hooked-session.jsonl'));
 
-    // The store, made small: checkpoint the WAL into a copy, drop the stat cache, shrink the pages.
-    const src = new Database(join(env.latchHome, 'latch.db'), { readonly: true });
-    const tmp = join(env.base, 'store-copy.db');
-    src.exec(`VACUUM INTO '${tmp.replace(/'/g, "''")}'`);
-    src.close();
-    const db = new Database(tmp);
-    db.pragma('journal_mode = DELETE');
-    db.exec('DELETE FROM tree_cache');
-    db.pragma('page_size = 512');
-    db.exec('VACUUM');
-    db.close();
-    copyFileSync(tmp, join(outDir, 'store.db'));
+    smallStore(env.latchHome, env.base, join(outDir, 'store.db'));
     console.log(`hooked session ${first.threadId}: rollout ${rollout}`);
   } finally {
     await env.cleanup();
+  }
+}
+
+/** The store, made small: checkpoint the WAL into a copy, drop the stat cache, shrink the pages. */
+function smallStore(latchHome: string, scratch: string, out: string): void {
+  const src = new Database(join(latchHome, 'latch.db'), { readonly: true });
+  const tmp = join(scratch, 'store-copy.db');
+  rmSync(tmp, { force: true });
+  src.exec(`VACUUM INTO '${tmp.replace(/'/g, "''")}'`);
+  src.close();
+  const db = new Database(tmp);
+  db.pragma('journal_mode = DELETE');
+  db.exec('DELETE FROM tree_cache');
+  db.pragma('page_size = 512');
+  db.exec('VACUUM');
+  db.close();
+  copyFileSync(tmp, out);
+}
+
+/** The IDE path with Latch: the raw stream, the thread's rollout and the store of that run. */
+async function appServerLatched(): Promise<void> {
+  const run = await runLatchedAppServer();
+  try {
+    if (run.env.file('a.txt') !== 'step1\nstep2\n') throw new Error(`the post-compaction write was not denied: a.txt = ${JSON.stringify(run.env.file('a.txt'))}`);
+    if (!run.rollout) throw new Error('no rollout file for the thread');
+    writeFileSync(join(outDir, 'app-server-latched.jsonl'), run.stream);
+    copyFileSync(run.rollout, join(outDir, 'app-server-latched.rollout.jsonl'));
+    smallStore(run.env.latchHome, run.env.base, join(outDir, 'app-server-latched.store.db'));
+    console.log(`app-server (latched) ${run.threadId}: ${run.stream.split('\n').length - 1} lines captured`);
+  } finally {
+    await run.env.cleanup();
   }
 }
 
@@ -76,88 +104,26 @@ async function appServer(): Promise<void> {
   ];
   const fake = await startFakeModel({ steps, summary: 'Summary: one.txt written.' });
   writeCodexConfig(codexHome, { baseUrl: fake.url });
-  const bin = resolveCodexBin();
-  const child = spawn(process.execPath, [bin, 'app-server', ...OFFLINE_FLAGS], {
-    cwd: work,
-    env: codexChildEnv(process.env, codexHome),
-    stdio: ['pipe', 'pipe', 'pipe'],
-    detached: true,
-  });
-  const lines: string[] = [];
-  const waiters: { pred: (m: any) => boolean; resolve: (m: any) => void }[] = [];
-  let buf = '';
-  let stderr = '';
-  child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-  child.stdout.setEncoding('utf8').on('data', (d: string) => {
-    buf += d;
-    let i;
-    while ((i = buf.indexOf('\n')) >= 0) {
-      const line = buf.slice(0, i);
-      buf = buf.slice(i + 1);
-      if (!line.trim()) continue;
-      lines.push(line);
-      let msg: any;
-      try {
-        msg = JSON.parse(line);
-      } catch {
-        continue;
-      }
-      for (const w of [...waiters]) {
-        if (w.pred(msg)) {
-          waiters.splice(waiters.indexOf(w), 1);
-          w.resolve(msg);
-        }
-      }
-    }
-  });
-  const timer = setTimeout(() => {
-    try {
-      process.kill(-child.pid!, 'SIGKILL');
-    } catch {
-      /* gone */
-    }
-  }, 120_000);
-  const wait = (pred: (m: any) => boolean, what: string) =>
-    new Promise<any>((resolve, reject) => {
-      waiters.push({ pred, resolve });
-      child.once('close', () => reject(new Error(`app-server exited while waiting for ${what}: ${stderr.slice(-1500)}`)));
-    });
-  let nextId = 1;
-  const request = async (method: string, params: unknown) => {
-    const id = nextId++;
-    child.stdin.write(JSON.stringify({ id, method, params }) + '\n');
-    const reply = await wait((m) => m.id === id && !('method' in m), method);
-    if (reply.error) throw new Error(`${method} failed: ${JSON.stringify(reply.error)}`);
-    return reply.result;
-  };
+  let s: AppServerSession | null = null;
   try {
-    await request('initialize', { clientInfo: { name: 'latch-fixtures', title: 'Latch fixtures', version: '0' } });
-    child.stdin.write(JSON.stringify({ method: 'initialized' }) + '\n');
-    const started = await request('thread/start', { cwd: work, approvalPolicy: 'never', sandbox: 'danger-full-access' });
+    s = await AppServerSession.start(codexCommandFor(resolveCodexBin(), 'node_modules'), { env: process.env, codexHome, cwd: work, clientName: 'latch-fixtures', timeoutMs: 120_000 });
+    const session = s;
+    const started = await session.request('thread/start', { cwd: work, approvalPolicy: 'never', sandbox: 'danger-full-access' });
     const threadId: string = started.thread.id;
-    const turnDone = () => wait((m) => m.method === 'turn/completed', 'turn/completed');
-    let done = turnDone();
-    await request('turn/start', { threadId, input: [{ type: 'text', text: 'Write one.txt.', text_elements: [] }] });
-    await done;
-    const compacted = wait((m) => m.method === 'item/completed' && m.params?.item?.type === 'contextCompaction', 'contextCompaction');
-    done = turnDone();
-    await request('thread/compact/start', { threadId });
-    await compacted;
-    await done;
-    done = turnDone();
-    await request('turn/start', { threadId, input: [{ type: 'text', text: 'Write two.txt.', text_elements: [] }] });
-    await done;
-    writeFileSync(join(outDir, 'app-server.jsonl'), lines.join('\n') + '\n');
-    console.log(`app-server: ${lines.length} lines captured`);
+    const turn = async (method: string, params: unknown, also?: (m: Record<string, unknown>) => boolean) => {
+      const from = session.mark();
+      await session.request(method, params);
+      if (also) await session.waitFor(also, 'contextCompaction', { from });
+      await session.waitFor((m) => m.method === 'turn/completed', 'turn/completed', { from });
+    };
+    await turn('turn/start', { threadId, input: [{ type: 'text', text: 'Write one.txt.', text_elements: [] }] });
+    await turn('thread/compact/start', { threadId }, (m) => m.method === 'item/completed' && (m.params as { item?: { type?: string } })?.item?.type === 'contextCompaction');
+    await turn('turn/start', { threadId, input: [{ type: 'text', text: 'Write two.txt.', text_elements: [] }] });
+    await session.close(500);
+    writeFileSync(join(outDir, 'app-server.jsonl'), session.stream());
+    console.log(`app-server: ${session.lines.length} lines captured`);
   } finally {
-    clearTimeout(timer);
-    child.stdin.end();
-    await new Promise((r) => setTimeout(r, 500));
-    try {
-      process.kill(-child.pid!, 'SIGKILL');
-    } catch {
-      /* already exited */
-    }
+    await s?.close(500);
     await fake.close();
     rmSync(base, { recursive: true, force: true });
   }
@@ -205,6 +171,7 @@ async function main(): Promise<void> {
   const only = process.argv[2];
   if (!only || only === 'session') await hookedSession();
   if (!only || only === 'app-server') await appServer();
+  if (!only || only === 'app-server-latched') await appServerLatched();
   if (!only || only === 'damaged' || only === 'session') damagedCopies();
 }
 

@@ -1,4 +1,6 @@
 // The command surface, declared in one place. Each command lazy-loads its module.
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { ConfigError } from './core/config.js';
 import { ExitError, EXIT, StoreError } from './core/errors.js';
@@ -27,14 +29,15 @@ function needAgent(positionals: string[], cmd: string): void {
 
 export const COMMANDS: Record<string, Command> = {
   setup: {
-    usage: 'latch setup codex [--codex-home DIR] [--project DIR] [--dry-run]',
-    summary: "Install Latch's hook handlers into Codex's hooks.json (user or project); idempotent.",
-    options: { ...homeOpts, 'dry-run': { type: 'boolean' } },
+    usage: 'latch setup codex [--codex-home DIR] [--project DIR] [--trust] [--dry-run]',
+    summary:
+      "Install Latch's hook handlers into Codex's hooks.json (user or project); idempotent. --trust also records Codex's trust for exactly Latch's handlers (the hash the real `codex` reports, written as [hooks.state] entries of $CODEX_HOME/config.toml; no other entry touched), so Codex runs them without a /hooks review. --dry-run shows what it would write.",
+    options: { ...homeOpts, 'dry-run': { type: 'boolean' }, trust: { type: 'boolean' } },
     positionals: true,
     async run(io, v, p) {
       needAgent(p, 'setup');
       const { setupCodex } = await import('./commands/setup.js');
-      return setupCodex(io, { codexHome: str(v['codex-home']), project: str(v.project), dryRun: v['dry-run'] === true });
+      return setupCodex(io, { codexHome: str(v['codex-home']), project: str(v.project), dryRun: v['dry-run'] === true, trust: v.trust === true });
     },
   },
   uninstall: {
@@ -50,7 +53,7 @@ export const COMMANDS: Record<string, Command> = {
   },
   doctor: {
     usage: 'latch doctor [FILE] [--codex-home DIR] [--project DIR] [--json] [--full]',
-    summary: 'Without FILE: check the installation (hooks installed and trusted, binary, Codex version, store health). With FILE: fsck a Codex rollout (.jsonl or .jsonl.zst) or a captured app-server stream, cross-checked with the Latch store; exit 0 clean, 1 findings, 2 unreadable.',
+    summary: 'Without FILE: check the installation (hooks installed and trusted, binary, Codex version, store health). With FILE: fsck a Codex rollout (.jsonl or .jsonl.zst) or a captured app-server stream, cross-checked with the Latch store. Exit codes with FILE: 0 healthy (no finding); 1 damage (an ERROR: the file is damaged or contradicts Latch\'s record; or a WARN: something a healthy Codex does not write); 2 unreadable; 3 healthy but written by a Codex release Latch has not qualified (NOTE findings only: age, not damage; `latch qualify codex VERSION` qualifies it). The most serious applies (2, 1, 3, 0).',
     options: { ...homeOpts, ...jsonOpt, full: { type: 'boolean' } },
     positionals: true,
     async run(io, v, p) {
@@ -61,6 +64,19 @@ export const COMMANDS: Record<string, Command> = {
       }
       const { doctor } = await import('./commands/doctor.js');
       return doctor(io, { codexHome: str(v['codex-home']), project: str(v.project), json: v.json === true });
+    },
+  },
+  qualify: {
+    usage: 'latch qualify codex [VERSION | --codex PATH] [--install] [--json] [--keep]',
+    summary:
+      "Qualify a Codex release on this machine: drive the real binary (PATH's codex, --codex PATH, or VERSION from Latch's cache; --install fetches it with npm into $LATCH_HOME/cache/codex/VERSION) over a loopback fake model through the hook, deny, compaction, resume, fork, brief and rollout checks, and write the record to $LATCH_HOME/qualified/VERSION.json. Only a record whose every check passed qualifies the version for native resume. Exit 0 all passed, 1 a check failed (named), 2 usage or binary not found.",
+    options: { ...jsonOpt, codex: { type: 'string' }, install: { type: 'boolean' }, keep: { type: 'boolean' } },
+    positionals: true,
+    async run(io, v, p) {
+      const usage = 'usage: latch qualify codex [VERSION | --codex PATH] [--install] [--json] [--keep]';
+      if (p[0] !== 'codex' || p.length > 2) throw new ExitError(EXIT.usage, usage);
+      const { qualifyCodex } = await import('./commands/qualify.js');
+      return qualifyCodex(io, { version: p[1], codex: str(v.codex), json: v.json === true, install: v.install === true, keep: v.keep === true });
     },
   },
   status: {
@@ -235,11 +251,45 @@ export async function cliMain(argv: string[], io: Io = processIo()): Promise<num
       return err.code;
     }
     if (err instanceof StoreError || err instanceof ConfigError) {
-      io.err(`latch ${name}: ${err.message}\n`);
+      io.err(`latch ${name}: ${err.message}\n${addonHint(err.message)}`);
       return EXIT.failure;
     }
-    throw err;
+    return unexpected(io, name, err);
   }
+}
+
+/**
+ * The store needs better-sqlite3's native addon, which its install script builds (or downloads):
+ * missing when the package was installed with scripts off, stale after a change of Node.
+ */
+function addonHint(message: string): string {
+  if (!/better_sqlite3\.node|better-sqlite3|NODE_MODULE_VERSION|invalid ELF header|dlopen/i.test(message)) return '';
+  const pkg = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+  return (
+    `Latch keeps its state in SQLite through better-sqlite3, whose native addon was not built for this Node (${process.version}, ABI ${process.versions.modules}). ` +
+    `Build it: \`npm rebuild better-sqlite3\` in ${pkg} (it compiles when no prebuilt addon can be downloaded: needs python3, make and a C++ compiler), ` +
+    `or reinstall Latch with install scripts allowed (\`npm install -g agent-latch --allow-scripts=better-sqlite3\`).\n`
+  );
+}
+
+/**
+ * An error no command turned into a message: one line (the stack only with LATCH_DEBUG=1). A stack
+ * trace would be noise to a user, and its frames name where the bundles were compiled (the V8 code
+ * caches keep the build machine's file names).
+ */
+function unexpected(io: Io, name: string, err: unknown): number {
+  const e = err as { message?: unknown; code?: unknown; stack?: unknown; syscall?: unknown } | null;
+  const msg = (typeof e?.message === 'string' ? e.message : String(err)).split('\n')[0];
+  if (typeof e?.code === 'string' && typeof e.syscall === 'string' && /^E[A-Z]+$/.test(e.code)) {
+    // The system refused a file or process operation (a path given that does not exist, permissions).
+    io.err(`latch ${name}: ${msg}\n`);
+    return EXIT.failure;
+  }
+  const code = typeof e?.code === 'string' ? ` [${e.code}]` : '';
+  io.err(`latch ${name}: unexpected error${code}: ${msg}\n`);
+  if (io.env.LATCH_DEBUG === '1' && typeof e?.stack === 'string') io.err(`${e.stack}\n`);
+  else io.err('This is a bug in Latch; run again with LATCH_DEBUG=1 for the stack trace, and please report it.\n');
+  return EXIT.failure;
 }
 
 declare const __LATCH_VERSION__: string | undefined;

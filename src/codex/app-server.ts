@@ -416,3 +416,185 @@ export async function listCodexHooksIsolated(
     if (!opts.isolated) iso.cleanup();
   }
 }
+
+// ---------------------------------------------------------------------------------------------
+// a whole app-server session (tests, fixture capture)
+
+export type AppServerMessage = Record<string, unknown>;
+
+export interface AppServerSessionOptions {
+  env: NodeJS.ProcessEnv;
+  codexHome: string;
+  cwd: string;
+  /** Extra environment for the server (and so for the hooks it runs), e.g. LATCH_HOME. */
+  extraEnv?: Record<string, string>;
+  /** Hard limit for the whole session: past it the process group is killed. Default 180 s. */
+  timeoutMs?: number;
+  clientName?: string;
+}
+
+/**
+ * `codex app-server` driven over stdio for a whole session: initialize / initialized, then requests
+ * and notifications as the caller sends them. Every line the server writes on stdout is kept verbatim
+ * (`lines`, the raw stream `latch doctor` reads); the parsed objects are in `messages`. A server
+ * request (approval, user input) is answered with a JSON-RPC error and recorded in `serverRequests`.
+ * The session has a hard deadline that kills the server's process group; close() ends it by closing
+ * stdin, then kills whatever is left.
+ */
+export class AppServerSession {
+  readonly lines: string[] = [];
+  readonly messages: AppServerMessage[] = [];
+  readonly serverRequests: AppServerMessage[] = [];
+  stderr = '';
+  exit: { code: number | null; signal: NodeJS.Signals | null } | null = null;
+  private buf = '';
+  private nextId = 1;
+  private waiters: { from: number; pred: (m: AppServerMessage) => boolean; resolve: (m: AppServerMessage) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }[] = [];
+  private readonly killTimer: NodeJS.Timeout;
+  private readonly closed: Promise<void>;
+
+  private constructor(private readonly child: ChildProcessWithoutNullStreams, timeoutMs: number) {
+    child.stdout.setEncoding('utf8').on('data', (d: string) => this.onData(d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => {
+      if (this.stderr.length < 65536) this.stderr += d;
+    });
+    child.stdin.on('error', () => {
+      /* reported through close */
+    });
+    this.closed = new Promise((resolve) => {
+      child.on('close', (code, signal) => {
+        if (this.buf) this.take(this.buf);
+        this.buf = '';
+        this.exit = { code, signal };
+        clearTimeout(this.killTimer);
+        for (const w of this.waiters.splice(0)) {
+          clearTimeout(w.timer);
+          w.reject(new AppServerError(`codex app-server exited (${code ?? signal}) while waiting: ${this.stderrTail()}`));
+        }
+        resolve();
+      });
+    });
+    this.killTimer = setTimeout(() => killGroup(child.pid, () => child.kill('SIGKILL')), timeoutMs);
+    this.killTimer.unref();
+  }
+
+  /** Starts the server and performs the initialize / initialized handshake. */
+  static async start(codex: CodexCommand, opts: AppServerSessionOptions): Promise<AppServerSession> {
+    const env = { ...codexChildEnv(opts.env, opts.codexHome), ...(opts.extraEnv ?? {}) };
+    const child = spawn(codex.cmd, [...codex.args, 'app-server', ...OFFLINE_FLAGS], { cwd: opts.cwd, env, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
+    const s = new AppServerSession(child, opts.timeoutMs ?? 180_000);
+    await new Promise<void>((resolve, reject) => {
+      child.once('spawn', () => resolve());
+      child.once('error', (err) => reject(new AppServerError(`cannot start ${codex.path} app-server: ${err.message}`)));
+    });
+    const name = opts.clientName ?? 'latch';
+    await s.request('initialize', { clientInfo: { name, title: name, version: '0' } });
+    s.notify('initialized');
+    return s;
+  }
+
+  /** Position in `messages`: pass it to waitFor() to wait only for what arrives after now. */
+  mark(): number {
+    return this.messages.length;
+  }
+
+  notify(method: string, params?: unknown): void {
+    this.send(params === undefined ? { method } : { method, params });
+  }
+
+  /** Sends a request and resolves with its result; rejects with AppServerError on an error reply. */
+  async request(method: string, params: unknown, timeoutMs = 60_000): Promise<any> {
+    const id = this.nextId++;
+    const from = this.mark();
+    this.send({ id, method, params });
+    const reply = await this.waitFor((m) => m.id === id && !('method' in m), `the reply to ${method}`, { from, timeoutMs });
+    if (reply.error !== undefined) {
+      const e = reply.error as { message?: unknown };
+      throw new AppServerError(`codex app-server rejected ${method}: ${typeof e?.message === 'string' ? e.message : JSON.stringify(reply.error)}`);
+    }
+    return reply.result;
+  }
+
+  /** The first message at or after `from` (default 0) that satisfies pred. */
+  waitFor(pred: (m: AppServerMessage) => boolean, what: string, opts: { from?: number; timeoutMs?: number } = {}): Promise<AppServerMessage> {
+    const from = opts.from ?? 0;
+    for (let i = from; i < this.messages.length; i++) if (pred(this.messages[i]!)) return Promise.resolve(this.messages[i]!);
+    if (this.exit) return Promise.reject(new AppServerError(`codex app-server exited (${this.exit.code ?? this.exit.signal}) before ${what}: ${this.stderrTail()}`));
+    const timeoutMs = opts.timeoutMs ?? 120_000;
+    return new Promise((resolve, reject) => {
+      const w = {
+        from,
+        pred,
+        resolve,
+        reject,
+        timer: setTimeout(() => {
+          this.waiters.splice(this.waiters.indexOf(w), 1);
+          reject(new AppServerError(`no ${what} from codex app-server within ${timeoutMs} ms: ${this.stderrTail()}`));
+        }, timeoutMs),
+      };
+      this.waiters.push(w);
+    });
+  }
+
+  /** Closes stdin (the server exits at EOF) and waits up to graceMs, then kills its process group. */
+  async close(graceMs = 5_000): Promise<void> {
+    try {
+      this.child.stdin.end();
+    } catch {
+      /* closed */
+    }
+    const t = setTimeout(() => killGroup(this.child.pid, () => this.child.kill('SIGKILL')), graceMs);
+    await this.closed;
+    clearTimeout(t);
+    // Whatever the server left in its group (a shell the model opened) goes too.
+    killGroup(this.child.pid, () => undefined);
+  }
+
+  /** The raw stream as written: every stdout line, each with its newline. */
+  stream(): string {
+    return this.lines.map((l) => l + '\n').join('');
+  }
+
+  private stderrTail(): string {
+    return this.stderr.trim().split('\n').filter((l) => !/WARNING: proceeding|bubblewrap/.test(l)).slice(-3).join(' | ').slice(0, 500);
+  }
+
+  private send(msg: Record<string, unknown>): void {
+    this.child.stdin.write(JSON.stringify(msg) + '\n');
+  }
+
+  private onData(d: string): void {
+    this.buf += d;
+    let i;
+    while ((i = this.buf.indexOf('\n')) >= 0) {
+      const line = this.buf.slice(0, i);
+      this.buf = this.buf.slice(i + 1);
+      this.take(line);
+    }
+  }
+
+  private take(line: string): void {
+    this.lines.push(line);
+    let msg: unknown;
+    try {
+      msg = JSON.parse(line);
+    } catch {
+      return; // not a protocol line: kept in `lines` as written
+    }
+    if (!msg || typeof msg !== 'object' || Array.isArray(msg)) return;
+    const m = msg as AppServerMessage;
+    this.messages.push(m);
+    const idx = this.messages.length - 1;
+    if ('method' in m && 'id' in m) {
+      this.serverRequests.push(m);
+      this.send({ id: m.id, error: { code: -32601, message: 'this client does not handle server requests' } });
+    }
+    for (const w of [...this.waiters]) {
+      if (idx >= w.from && w.pred(m)) {
+        this.waiters.splice(this.waiters.indexOf(w), 1);
+        clearTimeout(w.timer);
+        w.resolve(m);
+      }
+    }
+  }
+}

@@ -4,8 +4,9 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { runCodex, writeCodexConfig } from '../codex/driver.js';
-import { EXIT } from '../core/errors.js';
+import { codexCommandFor, codexVersion, resolveCodex, type CodexCommand } from '../codex/app-server.js';
+import { resolveCodexBin, runCodex, writeCodexConfig } from '../codex/driver.js';
+import { ExitError, EXIT } from '../core/errors.js';
 import { snapshotTree } from '../core/tree.js';
 import { itemText, startFakeModel, type FakeStep } from '../fake-model/server.js';
 import type { Io } from './io.js';
@@ -47,7 +48,43 @@ function capture(io: Io): { io: Io; text: () => string } {
   return { io: { ...io, out: (t) => (buf += t), err: (t) => (buf += t), interactive: false }, text: () => buf };
 }
 
+/** The Codex the demo drives; pinned and tested: 0.169.0 (the package's devDependency). */
+const DEMO_CODEX = '0.169.0';
+
+/** What the demo needs besides Latch: git and the real Codex CLI. Checked before anything is created. */
+async function demoCodex(io: Io): Promise<{ path: string; version: string | null }> {
+  try {
+    execFileSync('git', ['--version'], { stdio: 'ignore' });
+  } catch {
+    throw new ExitError(EXIT.failure, 'the demo builds a git workspace and needs `git` on the PATH; install git and run it again');
+  }
+  // The pinned devDependency beside Latch first (a checkout's `npm run demo`), else `codex` on the PATH.
+  let codex: CodexCommand | null;
+  try {
+    codex = codexCommandFor(resolveCodexBin(), 'node_modules');
+  } catch {
+    codex = resolveCodex(io.env);
+  }
+  if (!codex) {
+    throw new ExitError(
+      EXIT.failure,
+      `the demo drives the real Codex CLI, which is not installed here (no \`codex\` on the PATH, no @openai/codex beside Latch). ` +
+        `Install it: \`npm i -g @openai/codex@${DEMO_CODEX}\` (the release the demo is tested with), then run \`latch demo\` again. ` +
+        'Nothing leaves the machine: the model is a loopback fake.',
+    );
+  }
+  const home = mkdtempSync(join(tmpdir(), 'latch-demo-codex-'));
+  try {
+    const v = await codexVersion(codex, { env: io.env, codexHome: home, cwd: home, timeoutMs: 20_000 });
+    if (!v.version) throw new ExitError(EXIT.failure, `cannot run Codex at ${codex.path} (${v.error ?? 'no version'}); reinstall it: \`npm i -g @openai/codex@${DEMO_CODEX}\``);
+    return { path: codex.path, version: v.version };
+  } finally {
+    rmSync(home, { recursive: true, force: true });
+  }
+}
+
 export async function demo(io: Io, opts: DemoOptions): Promise<number> {
+  const codex = await demoCodex(io);
   const base = opts.dir ?? mkdtempSync(join(tmpdir(), 'latch-demo-'));
   const work = join(base, 'work');
   const codexHome = join(base, 'codex-home');
@@ -66,13 +103,14 @@ export async function demo(io: Io, opts: DemoOptions): Promise<number> {
     git(work, ['-c', 'user.name=demo', '-c', 'user.email=demo@example.invalid', 'commit', '-qm', 'init']);
 
     say(`Latch demo in ${base}`);
+    say(`Codex ${codex.version} at ${codex.path}${codex.version === DEMO_CODEX ? '' : ` (the demo is tested with ${DEMO_CODEX}; other releases may tell a different story)`}`);
     say('1. Install Latch into a fresh CODEX_HOME and point Codex at a loopback fake model.');
     writeCodexConfig(codexHome, { baseUrl: fake.url, autoCompactTokenLimit: 10_000 });
     const setup = capture(sub);
     await setupCodex(setup.io, { codexHome });
 
     say('2. Run a real `codex exec`: two writes, an auto-compaction, then three more calls.');
-    const first = await runCodex({ codexHome, cwd: work, prompt: 'Work through the task in progress.txt.', env: { LATCH_HOME: latchHome }, timeoutMs: 120_000 });
+    const first = await runCodex({ codexBin: codex.path, codexHome, cwd: work, prompt: 'Work through the task in progress.txt.', env: { LATCH_HOME: latchHome }, timeoutMs: 120_000 });
     if (first.code !== 0 || first.timedOut) {
       io.err(`codex exec failed (exit ${first.code}${first.timedOut ? ', timed out' : ''}):\n${first.stderr.slice(-2000)}\n`);
       return EXIT.failure;
@@ -103,7 +141,7 @@ export async function demo(io: Io, opts: DemoOptions): Promise<number> {
     for (const line of ver.text().trimEnd().split('\n')) say(`   ${line}`);
 
     say('4. The session resumes (`codex exec resume`) and may write again:');
-    const second = await runCodex({ codexHome, cwd: work, prompt: 'Continue.', resumeThreadId: first.threadId, env: { LATCH_HOME: latchHome }, timeoutMs: 120_000 });
+    const second = await runCodex({ codexBin: codex.path, codexHome, cwd: work, prompt: 'Continue.', resumeThreadId: first.threadId, env: { LATCH_HOME: latchHome }, timeoutMs: 120_000 });
     const progress = readFileSync(join(work, 'progress.txt'), 'utf8');
     say(`   resume exit ${second.code}; progress.txt now:\n${progress.replace(/^/gm, '     ')}`);
     const ok = compactions >= 1 && session?.state === 'latched' && cp?.tree.sha256 === now.sha256 && verifyCode === 0 && progress.includes('step 3');

@@ -51,9 +51,12 @@ export interface DoctorOptions {
   timeoutMs?: number;
 }
 
-/** The oldest Codex whose hook set and payloads Latch was verified against (docs/codex-notes.md). */
-export const MIN_CODEX_VERSION = '0.169.0';
-const VERIFIED_MINOR = '0.169';
+/**
+ * The oldest Codex release Latch was measured on (issue 11: the latch, ledger and doctor work on 0.153.4
+ * through 0.171.0). Informational only: which releases are qualified is read from the qualification
+ * records (src/core/qualification.ts), never from a constant.
+ */
+export const MIN_CODEX_VERSION = '0.153.4';
 const SETUP_FIX = 'latch setup codex';
 const TRUST_FIX = 'open `codex`, run /hooks and trust the Latch handlers';
 
@@ -499,8 +502,25 @@ function findCodexHook(h: LatchHandlerRef, listed: CodexHookInfo[]): CodexHookIn
   );
 }
 
+/** One handler's line: event, matcher, key, then its trust. */
+function handlerLabel(h: LatchHandlerRef): string {
+  return `${h.event} (matcher ${h.matcher === null ? '* (all)' : h.matcher}, ${trustKey(h)})`;
+}
+
+/** The fix for untrusted Latch handlers: `latch setup codex --trust` for this CODEX_HOME / project, or /hooks. */
+function trustFixFor(io: Io, codexHome: string, handlers: LatchHandlerRef[]): string {
+  const defaultHome = io.env.CODEX_HOME ? resolve(io.cwd, io.env.CODEX_HOME) : join(io.env.HOME || homedir(), '.codex');
+  const home = resolve(codexHome) === defaultHome ? '' : ` --codex-home ${codexHome}`;
+  const projects = [...new Set(handlers.filter((h) => h.scope === 'project').map((h) => projectDirOf(h.file)))];
+  const cmds = [
+    ...(handlers.some((h) => h.scope === 'user') ? [`latch setup codex${home} --trust`] : []),
+    ...projects.map((p) => `latch setup codex --project ${p}${home} --trust`),
+  ];
+  return `run \`${cmds.join('` and `')}\` (records the hash Codex itself reports, for Latch's handlers only), or ${TRUST_FIX}`;
+}
+
 /** Without Codex: a handler with no `[hooks.state."<key>"] trusted_hash` is certainly untrusted. */
-function trustFromConfig(codexHome: string, handlers: LatchHandlerRef[]): { untrusted: string[]; unknown: string[]; error?: string } {
+function trustFromConfig(codexHome: string, handlers: LatchHandlerRef[]): { untrusted: LatchHandlerRef[]; unknown: LatchHandlerRef[]; error?: string } {
   const file = join(codexHome, 'config.toml');
   let state: Record<string, { trusted_hash?: unknown }> = {};
   if (existsSync(file)) {
@@ -508,15 +528,15 @@ function trustFromConfig(codexHome: string, handlers: LatchHandlerRef[]): { untr
       const cfg = parseToml(readFileSync(file, 'utf8')) as { hooks?: { state?: Record<string, { trusted_hash?: unknown }> } };
       state = cfg.hooks?.state ?? {};
     } catch (err) {
-      return { untrusted: [], unknown: handlers.map(trustKey), error: `cannot read ${file}: ${errorMessage(err)}` };
+      return { untrusted: [], unknown: handlers, error: `cannot read ${file}: ${errorMessage(err)}` };
     }
   }
-  const untrusted: string[] = [];
-  const unknown: string[] = [];
+  const untrusted: LatchHandlerRef[] = [];
+  const unknown: LatchHandlerRef[] = [];
   for (const h of handlers) {
-    const k = trustKey(h);
-    if (typeof state[k]?.trusted_hash === 'string') unknown.push(k);
-    else untrusted.push(k);
+    const keys = [trustKey(h), `${real(h.file)}:${snake(h.event)}:${h.groupIndex}:${h.handlerIndex}`];
+    if (keys.some((k) => typeof state[k]?.trusted_hash === 'string')) unknown.push(h);
+    else untrusted.push(h);
   }
   return { untrusted, unknown };
 }
@@ -532,6 +552,7 @@ async function checkTrusted(
 ): Promise<Check> {
   const name = 'hooks trusted';
   if (handlers.length === 0) return { name, status: 'warn', detail: 'no Latch handlers installed, nothing to trust', fix: SETUP_FIX };
+  const fixTrust = trustFixFor(io, codexHome, handlers);
   let listed: HooksListEntry[] | null = null;
   let why = '';
   if (!codex) why = 'codex was not found on PATH or in node_modules';
@@ -545,10 +566,16 @@ async function checkTrusted(
   }
   if (!listed) {
     const cfg = trustFromConfig(codexHome, handlers);
-    if (cfg.untrusted.length) {
-      return { name, status: 'warn', detail: [`not trusted (no trusted_hash in ${join(codexHome, 'config.toml')}):`, ...cfg.untrusted.map((k) => `  ${k}`), `(${why})`].join('\n'), fix: TRUST_FIX };
-    }
-    return { name, status: 'warn', detail: `cannot determine: ${why}${cfg.error ? `; ${cfg.error}` : ''}; config.toml has a trusted_hash for every Latch handler but it cannot be compared with the current hash` };
+    const lines = [
+      ...cfg.untrusted.map((h) => `${handlerLabel(h)}: untrusted (no trusted_hash in ${join(codexHome, 'config.toml')}): Codex skips it`),
+      ...cfg.unknown.map((h) => `${handlerLabel(h)}: has a trusted_hash; whether it matches the handler only Codex can tell`),
+    ];
+    if (cfg.untrusted.length) return { name, status: 'warn', detail: [`${cfg.untrusted.length} of ${handlers.length} Latch handlers not trusted (${why})`, ...lines].join('\n'), fix: codex ? fixTrust : `install Codex (npm i -g @openai/codex), then ${fixTrust}` };
+    return {
+      name,
+      status: 'warn',
+      detail: [`cannot determine: ${why}${cfg.error ? `; ${cfg.error}` : ''}; config.toml has a trusted_hash for every Latch handler but it cannot be compared with the current hash`, ...lines].join('\n'),
+    };
   }
   const all = listed.flatMap((e) => e.hooks);
   const codexErrors = listed.flatMap((e) => e.errors.map((x) => `${x.path}: ${x.message}`));
@@ -558,27 +585,29 @@ async function checkTrusted(
   const missing: string[] = [];
   for (const h of handlers) {
     const c = findCodexHook(h, all);
-    const label = `${h.event} (${trustKey(h)})`;
+    const label = handlerLabel(h);
     if (!c) {
       missing.push(
         h.scope === 'project'
-          ? `${label}: Codex does not load this project hooks.json (is the project trusted in Codex? it loads .codex/ only for trusted projects)`
-          : `${label}: Codex did not list this handler`,
+          ? `${label}: not loaded: Codex does not load this project hooks.json (is the project trusted in Codex? it loads .codex/ only for trusted projects)`
+          : `${label}: not loaded: Codex did not list this handler`,
       );
       continue;
     }
-    if (!c.enabled) disabled.push(`${label}: disabled in Codex`);
+    if (!c.enabled) disabled.push(`${label}: disabled in Codex (enable it in /hooks)`);
     if (c.trustStatus === 'trusted' || c.trustStatus === 'managed') trusted.push(`${label}: ${c.trustStatus} ${c.currentHash}`);
-    else untrusted.push(`${label}: ${c.trustStatus} (current hash ${c.currentHash})`);
+    else if (c.trustStatus === 'modified') untrusted.push(`${label}: modified since it was trusted (current hash ${c.currentHash}): Codex skips it`);
+    else untrusted.push(`${label}: ${c.trustStatus} (current hash ${c.currentHash}): Codex skips it`);
   }
   const problems = [...untrusted, ...disabled, ...missing, ...codexErrors.map((e) => `Codex reports: ${e}`)];
   if (problems.length === 0) return { name, status: 'ok', detail: [`all ${trusted.length} Latch handlers are trusted (asked ${codex!.path})`, ...trusted].join('\n') };
-  const detail = [...problems, ...trusted].join('\n');
+  const head = `${trusted.length} of ${handlers.length} Latch handlers trusted (asked ${codex!.path})`;
+  const detail = [head, ...problems, ...trusted].join('\n');
   const fix = missing.some((m) => m.includes('project'))
-    ? `${TRUST_FIX}; for project hooks, trust the project in Codex first`
+    ? `trust the project in Codex first (open \`codex\` in it), then ${fixTrust}`
     : disabled.length && !untrusted.length
       ? 'open `codex`, run /hooks and enable the Latch handlers'
-      : TRUST_FIX;
+      : fixTrust;
   return { name, status: 'warn', detail, fix };
 }
 
@@ -598,16 +627,26 @@ async function checkVersion(io: Io, codex: CodexCommand | null, codexHome: strin
   if (!codexHome) return { name, status: 'warn', detail: 'cannot make a temporary CODEX_HOME to run codex in' };
   const v = await codexVersion(codex, { env: io.env, codexHome, cwd: io.cwd, timeoutMs });
   if (!v.version) return { name, status: 'warn', detail: `${codex.path}: ${v.error ?? 'unknown version'}`, fix: 'check that `codex --version` works' };
-  if (cmpVersion(v.version, MIN_CODEX_VERSION) < 0) {
-    return {
-      name,
-      status: 'warn',
-      detail: `${v.raw} (${codex.path}) is older than ${MIN_CODEX_VERSION}; Latch needs PreCompact/PostCompact hooks and was verified on ${VERIFIED_MINOR}.x`,
-      fix: 'upgrade Codex: npm i -g @openai/codex@latest',
-    };
+  // The one source of truth (src/core/qualification.ts): the package's records + this machine's.
+  const { versionStatus, qualifiedVersions } = await import('../core/qualification.js');
+  const home = homeOf(io);
+  const st = versionStatus(v.version, home);
+  const where = `${v.raw} (${codex.path}, from ${codex.from})`;
+  if (st.qualified && st.by) {
+    const by = st.by.source === 'package' ? `the record shipped with Latch (${st.by.date.slice(0, 10)})` : `this machine's record ${st.by.path} (${st.by.date.slice(0, 10)})`;
+    return { name, status: 'ok', detail: `${where}; qualified by ${by}` };
   }
-  const note = v.version.startsWith(`${VERIFIED_MINOR}.`) ? 'verified' : `newer than the verified ${VERIFIED_MINOR}.x`;
-  return { name, status: 'ok', detail: `${v.raw} (${codex.path}, from ${codex.from}; ${note})` };
+  const all = qualifiedVersions(home);
+  const failed = st.rejected.length ? `; a qualification run did not pass: ${st.rejected.map((r) => `${r.path}: ${r.problem}`).join('; ')}` : '';
+  const older = all.length && cmpVersion(v.version, MIN_CODEX_VERSION) < 0 ? `; older than any release Latch was measured on (${MIN_CODEX_VERSION})` : '';
+  return {
+    name,
+    status: 'warn',
+    detail:
+      `${where} is not qualified by Latch (qualified: ${all.join(', ') || 'none'})${older}${failed}. ` +
+      'The latch still guards it; what waits for qualification: a resume is never native (the brief is re-delivered), and `latch doctor FILE` exits 3 on its rollouts',
+    fix: `latch qualify codex --codex ${codex.path}   (drives this binary over a loopback fake model; about a minute)`,
+  };
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,5 +1,7 @@
 // `latch doctor FILE [--json]`: fsck for a Codex rollout (plain or .jsonl.zst) or a captured
-// `codex app-server` stream. Exit 0 nothing wrong, 1 findings, 2 unreadable.
+// `codex app-server` stream. Exit codes (src/core/qualification-doctor.ts): 0 healthy, 1 damage (an
+// ERROR or WARN finding), 2 unreadable, 3 healthy but written by a Codex release Latch has not
+// qualified (NOTE findings only: age, not damage).
 import { statSync } from 'node:fs';
 import { fsckFile, type FsckReport, type OutcomeCounts } from '../core/fsck.js';
 import { homeOf, json, type Io } from './io.js';
@@ -79,7 +81,7 @@ export function render(r: FsckReport): string {
   }
   const w = r.writer;
   out.push(
-    `  writer: ${w.cli_version ? `Codex ${w.cli_version}` : 'unknown version'} — ${w.qualified ? 'qualified by Latch' : `NOT qualified (Latch qualifies ${w.allowlist.join(', ')})`}` +
+    `  writer: ${w.cli_version ? `Codex ${w.cli_version}` : 'unknown version'} — ${w.qualified ? 'qualified by Latch' : `NOT qualified (Latch qualifies ${w.allowlist.join(', ') || 'no release'}; \`latch qualify codex${w.cli_version ? ` ${w.cli_version}` : ''}\`)`}` +
       (w.originator ? `; originator ${w.originator}` : '') +
       (w.history_mode ? `; history ${w.history_mode}` : ''),
   );
@@ -88,7 +90,8 @@ export function render(r: FsckReport): string {
   out.push(`  turns: ${r.turns.count}${r.ordinals ? `; ordinals ${r.ordinals.first}..${r.ordinals.last}` : ''}`);
   out.push(`  records: ${hist(r.records)}`);
   if (r.unknown_types.length) out.push(`  UNKNOWN types: ${r.unknown_types.map((u) => `${u.type} ×${u.count} (first at line ${u.first_line})`).join(', ')}`);
-  out.push(`  tool calls: ${r.tool_calls.total}${r.tool_calls.total ? ` (${hist(r.tool_calls.by_name)})` : ''}; outputs blocked by a hook: ${r.hook_blocked_outputs}`);
+  out.push(`  tool calls: ${r.tool_calls.total}${r.tool_calls.total ? ` (${hist(r.tool_calls.by_name)})` : ''}; ${r.hook_runs ? 'calls' : 'outputs'} blocked by a hook: ${r.hook_blocked_outputs}`);
+  if (r.hook_runs) out.push(`  hook runs: ${r.hook_runs.started} started, ${r.hook_runs.completed} completed (${hist(r.hook_runs.by_event_status)})`);
   out.push(`  compactions: ${r.compactions.length}`);
   for (const c of r.compactions) {
     const where = `line ${c.line}${c.record_ordinal !== null ? `, ordinal ${c.record_ordinal}` : ''}`;
@@ -125,13 +128,18 @@ export function render(r: FsckReport): string {
         out.push(`    compaction #${c.seq}: checkpoint ${c.checkpoint_id ?? 'NONE'}, ${c.tripped_at ? `tripped ${c.tripped_at}` : 'NOT tripped'}, via ${c.observed_via.join(' + ')}${c.in_transcript ? '' : ' — NOT in the file'}`);
       }
       for (const c of st.checkpoints ?? []) {
-        out.push(`    checkpoint ${c.id}: tree ${short(c.tree_sha256)} (${c.tree_files} files); transcript prefix ${c.transcript_size ?? '?'} bytes: ${c.prefix === 'rewritten' ? 'REWRITTEN' : c.prefix}`);
+        const of = r.format !== 'app-server' ? '' : c.compared_file ? ` (of ${c.compared_file})` : ' (its transcript is not there to check; the stream is not that file)';
+        out.push(`    checkpoint ${c.id}: tree ${short(c.tree_sha256)} (${c.tree_files} files); transcript prefix ${c.transcript_size ?? '?'} bytes: ${c.prefix === 'rewritten' ? 'REWRITTEN' : c.prefix}${of}`);
       }
       for (const v of st.verifies ?? []) {
         const same = v.baseline_tree_sha256 === v.current_tree_sha256;
         out.push(`    verify ${v.at}: tree at checkpoint ${short(v.checkpoint_tree_sha256 ?? v.baseline_tree_sha256)}, at verify ${short(v.current_tree_sha256)} (${same ? 'unchanged' : v.accepted_changes ? 'changed, accepted' : 'CHANGED'})`);
       }
       for (const h of st.held_intervals ?? []) out.push(`    ${h.state} from ${h.from} to ${h.to ?? 'now'}`);
+      const win = st.stream_window;
+      if (win && (win.denials_outside > 0 || win.compactions_before > 0)) {
+        out.push(`    the stream covers ${win.from} to ${win.to}: ${win.denials_outside} denial(s) and ${win.compactions_before} compaction(s) recorded before or after it are not compared with it`);
+      }
       const d = st.denials;
       if (d) {
         out.push(`    denials: ${d.store} in the store; ${d.transcript_blocked_by_latch} call(s) blocked by Latch in the file${d.transcript_blocked_other ? `, ${d.transcript_blocked_other} by other hooks` : ''}`);
@@ -145,9 +153,11 @@ export function render(r: FsckReport): string {
     out.push(`  findings (${r.findings.length}):`);
     for (const f of r.findings) {
       const lines = f.lines.length ? ` (line${f.lines.length > 1 ? 's' : ''} ${f.lines.slice(0, 8).join(', ')}${f.lines.length > 8 || f.count > f.lines.length ? ', …' : ''})` : '';
-      out.push(`    ${f.severity === 'error' ? 'ERROR' : 'WARN '} ${f.code}${f.count > 1 ? ` ×${f.count}` : ''}${lines}: ${f.message}`);
+      out.push(`    ${f.severity === 'error' ? 'ERROR' : f.severity === 'warning' ? 'WARN ' : 'NOTE '} ${f.code}${f.count > 1 ? ` ×${f.count}` : ''}${lines}: ${f.message}`);
     }
   }
+  if (r.exit_code === 3) out.push(`  verdict: no damage found; exit 3 because Codex ${r.writer.cli_version ?? '(unknown version)'} is not qualified by Latch (age, not damage)`);
+  else if (r.exit_code === 1) out.push('  verdict: damaged or inconsistent (exit 1)');
   if (r.truncated_last_line) out.push(`  truncated last line: line ${r.truncated_last_line.line} (${r.truncated_last_line.bytes} bytes)`);
   return out.join('\n') + '\n';
 }

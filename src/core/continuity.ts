@@ -7,7 +7,7 @@ import { pageCommand } from './command.js';
 import { fitContext, getBrief, latestBrief, recordAutoBrief, verifyRead, CONTEXT_CHARS, type Brief } from './brief.js';
 import { hashPrefix } from './checkpoint.js';
 import { evaluateEvidence, type Evidence } from './evidence.js';
-import { qualifyResume, QUALIFIED_VERSIONS, type QualifyDecision, type RecordedTranscript } from './qualify.js';
+import { qualifyResume, qualifiedVersionsOfStore, type QualifyDecision, type RecordedTranscript } from './qualify.js';
 import type { SessionRow } from './records.js';
 import type { Db } from './store.js';
 import type { BriefOutput, TurnIdentity } from './transcript.js';
@@ -165,7 +165,7 @@ export function qualify(
           permission_profile: identity?.permission_profile ?? null,
         },
         payload: { session_id: payload.session_id, cwd: payload.cwd, model: payload.model, permission_mode: payload.permission_mode },
-        qualifiedVersions: QUALIFIED_VERSIONS,
+        qualifiedVersions: qualifiedVersionsOfStore(db),
         currentBrief: brief ? { session: brief.session_id, version: brief.version, pages: brief.page_digests.map((sha256, i) => ({ n: i + 1, sha256 })) } : null,
         lastCompactionOffset: latestCompaction(db, row.session_id).transcript_offset,
       })

@@ -80,6 +80,9 @@ const TAIL_KEEP = 64 << 10;
 export const CHUNK = 4 << 20;
 export const LIST_CAP = 50;
 const ATTEMPT_CAP = 200;
+const ENTRY_TEXT_CAP = 2000;
+/** The fields key of a call's description when the file has no call text (not a Codex field name). */
+const DESCRIBED = '\u0000described';
 const ID_CAP = 100_000;
 const SMALL_PENDING = 16;
 
@@ -103,13 +106,39 @@ export interface Attempt {
   timestamp: string | null;
   call_id: string | null;
   tool: string;
-  kind: 'shell' | 'patch' | 'mcp';
+  /** unknown: an app-server call seen only through its blocked PreToolUse run (the stream names no tool). */
+  kind: 'shell' | 'patch' | 'mcp' | 'unknown';
   summary: string;
   read_only: boolean | null;
   outcome: Outcome;
   exit_code: number | null;
   detail: string | null;
   output_line: number | null;
+  /** app-server: the hook run that blocked the call (PreToolUse), with its output entries. */
+  hook?: HookRunInfo;
+}
+
+/** A hook run as `hook/completed` reports it (codex app-server). */
+export interface HookRunInfo {
+  line: number;
+  event: string | null;
+  status: string | null;
+  run_id: string | null;
+  source_path: string | null;
+  status_message: string | null;
+  /** The run's output entries (kind: warning | stop | feedback | context | error); each text at most ENTRY_TEXT_CAP characters. */
+  entries: { kind: string; text: string }[];
+}
+
+/** What a captured app-server stream shows of hook runs (null for a rollout). */
+export interface HookRunsReport {
+  started: number;
+  completed: number;
+  /** `<eventName>:<status>` → count, over hook/completed. */
+  by_event_status: Record<string, number>;
+  /** The completed runs that blocked, failed or wrote output entries (first LIST_CAP). */
+  runs: HookRunInfo[];
+  runs_truncated: number;
 }
 
 export interface OutcomeCounts {
@@ -600,6 +629,15 @@ export class Analyser {
   /** The item_completed / item_started lines' search for a compaction item (rare: see PieceScanner). */
   private readonly ccItem = new PieceScanner(CC_ITEM);
   hookBlocked = 0;
+  /** app-server: hook runs (hook/started, hook/completed). */
+  readonly hookRuns = { started: 0, completed: 0, byEventStatus: new Map<string, number>(), runs: [] as HookRunInfo[], dropped: 0 };
+  /** app-server: started and not yet completed, by kind → `<threadId> <id>` → lines of the starts. */
+  private readonly open = { hook: new Map<string, number[]>(), item: new Map<string, number[]>(), turn: new Map<string, number[]>() };
+  /** app-server: the first and last `emittedAtMs` of the stream (the time it covers), or null. */
+  emittedFirst: number | null = null;
+  emittedLast: number | null = null;
+  /** Set from the store when it knows the session: what Latch recorded of a call it denied, by call id. */
+  deniedCalls: Map<string, { tool: string; summary: string | null }> | null = null;
   readonly blockedLatch = new Set<string>();
   blockedOther = 0;
   /** Filled when the store knows the session: the intervals during which it was not allowed to mutate. */
@@ -922,12 +960,12 @@ export class Analyser {
     }
   }
 
-  private toolCall(name: string, p: Record<string, unknown>, n: number, ts: string | null): void {
+  private toolCall(name: string, p: Record<string, unknown>, n: number, ts: string | null, unknownKind = false): void {
     this.toolTotal++;
     bump(this.segments[this.segments.length - 1]!, name);
     const seg = this.compactions.length;
     if (seg === 0) return;
-    const kind: Attempt['kind'] | null = SHELL_TOOLS.has(name) ? 'shell' : PATCH_TOOLS.has(name) ? 'patch' : name.startsWith('mcp__') ? 'mcp' : null;
+    const kind: Attempt['kind'] | null = SHELL_TOOLS.has(name) ? 'shell' : PATCH_TOOLS.has(name) ? 'patch' : name.startsWith('mcp__') ? 'mcp' : unknownKind ? 'unknown' : null;
     if (!kind) return;
     const callId = str(p.call_id) ?? str(p.id);
     const attempt: Attempt = {
@@ -1071,9 +1109,13 @@ export class Analyser {
     const inHeld = executed && a.timestamp !== null && this.held.some((h) => a.timestamp! >= h.from && (h.to === null || a.timestamp! < h.to));
     if (listed || inHeld) {
       const f = p.fields;
-      const command = a.kind === 'shell' ? shellCommand(f) : a.kind === 'patch' ? patchFiles(str(f.input) ?? patchArgument(str(f.arguments))) : oneLine(str(f.arguments) ?? '', 80);
+      // A call the stream shows only through its blocked hook run: described as the store recorded it.
+      const described = str(f[DESCRIBED]);
+      const command =
+        described ??
+        (a.kind === 'shell' ? shellCommand(f) : a.kind === 'patch' ? patchFiles(str(f.input) ?? patchArgument(str(f.arguments))) : oneLine(str(f.arguments) ?? '', 80));
       a.summary = oneLine(command || a.tool);
-      if (a.kind === 'shell') a.read_only = this.readOnly(command);
+      if (a.kind === 'shell' && described === null) a.read_only = this.readOnly(command);
     }
     if (a.read_only) this.attempts.read_only_listed++;
     if (inHeld && a.read_only !== true) {
@@ -1086,7 +1128,10 @@ export class Analyser {
   private readOnly(cmd: string): boolean {
     const hit = this.roCache.get(cmd);
     if (hit !== undefined) return hit;
-    const v = classifyCommand(cmd, { latchHome: '/nonexistent-latch-home' }).readOnly;
+    // As the hook classified it while held: with the held-read environment (git's programs off) and
+    // Latch's own read (`node <dist>/latch.cjs status|brief …`, which the hook ran and replayed).
+    const latchBin = /^\s*node\s+(\/\S*\/latch\.cjs)\s/.exec(cmd)?.[1];
+    const v = classifyCommand(cmd, { latchHome: '/nonexistent-latch-home', gitEnvHardened: true, latchBin }).readOnly;
     if (this.roCache.size > 1000) this.roCache.clear();
     this.roCache.set(cmd, v);
     return v;
@@ -1199,7 +1244,12 @@ export class Analyser {
       return;
     }
     bump(this.records, kind);
-    const params = (o.params ?? {}) as Record<string, unknown>;
+    const at = num(o.emittedAtMs);
+    if (at !== null) {
+      if (this.emittedFirst === null || at < this.emittedFirst) this.emittedFirst = at;
+      if (this.emittedLast === null || at > this.emittedLast) this.emittedLast = at;
+    }
+    const params = (o.params !== null && typeof o.params === 'object' ? o.params : {}) as Record<string, unknown>;
     if (method) {
       bump(this.payloadTypes, method);
       if (!KNOWN_METHODS.has(method)) {
@@ -1225,10 +1275,20 @@ export class Analyser {
       case 'thread/started':
         this.thread((params.thread ?? {}) as Record<string, unknown>, n);
         return;
+      case 'turn/completed': {
+        const id = str((params.turn as Record<string, unknown> | undefined)?.id);
+        if (id) this.closed('turn', `${str(params.threadId) ?? ''} ${id}`, n);
+        return;
+      }
+      case 'hook/started':
+      case 'hook/completed':
+        this.hookRun(method, params, n);
+        return;
       case 'turn/started': {
         const t = params.turn as Record<string, unknown> | undefined;
         const id = str(t?.id);
         if (id) {
+          this.opened('turn', `${str(params.threadId) ?? ''} ${id}`, n);
           this.turn(id);
           this.turnHadUser.set(id, false);
           if (this.turnHadUser.size > 1000) this.turnHadUser.delete(this.turnHadUser.keys().next().value!);
@@ -1245,6 +1305,12 @@ export class Analyser {
       case 'item/completed': {
         const item = (params.item ?? {}) as Record<string, unknown>;
         const t = str(item.type);
+        const itemId = str(item.id);
+        if (itemId) {
+          const key = `${str(params.threadId) ?? ''} ${itemId}`;
+          if (method === 'item/started') this.opened('item', key, n);
+          else this.closed('item', key, n);
+        }
         if (t === 'userMessage' && this.currentTurn) this.turnHadUser.set(this.currentTurn, true);
         if (t === 'contextCompaction') {
           const c = this.marker('item', str(item.id), n, null, s, e);
@@ -1260,6 +1326,85 @@ export class Analyser {
       default:
         return;
     }
+  }
+
+  /** A `hook/started` / `hook/completed` notification: runs paired, counted, and a blocked PreToolUse read as the blocked call. */
+  private hookRun(method: 'hook/started' | 'hook/completed', params: Record<string, unknown>, n: number): void {
+    const run = params.run !== null && typeof params.run === 'object' ? (params.run as Record<string, unknown>) : null;
+    const runId = str(run?.id);
+    const key = `${str(params.threadId) ?? ''} ${runId ?? ''}`;
+    if (method === 'hook/started') {
+      this.hookRuns.started++;
+      this.opened('hook', key, n);
+      return;
+    }
+    this.hookRuns.completed++;
+    this.closed('hook', key, n);
+    if (!run) return;
+    const event = str(run.eventName);
+    const status = str(run.status);
+    bump(this.hookRuns.byEventStatus, `${event ?? '?'}:${status ?? '?'}`);
+    const entries = (Array.isArray(run.entries) ? run.entries : []).map((x: unknown) => {
+      const en = (x !== null && typeof x === 'object' ? x : {}) as Record<string, unknown>;
+      const text = str(en.text) ?? '';
+      return { kind: str(en.kind) ?? '?', text: text.length > ENTRY_TEXT_CAP ? text.slice(0, ENTRY_TEXT_CAP - 1) + '…' : text };
+    });
+    const info: HookRunInfo = { line: n, event, status, run_id: runId, source_path: str(run.sourcePath), status_message: str(run.statusMessage), entries };
+    if (status === 'blocked' || status === 'failed' || entries.length > 0) {
+      if (this.hookRuns.runs.length < LIST_CAP) this.hookRuns.runs.push(info);
+      else this.hookRuns.dropped++;
+    }
+    if (status === 'failed') {
+      this.finding('hook_failed', 'warning', 'a hook run failed (its output entries are listed with the hook runs)', n);
+    }
+    if (status === 'blocked' && event === 'preToolUse') this.blockedByHook(info, runId, n);
+  }
+
+  /**
+   * A PreToolUse run that blocked: the call never started, so the stream has no item for it, only
+   * this run, whose id ends with the call id (`pre-tool-use:<n>:<hooks file>:<call id>`). Counted as
+   * a tool call and an attempt, blocked by the hook, with the hook's entries; the tool and command
+   * are the store's record of the denial when it has one.
+   */
+  private blockedByHook(info: HookRunInfo, runId: string | null, n: number): void {
+    // Without a call id in the run's id, the run's own id keeps the attempt (it is still blocked).
+    const callId = callIdOfRun(runId, info.source_path) ?? runId ?? `hook-run-line-${n}`;
+    // The feedback entries are what the model was told (a rollout's "Command blocked by PreToolUse hook: …").
+    const feedback = info.entries.filter((x) => x.kind === 'feedback');
+    const text = (feedback.length > 0 ? feedback : info.entries).map((x) => x.text).join(' ');
+    const byLatch = info.entries.some((x) => x.text.startsWith('Latch')) || (info.entries.length === 0 && (info.status_message ?? '').startsWith('Latch'));
+    this.hookBlocked++;
+    if (byLatch) {
+      if (this.blockedLatch.size < ID_CAP) this.blockedLatch.add(callId);
+    } else this.blockedOther++;
+    const denied = this.deniedCalls?.get(callId);
+    const fields: Record<string, unknown> = { call_id: callId };
+    if (denied?.summary) fields[DESCRIBED] = denied.summary.startsWith(`${denied.tool}: `) ? denied.summary.slice(denied.tool.length + 2) : denied.summary;
+    else fields[DESCRIBED] = `call ${callId} (blocked before it started: the stream shows only its PreToolUse run)`;
+    this.toolCall(denied?.tool ?? 'unknown', fields, n, null, true);
+    const p = this.pending.get(callId);
+    if (!p) return;
+    this.pending.delete(callId);
+    p.attempt.hook = info;
+    this.answered(p, { outcome: 'blocked', exit: null, detail: oneLine(text || `blocked by the PreToolUse hook (${info.status_message ?? 'no output'})`) }, n);
+  }
+
+  private opened(kind: 'hook' | 'item' | 'turn', key: string, n: number): void {
+    const m = this.open[kind];
+    const at = m.get(key);
+    if (at) at.push(n);
+    else if (m.size < ID_CAP) m.set(key, [n]);
+  }
+
+  private closed(kind: 'hook' | 'item' | 'turn', key: string, n: number): void {
+    const m = this.open[kind];
+    const at = m.get(key);
+    if (at && at.length > 0) {
+      at.shift();
+      if (at.length === 0) m.delete(key);
+      return;
+    }
+    this.finding('completion_without_start', 'error', 'a hook/completed, item/completed or turn/completed whose start is not in the stream: lines were lost, or the capture did not start with the server', n);
   }
 
   private inferTrigger(c: CompactionReport): void {
@@ -1285,7 +1430,7 @@ export class Analyser {
       t === 'commandExecution' ? 'exec_command' : t === 'fileChange' ? 'apply_patch' : t === 'mcpToolCall' ? `mcp__${str(item.server) ?? '?'}__${str(item.tool) ?? '?'}` : t === 'dynamicToolCall' ? (str(item.tool) ?? t) : null;
     if (!name) return;
     const p: Record<string, unknown> = { call_id: item.id };
-    if (t === 'commandExecution') p.arguments = JSON.stringify({ cmd: str(item.command) ?? '' });
+    if (t === 'commandExecution') p.arguments = JSON.stringify({ cmd: commandOfItem(item) });
     if (t === 'fileChange') p.input = (Array.isArray(item.changes) ? item.changes : []).map((c: { path?: string; kind?: { type?: string } }) => `*** ${c?.kind?.type ?? 'Update'} File: ${c?.path ?? '?'}`).join('\n');
     this.toolCall(name, p, n, null);
     const id = str(item.id);
@@ -1325,6 +1470,18 @@ export class Analyser {
     }
     for (const p of this.pending.values()) this.settle(p);
     this.pending.clear();
+    if (this.format === 'app-server') {
+      const parts: string[] = [];
+      const starts: number[] = [];
+      for (const kind of ['hook', 'item', 'turn'] as const) {
+        const lines = [...this.open[kind].values()].flat();
+        if (lines.length > 0) parts.push(`${lines.length} ${kind === 'hook' ? 'hook run' : kind}(s)`);
+        starts.push(...lines);
+        this.open[kind].clear();
+      }
+      const message = `${parts.join(', ')} started in the stream never completed: the capture stopped early or lost lines`;
+      for (const line of starts.sort((x, y) => x - y)) this.finding('missing_completion', 'error', message, line);
+    }
     // Tool calls by name overall: the sum of the segments' counts.
     this.toolNames.clear();
     for (const seg of this.segments) for (const [name, count] of seg) bump(this.toolNames, name, count);
@@ -1335,6 +1492,30 @@ export class Analyser {
       c.attempts_after = this.segAttempts[i + 1]!;
     }
   }
+}
+
+/**
+ * The shell text of an app-server commandExecution item: its one command action's text (Codex's
+ * `bash -lc` wrapper removed), else the item's command. A held read Latch rewrote (its clean shell,
+ * inside `codex sandbox` or not: src/core/sandbox.ts) is reported as the command the model gave.
+ */
+export function commandOfItem(item: Record<string, unknown>): string {
+  const actions = Array.isArray(item.commandActions) ? (item.commandActions as unknown[]) : [];
+  const one = actions.length === 1 && actions[0] !== null && typeof actions[0] === 'object' ? str((actions[0] as Record<string, unknown>).command) : null;
+  const cmd = one ?? str(item.command) ?? '';
+  const held = /^(?:CODEX_HOME='[^']*' exec '[^']*' sandbox -- )?\/usr\/bin\/env -u BASH_ENV .* \/bin\/bash --noprofile --norc -c '((?:[^']|'\\'')*)'$/s.exec(cmd);
+  return held ? held[1]!.split("'\\''").join("'") : cmd;
+}
+
+/** The call id a PreToolUse run's id ends with (`pre-tool-use:<n>:<hooks file>:<call id>`), or null. */
+export function callIdOfRun(runId: string | null, sourcePath: string | null): string | null {
+  if (!runId) return null;
+  if (sourcePath) {
+    const i = runId.indexOf(`:${sourcePath}:`);
+    if (i >= 0) return runId.slice(i + sourcePath.length + 2) || null;
+  }
+  const j = runId.lastIndexOf(':');
+  return j >= 0 && j < runId.length - 1 ? runId.slice(j + 1) : null;
 }
 
 function lastNonSpace(b: Buffer): number | undefined {

@@ -12,22 +12,26 @@
 // knows the session, the report is cross-checked against it:
 // a checkpoint and a trip per compaction, denials vs blocked outputs, tree digests at checkpoint and
 // at verify, and the transcript prefix hashed at each checkpoint vs the bytes of FILE now.
-import { QUALIFIED_VERSIONS } from './qualify.js';
+// A captured app-server stream is not the transcript: the prefix is compared with the file the
+// checkpoint hashed (its transcript path), and denials and compactions only with the store records
+// made while the stream was written (its emittedAtMs); its blocked calls are its PreToolUse runs
+// with status "blocked" (the analyser's hook/started / hook/completed handling).
+import { doctorExit, gradeFindings, qualifiedWriters, type DoctorExit, type DoctorSeverity } from './qualification-doctor.js';
 import type { Hash } from 'node:crypto';
 import { nodeCrypto } from './lazy.js';
-import { closeSync, existsSync, fstatSync, openSync, read, readSync, realpathSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, openSync, read, readSync, realpathSync, statSync } from 'node:fs';
 import { basename, resolve } from 'node:path';
 import { errorMessage } from './errors.js';
-import { Analyser, CHUNK, LineSplitter, LIST_CAP, obj, type Attempt, type CompactionReport, type Finding, type Format, type HeldInterval, type Layout, type OutcomeCounts, type SessionInfo, type WriterInfo } from './fsck-analyser.js';
+import { Analyser, CHUNK, LineSplitter, LIST_CAP, obj, type Attempt, type CompactionReport, type Finding, type Format, type HeldInterval, type HookRunsReport, type Layout, type OutcomeCounts, type SessionInfo, type WriterInfo } from './fsck-analyser.js';
 import { openStore, type Db } from './store.js';
 import { dbPath } from './paths.js';
 
 export { classifyOutput, KNOWN_RECORD_TYPES, MAX_KEEP } from './fsck-analyser.js';
-export type { Attempt, CompactionReport, Finding, Outcome, OutcomeCounts, Severity } from './fsck-analyser.js';
+export type { Attempt, CompactionReport, Finding, HookRunInfo, HookRunsReport, Outcome, OutcomeCounts, Severity } from './fsck-analyser.js';
 
-/** Codex versions whose rollout format and hook behaviour Latch was verified against (docs/codex-notes.md).
- * The exact writer allowlist is the qualification's (src/core/qualify.ts). */
-export const QUALIFIED_WRITERS: readonly string[] = QUALIFIED_VERSIONS;
+/** The versions the package qualified (data/qualified); a report uses qualifiedWriters($LATCH_HOME), which adds this machine's. */
+export const QUALIFIED_WRITERS: readonly string[] = qualifiedWriters(null);
+export { DOCTOR_EXIT, doctorExit, type DoctorExit, type DoctorSeverity } from './qualification-doctor.js';
 
 export interface StoreCrossCheck {
   home: string;
@@ -46,9 +50,13 @@ export interface StoreCrossCheck {
     tree_files: number;
     transcript_size: number | null;
     transcript_sha256: string | null;
+    /** The file whose prefix was hashed: FILE for a rollout; for an app-server stream, the checkpoint's own transcript (null: not there to check). */
+    compared_file: string | null;
     prefix_now_sha256: string | null;
     prefix: 'same' | 'rewritten' | 'shorter' | 'not_recorded' | 'not_checked';
   }[];
+  /** app-server stream: the time it covers (emittedAtMs); store records outside it are not compared with it. */
+  stream_window?: { from: string | null; to: string | null; compactions_before: number; denials_outside: number };
   verifies?: { at: string; accepted_changes: boolean; baseline_tree_sha256: string | null; current_tree_sha256: string | null; checkpoint_tree_sha256: string | null }[];
   held_intervals?: { from: string; to: string | null; state: string }[];
   denials?: { store: number; transcript_blocked_by_latch: number; transcript_blocked_other: number; missing_in_transcript: string[]; missing_in_store: string[] };
@@ -65,7 +73,8 @@ export interface FsckReport {
   layout: Layout;
   lines: number;
   ok: boolean;
-  exit_code: 0 | 1 | 2;
+  /** 0 healthy, 1 damage (an error or warning finding), 2 unreadable, 3 healthy but written by an unqualified Codex (notices only). */
+  exit_code: DoctorExit;
   unreadable: string | null;
   records: Record<string, number>;
   payload_types: Record<string, number>;
@@ -81,9 +90,14 @@ export interface FsckReport {
   /** read_only_listed: read-only shell commands among the listed (and store-checked) attempts. */
   attempts_after_compaction: OutcomeCounts & { read_only_listed: number; list: Attempt[]; list_truncated: number };
   hook_blocked_outputs: number;
+  /** app-server stream: the hook runs it reports (hook/started, hook/completed); null for a rollout. */
+  hook_runs: HookRunsReport | null;
   store: StoreCrossCheck | null;
-  findings: Finding[];
+  findings: ReportFinding[];
 }
+
+/** A finding as reported: the analyser's, graded error | warning | notice (src/core/qualification-doctor.ts). */
+export type ReportFinding = Omit<Finding, 'severity'> & { severity: DoctorSeverity };
 
 export interface FsckOptions {
   /** $LATCH_HOME for the store cross-check; null skips it. */
@@ -159,6 +173,7 @@ interface SessionRowLite {
 }
 interface CompactionRowLite {
   seq: number;
+  first_seen_at: string;
   trigger: string | null;
   observed_via: string;
   checkpoint_id: string | null;
@@ -186,7 +201,7 @@ interface StoreSession {
   compactions: CompactionRowLite[];
   checkpoints: CheckpointRowLite[];
   transitions: TransitionRowLite[];
-  denials: { tool_use_id: string | null; tool_name: string; at: string }[];
+  denials: { tool_use_id: string | null; tool_name: string; summary: string | null; at: string }[];
   attempts: number;
   held: HeldInterval[];
 }
@@ -227,14 +242,14 @@ class StoreView {
     }
     return {
       row,
-      compactions: this.db.prepare('SELECT seq, trigger, observed_via, checkpoint_id, tripped_at FROM compactions WHERE session_id = ? ORDER BY seq').all(id) as CompactionRowLite[],
+      compactions: this.db.prepare('SELECT seq, first_seen_at, trigger, observed_via, checkpoint_id, tripped_at FROM compactions WHERE session_id = ? ORDER BY seq').all(id) as CompactionRowLite[],
       checkpoints: this.db
         .prepare(
           'SELECT id, compaction_seq, created_at, tree_sha256, tree_files, transcript_path, transcript_size, transcript_sha256 FROM checkpoints WHERE session_id = ? ORDER BY compaction_seq, created_at',
         )
         .all(id) as CheckpointRowLite[],
       transitions,
-      denials: this.db.prepare('SELECT tool_use_id, tool_name, at FROM denials WHERE session_id = ? ORDER BY id').all(id) as StoreSession['denials'],
+      denials: this.db.prepare('SELECT tool_use_id, tool_name, summary, at FROM denials WHERE session_id = ? ORDER BY id').all(id) as StoreSession['denials'],
       attempts: (this.db.prepare('SELECT count(*) AS n FROM attempts WHERE session_id = ?').get(id) as { n: number }).n,
       held,
     };
@@ -336,7 +351,7 @@ async function openReader(fd: number, size: number, path: string, onProgress?: (
 /** Analyses a rollout or app-server capture. Never throws for a bad file: exit_code 2 says unreadable. */
 export async function fsckFile(file: string, opts: FsckOptions = {}): Promise<FsckReport> {
   const path = resolve(file);
-  const allow = opts.allowlist ?? QUALIFIED_WRITERS;
+  const allow = opts.allowlist ?? qualifiedWriters(opts.latchHome ?? null);
   const a = new Analyser(opts.full ?? false, allow);
   let compression: FsckReport['compression'] = null;
   let unreadable: string | null = null;
@@ -371,7 +386,9 @@ export async function fsckFile(file: string, opts: FsckOptions = {}): Promise<Fs
         if (!s) return;
         session = s;
         a.held = s.held;
-        hashing?.setTargets(s.checkpoints.filter((c) => c.transcript_size !== null && c.transcript_sha256).map((c) => c.transcript_size!));
+        a.deniedCalls = new Map(s.denials.filter((d) => d.tool_use_id).map((d) => [d.tool_use_id!, { tool: d.tool_name, summary: d.summary }]));
+        // A stream is not the transcript the checkpoints hashed: crossCheck hashes that file instead.
+        if (a.format !== 'app-server') hashing?.setTargets(s.checkpoints.filter((c) => c.transcript_size !== null && c.transcript_sha256).map((c) => c.transcript_size!));
       };
       adopt(v.sessionIdByPath(real) ?? v.sessionIdByPath(path));
       if (!session) adopt(fromName);
@@ -395,7 +412,7 @@ export async function fsckFile(file: string, opts: FsckOptions = {}): Promise<Fs
     hashing?.stop();
     a.finish();
     if (view && store) {
-      store = crossCheck(a, store, session, prefixDigests(session, hashing, compression === null ? path : null), path);
+      store = a.format === 'app-server' ? crossCheck(a, store, session, new Map(), path) : crossCheck(a, store, session, prefixDigests(session, hashing, compression === null ? path : null), path);
     }
   } catch (err) {
     unreadable = err instanceof UnreadableError ? err.message : `cannot read ${path}: ${errorMessage(err)}`;
@@ -467,19 +484,31 @@ function crossCheck(a: Analyser, base: StoreCrossCheck, s: StoreSession | null, 
     held_intervals: s.held,
     attempts_recorded: s.attempts,
   };
-  if (s.row.transcript_path && safeRealpath(s.row.transcript_path) !== safeRealpath(path)) {
+  const stream = a.format === 'app-server';
+  if (stream) {
+    out.detail += `; FILE is a codex app-server stream of it${s.row.transcript_path ? ` (its transcript: ${s.row.transcript_path})` : ''}`;
+  } else if (s.row.transcript_path && safeRealpath(s.row.transcript_path) !== safeRealpath(path)) {
     out.detail += `; FILE is not the recorded transcript ${s.row.transcript_path} (a copy?)`;
   }
+  // A stream covers the server's life only (emittedAtMs): the store's records from before or after
+  // it (an earlier `codex exec`, a later resume) are not expected in it.
+  const win = stream ? streamWindow(a) : null;
+  const inWindow = (iso: string) => {
+    if (!win) return true;
+    const t = Date.parse(iso);
+    return !Number.isFinite(t) || (t >= win.from && t <= win.to);
+  };
+  const before = win ? s.compactions.filter((c) => Number.isFinite(Date.parse(c.first_seen_at)) && Date.parse(c.first_seen_at) < win.from).length : 0;
   // compactions: one store row (with a checkpoint and a trip) per compaction in the file
   const T = a.compactions.length;
-  const byseq = new Map(s.compactions.map((c) => [c.seq, c]));
+  const byseq = new Map(s.compactions.map((c) => [c.seq - before, c]));
   out.compactions = s.compactions.map((c) => ({
     seq: c.seq,
     trigger: c.trigger,
     observed_via: safeJsonArray(c.observed_via),
     checkpoint_id: c.checkpoint_id,
     tripped_at: c.tripped_at,
-    in_transcript: c.seq <= T,
+    in_transcript: c.seq > before && c.seq - before <= T,
   }));
   const cpById = new Map(s.checkpoints.map((c) => [c.id, c]));
   for (let k = 1; k <= T; k++) {
@@ -497,13 +526,32 @@ function crossCheck(a: Analyser, base: StoreCrossCheck, s: StoreSession | null, 
     if (!c.tripped_at) a.finding('no_trip', 'error', 'a compaction did not trip the policy in the Latch store', rep.line);
   }
   for (const c of s.compactions) {
-    if (c.seq > T) a.finding('transcript_missing_compaction', 'error', `the Latch store recorded compaction #${c.seq} but the file shows only ${T}: the transcript lost lines or was rewritten`);
+    if (stream && !(c.seq > before && inWindow(c.first_seen_at))) continue;
+    if (c.seq - before > T) a.finding('transcript_missing_compaction', 'error', `the Latch store recorded compaction #${c.seq} but the file shows only ${T}: the transcript lost lines or was rewritten`);
   }
   // prefix hashes
   out.checkpoints = s.checkpoints.map((c) => {
     let prefix: NonNullable<StoreCrossCheck['checkpoints']>[number]['prefix'] = 'not_recorded';
     let now: string | null = null;
-    if (c.transcript_size !== null && c.transcript_sha256) {
+    let compared: string | null = path;
+    if (stream) {
+      // The checkpoint hashed its transcript (a rollout), never the stream: compare with that file.
+      compared = c.transcript_path && isPlainFile(c.transcript_path) ? c.transcript_path : null;
+      if (c.transcript_size !== null && c.transcript_sha256) {
+        if (compared === null) prefix = 'not_checked';
+        else {
+          now = hashPrefixOrNull(compared, c.transcript_size);
+          if (now === null) {
+            prefix = 'shorter';
+            a.finding('prefix_rewritten', 'error', `the transcript ${compared} is shorter than the ${c.transcript_size} bytes hashed at checkpoint ${c.id}: it was truncated or rewritten`);
+          } else if (now === c.transcript_sha256) prefix = 'same';
+          else {
+            prefix = 'rewritten';
+            a.finding('prefix_rewritten', 'error', `prefix rewritten: the first ${c.transcript_size} bytes of the transcript ${compared} differ from what checkpoint ${c.id} hashed`);
+          }
+        }
+      }
+    } else if (c.transcript_size !== null && c.transcript_sha256) {
       if (a.bytes < c.transcript_size) {
         prefix = 'shorter';
         a.finding('prefix_rewritten', 'error', `the file is shorter (${a.bytes} bytes) than the ${c.transcript_size} bytes hashed at checkpoint ${c.id}: it was truncated or rewritten`);
@@ -525,6 +573,7 @@ function crossCheck(a: Analyser, base: StoreCrossCheck, s: StoreSession | null, 
       tree_files: c.tree_files,
       transcript_size: c.transcript_size,
       transcript_sha256: c.transcript_sha256,
+      compared_file: compared,
       prefix_now_sha256: now,
       prefix,
     };
@@ -553,8 +602,17 @@ function crossCheck(a: Analyser, base: StoreCrossCheck, s: StoreSession | null, 
       a.finding('verify_inconsistent', 'error', 'a verify restored authority with a tree digest different from the checkpoint without accepting the changes');
     }
   }
-  // denials vs blocked outputs
-  const denied = s.denials.map((d) => d.tool_use_id).filter((x): x is string => !!x);
+  // denials vs blocked outputs (a stream: the denials made while it was written)
+  const denials = stream ? s.denials.filter((d) => inWindow(d.at)) : s.denials;
+  if (win) {
+    out.stream_window = {
+      from: new Date(win.from).toISOString(),
+      to: new Date(win.to).toISOString(),
+      compactions_before: before,
+      denials_outside: s.denials.length - denials.length,
+    };
+  }
+  const denied = denials.map((d) => d.tool_use_id).filter((x): x is string => !!x);
   const deniedSet = new Set(denied);
   const missingInTranscript = denied.filter((id) => !a.blockedLatch.has(id));
   const missingInStore = [...a.blockedLatch].filter((id) => !deniedSet.has(id));
@@ -566,12 +624,40 @@ function crossCheck(a: Analyser, base: StoreCrossCheck, s: StoreSession | null, 
     missing_in_store: missingInStore.slice(0, LIST_CAP),
   };
   if (missingInTranscript.length > 0) {
-    a.finding('denial_not_in_transcript', 'error', `${missingInTranscript.length} denial(s) recorded by Latch have no "Command blocked" output in the file (the call ran anyway, or the transcript was altered)`);
+    a.finding(
+      'denial_not_in_transcript',
+      'error',
+      stream
+        ? `${missingInTranscript.length} denial(s) recorded by Latch while the stream was written have no blocked PreToolUse run in it (the call ran anyway, or the stream lost lines)`
+        : `${missingInTranscript.length} denial(s) recorded by Latch have no "Command blocked" output in the file (the call ran anyway, or the transcript was altered)`,
+    );
   }
   if (missingInStore.length > 0) {
     a.finding('block_not_in_store', 'warning', `${missingInStore.length} call(s) blocked by Latch in the file have no denial in the store`);
   }
   return out;
+}
+
+/** The time an app-server stream covers (its first and last emittedAtMs, widened by a second for clock steps), or null. */
+function streamWindow(a: Analyser): { from: number; to: number } | null {
+  if (a.emittedFirst === null || a.emittedLast === null) return null;
+  return { from: a.emittedFirst - 1000, to: a.emittedLast + 1000 };
+}
+
+function isPlainFile(p: string): boolean {
+  try {
+    return statSync(p).isFile();
+  } catch {
+    return false;
+  }
+}
+
+function hashPrefixOrNull(p: string, size: number): string | null {
+  try {
+    return hashFilePrefix(p, size);
+  } catch {
+    return null;
+  }
 }
 
 function safeJsonArray(s: string): string[] {
@@ -602,8 +688,9 @@ function buildReport(a: Analyser, path: string, compression: FsckReport['compres
         : `the writer version is unknown (Latch qualifies: ${a.writer.allowlist.join(', ')})`,
     );
   }
-  const findings = [...a.findings.values()];
-  const exit: 0 | 1 | 2 = unreadable ? 2 : findings.length > 0 ? 1 : 0;
+  // Damage vs age (src/core/qualification-doctor.ts): an unqualified writer's differences are notices (exit 3).
+  const findings = gradeFindings([...a.findings.values()], a.writer);
+  const exit = doctorExit(unreadable !== null, findings);
   return {
     schema: 'latch.doctor.transcript/1',
     file: path,
@@ -628,6 +715,10 @@ function buildReport(a: Analyser, path: string, compression: FsckReport['compres
     tool_calls: { total: a.toolTotal, by_name: obj(a.toolNames) },
     attempts_after_compaction: { ...a.attempts, list: a.attemptList, list_truncated: a.attemptDropped },
     hook_blocked_outputs: a.hookBlocked,
+    hook_runs:
+      a.format === 'app-server'
+        ? { started: a.hookRuns.started, completed: a.hookRuns.completed, by_event_status: obj(a.hookRuns.byEventStatus), runs: a.hookRuns.runs, runs_truncated: a.hookRuns.dropped }
+        : null,
     store,
     findings,
   };

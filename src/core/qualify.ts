@@ -7,6 +7,8 @@
 // are split as they arrive (only the lines the checks need are parsed, plus every line of the tail).
 import { createHash } from 'node:crypto';
 import { closeSync, constants as FS, fstatSync, lstatSync, openSync, readSync, realpathSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { qualifiedVersions, shippedQualifiedVersions } from './qualification.js';
 
 export interface RecordedTranscript {
   path: string;
@@ -42,7 +44,10 @@ export interface QualifyInput {
   /** Latch's record of the session (from the latest turn_context Latch saw). */
   expected: Identity;
   payload: { session_id: string; cwd: string; model: string | null; permission_mode: string | null };
-  /** Exact allowlist of session_meta.cli_version values (no ranges). */
+  /**
+   * Exact allowlist of session_meta.cli_version values (no ranges): the versions with a passing
+   * qualification record (src/core/qualification.ts), e.g. qualifiedVersionsOfStore(db).
+   */
   qualifiedVersions: readonly string[];
   currentBrief: BriefDigest | null;
   /** Byte offset just past the session's latest compaction in this transcript (null: none known). */
@@ -69,7 +74,17 @@ export interface QualifyOptions {
   chunkSize?: number;
 }
 
-export const QUALIFIED_VERSIONS = ['0.169.0'] as const;
+/**
+ * The versions the package itself qualified (data/qualified/*.json), read once at load. Native
+ * resume uses qualifiedVersionsOfStore(db), which adds this machine's own records.
+ * @deprecated kept for callers that have no store; prefer qualifiedVersions(home).
+ */
+export const QUALIFIED_VERSIONS: readonly string[] = shippedQualifiedVersions();
+
+/** The qualified versions for the Latch store `db` ($LATCH_HOME = the directory of latch.db): shipped + this machine's records. */
+export function qualifiedVersionsOfStore(db: { name: string }): string[] {
+  return qualifiedVersions(dirname(db.name));
+}
 
 /** Check names, in report order. */
 export const QUALIFY_CHECKS = ['file', 'identity', 'writer', 'append-only', 'tail', 'complete-read', 'fork'] as const;
@@ -435,8 +450,10 @@ function writerCheck(scan: Scan, input: QualifyInput, set: Setter): void {
   const v = meta.cli_version;
   const list = `[${input.qualifiedVersions.join(', ')}]`;
   if (typeof v !== 'string') return set('writer', false, `session_meta has no cli_version (qualified: ${list})`);
-  if (!input.qualifiedVersions.includes(v)) return set('writer', false, `cli_version ${v} is not on the qualified list ${list}`);
-  set('writer', true, `cli_version ${v} is qualified`);
+  if (!input.qualifiedVersions.includes(v)) {
+    return set('writer', false, `cli_version ${v} is not on the qualified list ${list} (run \`latch qualify codex ${v}\` to qualify it on this machine)`);
+  }
+  set('writer', true, `cli_version ${v} is qualified (a passing qualification record)`);
 }
 
 function appendOnlyCheck(scan: Scan, input: QualifyInput, set: Setter): void {

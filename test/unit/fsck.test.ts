@@ -329,7 +329,7 @@ test('transcriptDoctor: human summary, --json with a stable schema, exit codes 0
   assert.deepEqual(Object.keys(report), [
     'schema', 'file', 'compression', 'bytes', 'format', 'layout', 'lines', 'ok', 'exit_code', 'unreadable', 'records', 'payload_types', 'writer',
     'sessions', 'turns', 'ordinals', 'parse_errors', 'truncated_last_line', 'unknown_types', 'compactions', 'tool_calls',
-    'attempts_after_compaction', 'hook_blocked_outputs', 'store', 'findings',
+    'attempts_after_compaction', 'hook_blocked_outputs', 'hook_runs', 'store', 'findings',
   ]);
   const u = captureIo({ LATCH_HOME: home });
   assert.equal(await transcriptDoctor(u.io, { file: join(tmp(), 'missing.jsonl') }), 2);
