@@ -483,9 +483,14 @@ class Capturer {
   goalCalls = new Set<string>();
   base: { threadId: string; endByte: number } | null = null;
 
+  /** The assistant message before the last one, and the last one untrimmed by clip (see compacted()). */
+  prevAssistant: string | null = null;
+  lastAssistantText: string | null = null;
+
   line(line: Buffer): void {
     const type = topLevelType(line);
     if (type === 'session_meta') return this.meta(line);
+    if (type === 'compacted') return this.compacted(line);
     if (type !== 'response_item') return;
     const head = line.subarray(0, 300).toString('latin1');
     const ptype = /"payload":\{"type":"([a-z_]+)"/.exec(head)?.[1];
@@ -533,7 +538,29 @@ class Capturer {
       this.addRequest(text.trim());
     } else if (p.role === 'assistant') {
       if (meta.compaction_output === true || !text.trim()) return; // the compaction summary: never trusted
+      this.prevAssistant = this.c.lastAssistant;
+      this.lastAssistantText = text.trim();
       this.c.lastAssistant = clip(text.trim());
+    }
+  }
+
+  /**
+   * A `compacted` line. Releases without the `compaction_output` marker (0.153.4 writes no metadata)
+   * record the summary as an ordinary assistant message just before it; the `compacted` line's
+   * message quotes that summary, so a last assistant message it contains was the summary: never trusted.
+   */
+  private compacted(line: Buffer): void {
+    if (this.lastAssistantText === null) return;
+    let message: unknown;
+    try {
+      message = (JSON.parse(line.toString('utf8')) as { payload?: { message?: unknown } }).payload?.message;
+    } catch {
+      this.c.badLines++;
+      return;
+    }
+    if (typeof message === 'string' && message.includes(this.lastAssistantText)) {
+      this.c.lastAssistant = this.prevAssistant;
+      this.lastAssistantText = null;
     }
   }
 

@@ -508,3 +508,12 @@ Write the failing test first.
     assert.match(s.out(), /## Objective\nX\n/);
   });
 });
+
+test('capture: a 0.153.4 compaction summary (no compaction_output marker) is not taken as the last agent message', async () => {
+  const { captureFromTranscript } = await import('../../src/core/brief.js');
+  // Captured from the real @openai/codex@0.153.4 over the loopback fake model: the agent said
+  // "I did step one.", then the compaction wrote the summary as a plain assistant message (the
+  // file ends at the `compacted` line, as it stands when the brief is captured after it).
+  const cap = captureFromTranscript('test/fixtures/brief/rollout-0.153.4-compaction.jsonl', { followParent: false });
+  assert.equal(cap.lastAssistant, 'I did step one.');
+});
