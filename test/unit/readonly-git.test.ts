@@ -216,7 +216,7 @@ describe('git: the accepted spelling against an armed repository', { skip: !hasG
   for (const cmd of ACCEPTED) {
     test(cmd.replace(G, 'G').replace(GL.slice(G.length), ' GPG'), () => {
       const v = classifyCommand(cmd, ctxFor(repo));
-      assert.deepEqual(v, { readOnly: true, touchesLatch: false, reasons: [] }, JSON.stringify(v.reasons));
+      assert.deepEqual(v, { readOnly: true, touchesLatch: false, reasons: [], touchReasons: [] }, JSON.stringify(v.reasons));
       dirty(repo);
       clearMarkers();
       const before = snapshot(repo);
