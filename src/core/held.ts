@@ -6,7 +6,7 @@ import { homedir } from 'node:os';
 import { lstatSync, readlinkSync, realpathSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { classifyCommand, type ClassifyContext } from './readonly.js';
-import { wrapClassifierOnly, wrapReadOnly, type Sandbox } from './sandbox.js';
+import { latchReadArgs, trustedPath, wrapClassifierOnly, wrapReadOnly, type Sandbox } from './sandbox.js';
 
 /** Shell startup files: Codex runs hooks and commands as `$SHELL -lc`, so these run before each. */
 export const SHELL_STARTUP_FILES = ['.bash_profile', '.bash_login', '.profile', '.bashrc', '.bash_logout', '.zshenv', '.zprofile', '.zshrc', '.zlogin'];
@@ -49,13 +49,18 @@ export type HeldShell =
   | { allow: true; command: string; sandboxed: boolean; reasons: string[] };
 
 /** The decision for one Bash call of a held session: deny, or the command to run (as rewritten). */
-export function heldShell(command: string, ctx: ClassifyContext, sandbox: Sandbox | null): HeldShell {
+export function heldShell(command: string, ctx: ClassifyContext, sandbox: Sandbox | null, env: NodeJS.ProcessEnv = process.env): HeldShell {
   // Both wrappers run the command with the held-read environment the classifier may then rely on.
   const v = classifyCommand(command, { ...ctx, gitEnvHardened: true });
   if (v.touchesLatch || !v.readOnly) return { allow: false, touchesLatch: v.touchesLatch, reasons: v.reasons };
+  // Latch's own reads run in the hook (src/core/guard.ts latchReplay), only in their exact form: any
+  // other spelling of the installed Latch would run it in the agent's shell.
+  if (ctx.latchBin && command.includes(basename(ctx.latchBin)) && !latchReadArgs(command, ctx.latchBin)) {
+    return { allow: false, touchesLatch: true, reasons: [`run Latch's reads alone and exactly as \`node ${ctx.latchBin} status\` (or \`brief --page N\`): Latch runs them itself`] };
+  }
   return sandbox
     ? { allow: true, command: wrapReadOnly(command, sandbox), sandboxed: true, reasons: [] }
-    : { allow: true, command: wrapClassifierOnly(command), sandboxed: false, reasons: [] };
+    : { allow: true, command: wrapClassifierOnly(command, trustedPath(env.PATH, ctx.home ?? env.HOME)), sandboxed: false, reasons: [] };
 }
 
 /** The paths an apply_patch names (`*** Add|Update|Delete File:` and `*** Move to:`), as written. */

@@ -163,6 +163,8 @@ interface State {
   realCache: Map<string, string>;
   /** Paths (after resolution) known not to exist. */
   missing: Set<string>;
+  /** dev:ino of the protected files (and of the files directly inside a protected directory), built on first need. */
+  protectedInodes: Map<string, Target> | null;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -443,6 +445,7 @@ function makeState(ctx: ClassifyContext | undefined): State {
     fsBudget: FS_BUDGET,
     realCache: new Map(),
     missing: new Set(),
+    protectedInodes: null,
   };
   const addPath = (p: string, what: string): void => {
     const reason = `the command mentions ${p} (${what}), which the agent may neither read nor change`;
@@ -691,6 +694,45 @@ function procRewrite(st: State, c: string): string | null {
   return c;
 }
 
+/**
+ * A hard link to a protected file has another name: `ln ~/.local/state/latch/latch.db x` made while
+ * mutable, then `cat x`. A regular file with more than one link is compared by device and inode with
+ * the protected files (and the files directly inside a protected directory).
+ */
+function hardLinkTarget(st: State, path: string): Target | null {
+  let s;
+  try {
+    s = statSync(path);
+  } catch {
+    return null;
+  }
+  if (!s.isFile() || s.nlink < 2) return null;
+  if (st.protectedInodes === null) {
+    const m = new Map<string, Target>();
+    const add = (p: string, t: Target): void => {
+      try {
+        const x = statSync(p);
+        if (x.isFile()) m.set(`${x.dev}:${x.ino}`, t);
+        else if (x.isDirectory()) {
+          for (const name of readdirSync(p).slice(0, 256)) {
+            try {
+              const y = statSync(`${p}/${name}`);
+              if (y.isFile()) m.set(`${y.dev}:${y.ino}`, t);
+            } catch {
+              // gone meanwhile
+            }
+          }
+        }
+      } catch {
+        // absent: nothing to link to
+      }
+    };
+    for (const t of st.targets) add(t.path, t);
+    st.protectedInodes = m;
+  }
+  return st.protectedInodes.get(`${s.dev}:${s.ino}`) ?? null;
+}
+
 /** Word-level check: the dequoted word (after `~`, `..`, `cd`, globs and symlinks) reaches a protected path. */
 function wordTouchCheck(st: State, w: Word, opts: PathCheckOptions = {}): void {
   const targets = st.targets;
@@ -718,6 +760,11 @@ function wordTouchCheck(st: State, w: Word, opts: PathCheckOptions = {}): void {
         deny(st, `the relative path \`${short(c, 60)}\` cannot be checked without the working directory: use an absolute path`);
       }
     }
+    // `/proc/self/cwd/../x` is resolved by the kernel from the cwd, not lexically.
+    if (c.startsWith('/proc/') && c.split('/').includes('..')) {
+      deny(st, `\`${short(c, 60)}\` climbs out of a /proc path with \`..\`, which cannot be checked: name the file itself`);
+      continue;
+    }
     const rewritten: string[] = [];
     for (const a of abs) {
       const r = procRewrite(st, a);
@@ -736,6 +783,10 @@ function wordTouchCheck(st: State, w: Word, opts: PathCheckOptions = {}): void {
       if (c.includes(t.path)) hits.add(t);
       else if (abs.some((p) => reaches(st, p, t, recursive, opts.skipsHidden === true))) hits.add(t);
       else if (phys.some((p) => reachesReal(p, t, recursive, opts.skipsHidden === true))) hits.add(t);
+    }
+    for (const p of [...abs, ...phys]) {
+      const t = hardLinkTarget(st, p);
+      if (t) hits.add(t);
     }
   }
   const patterns: string[] = [];
@@ -766,7 +817,11 @@ function wordTouchCheck(st: State, w: Word, opts: PathCheckOptions = {}): void {
         deny(st, `the glob \`${short(w.value, 60)}\` matches too many files to check: name the files`);
         continue;
       }
-      for (const m of matches) for (const t of targets) if (!hits.has(t) && reaches(st, m, t, recursive, opts.skipsHidden === true)) hits.add(t);
+      for (const m of matches) {
+        for (const t of targets) if (!hits.has(t) && reaches(st, m, t, recursive, opts.skipsHidden === true)) hits.add(t);
+        const linked = hardLinkTarget(st, m);
+        if (linked) hits.add(linked);
+      }
     }
   }
   for (const t of hits) touch(st, `\`${short(w.value, 60)}\`${recursive ? ' (searched recursively)' : ''}: ${t.reason}`);
@@ -1216,6 +1271,9 @@ const checkFile: Check = (args) => {
     const a = w.value;
     if (isLongOption(a, ['compile']) || shortClusterHas(a, 'C', 'emfFP')) return `\`file ${short(a, 30)}\` writes a compiled magic file`;
     if (isLongOption(a, ['files-from']) || shortClusterHas(a, 'f', 'emFP')) return `\`file ${short(a, 30)}\` reads file names from a file, which cannot be checked: name the files`;
+    if (isLongOption(a, ['uncompress', 'uncompress-noreport']) || shortClusterHas(a, 'z', 'emfFP') || shortClusterHas(a, 'Z', 'emfFP')) {
+      return `\`file ${short(a, 30)}\` runs external decompressors (found through PATH): not while latched`;
+    }
   }
   return null;
 };
@@ -1780,6 +1838,7 @@ const checkGit: Check = (args, cx) => {
     if (w.nonAscii && a.startsWith('-')) return `the git option \`${short(a, 30)}\` contains a non-ASCII character`;
     if (a === '--text') continue;
     if (isLongOption(a, ['output'])) return `\`git ${sub} ${short(a, 30)}\` writes a file: read the output instead`;
+    if (isLongOption(a, ['remerge-diff'])) return `\`git ${sub} --remerge-diff\` writes temporary objects into .git: not while latched`;
     if (isLongOption(a, ['ext-diff', 'textconv'])) return `\`git ${sub} ${short(a, 30)}\` runs configured programs: use --no-ext-diff --no-textconv`;
     if (isLongOption(a, ['help']) || a === '-h') return `\`git ${sub} --help\` opens a pager or a browser: not while latched`;
     if (isLongOption(a, ['recurse-submodules'])) return `\`git ${sub} ${short(a, 30)}\` runs git inside submodules with their own configuration`;
@@ -1926,9 +1985,12 @@ function handleShell(st: State, name: string, args: readonly Word[], depth: numb
   let sawC = false;
   while (i < args.length) {
     const a = args[i]!.value;
-    if (a === '--login') {
-      i++;
-    } else if (/^-[lceu]{1,8}$/.test(a)) {
+    if (a === '--login' || (/^-[a-z]+$/.test(a) && a.includes('l'))) {
+      // A login shell reads ~/.profile & co, which the agent may have armed while it was mutable.
+      deny(st, `\`${name} -l\` (a login shell) reads startup files the agent may have written: use \`${name} -c '<script>'\``);
+      scanLauncher(st, name, args);
+      return;
+    } else if (/^-[ceu]{1,8}$/.test(a)) {
       if (a.includes('c')) sawC = true;
       i++;
     } else {
@@ -1937,7 +1999,7 @@ function handleShell(st: State, name: string, args: readonly Word[], depth: numb
   }
   const script = args[i];
   if (!sawC || script === undefined || i !== args.length - 1) {
-    deny(st, `\`${name}\` is only allowed as \`${name} -c '<script>'\` with a single script argument (options -l -e -u)`);
+    deny(st, `\`${name}\` is only allowed as \`${name} -c '<script>'\` with a single script argument (options -e -u)`);
     scanLauncher(st, name, args);
     return;
   }

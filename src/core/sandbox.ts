@@ -40,16 +40,32 @@ function gitOverrides(): string[] {
 const UNSET = ['BASH_ENV', 'ENV', 'CDPATH', 'GIT_CONFIG_PARAMETERS', 'GIT_CONFIG', 'GIT_CONFIG_GLOBAL', 'GIT_CONFIG_SYSTEM', 'GIT_EXEC_PATH', 'GIT_EXTERNAL_DIFF', 'GIT_DIR', 'GIT_WORK_TREE', 'RIPGREP_CONFIG_PATH', 'NODE_OPTIONS', 'LD_PRELOAD', 'LD_LIBRARY_PATH'];
 
 /** `env -u … <read env> bash --noprofile --norc -c '<command>'`: the read itself, in a clean shell. */
-function readShell(command: string): string[] {
-  return ['/usr/bin/env', ...UNSET.flatMap((v) => ['-u', v]), ...READ_ENV, ...gitOverrides(), '/bin/bash', '--noprofile', '--norc', '-c', shellQuote(command)];
+function readShell(command: string, path?: string): string[] {
+  const p = path === undefined ? [] : [shellQuote(`PATH=${path}`)];
+  return ['/usr/bin/env', ...UNSET.flatMap((v) => ['-u', v]), ...READ_ENV, ...p, ...gitOverrides(), '/bin/bash', '--noprofile', '--norc', '-c', shellQuote(command)];
 }
 
 /**
  * Where no sandbox runs: the same clean shell, so that no pager, startup file or program from git's
  * config runs; only the classifier stands between the command and a write.
  */
-export function wrapClassifierOnly(command: string): string {
-  return ['exec', ...readShell(command)].join(' ');
+export function wrapClassifierOnly(command: string, path?: string): string {
+  return ['exec', ...readShell(command, path)].join(' ');
+}
+
+/**
+ * PATH for a read outside any sandbox: without the directories the agent could have filled while it
+ * was mutable (under $HOME, temp directories, relative entries), so that `cat` is not a script it
+ * planted in ~/.local/bin. Inside the sandbox a planted program cannot write, so PATH stays as is.
+ */
+export function trustedPath(path: string | undefined, home: string | undefined): string {
+  const h = home && home !== '/' ? home.replace(/\/+$/, '') : null;
+  const keep = (path ?? '').split(':').filter((d) => {
+    if (!d.startsWith('/')) return false;
+    if (h && (d === h || d.startsWith(h + '/'))) return false;
+    return !/^\/(tmp|var\/tmp|dev\/shm)(\/|$)/.test(d);
+  });
+  return keep.length > 0 ? [...new Set(keep)].join(':') : '/usr/local/bin:/usr/bin:/bin';
 }
 
 /** Quotes one word for a POSIX shell. */

@@ -206,7 +206,7 @@ add('runners', 'no', [
   "sh -c \"$(echo ls)\"", 'sh -c *', "bash -c 'ls' -- x", 'bash -o posix -c ls', 'bash --norc -c ls', 'bash -O extglob -c ls', 'bash -c ~',
   '/tmp/ls', './ls', 'bin/cat a.txt', '~/bin/cat', '/usr/local/bin/cat a.txt', '/opt/bin/cat', '/bin/../tmp/cat', 'l*', '/bin/l?', 'c[a]t a.txt',
 ]);
-add('runners', 'ro', ["bash -c 'ls'", "sh -c 'cat a.txt | wc -l'", "bash -lc 'ls && pwd'", "bash -c 'bash -c ls'", '/bin/ls', '/usr/bin/cat a.txt', "bash -ec 'ls'"]);
+add('runners', 'ro', ["bash -c 'ls'", "sh -c 'cat a.txt | wc -l'", "bash -c 'ls && pwd'", "bash -c 'bash -c ls'", '/bin/ls', '/usr/bin/cat a.txt', "bash -ec 'ls'"]);
 add('pagers', 'no', [
   'less a.txt', 'more a.txt', 'most a.txt', 'pg a.txt', 'man ls', 'man -P sh ls', 'git help log', 'git log --help', 'git --help', 'git -h', `${G} help log`,
   `${GL} log --no-ext-diff --no-textconv --help`, `${G} status -h`, `${G} grep -O x`, `${G} grep --open-files-in-pager x`, `${G} grep -Ovim x`, 'git -p log',
@@ -260,8 +260,10 @@ add('latch', 'ro', [
   `${L} status`, `${L} status --json`, `${L} status --session s1`, `${L} status --cwd ${WS}`, `${L} log`, `${L} log --json`, `${L} blame a.txt`,
   `${L} blame a.txt --json`, `${L} brief --page 1`, `${L} brief --page=2 --session abc`, `${L} brief show`, `${L} brief show --json`, `${L} --version`,
   `${L} --help`, `node ${L} status`, `node ${L} brief --page 1 --session s`, `/usr/bin/node ${L} log`, `"${L}" status`, `'${L}' status`, `${L} status 2>&1`,
-  `${L} status | cat`, `bash -lc '${L} status'`,
+  `${L} status | cat`, `bash -c '${L} status'`,
 ]);
+// A login shell reads startup files the agent may have armed while mutable.
+add('runners', 'no', ["bash -lc 'ls && pwd'", "sh -lc 'cat a.txt'", "bash --login -c 'ls'"]);
 add('latch', 'touch', [
   'latch status', 'latch', 'latch brief --page 1', './latch status', './latch.cjs status', 'bin/latch status', `${INSTALL}/bin/../bin/latch.cjs status`,
   'node latch.cjs status', 'node ./latch.cjs status', 'node x/latch.cjs status', 'node dist/latch.cjs brief --page 1', 'nodejs latch.cjs status',

@@ -179,11 +179,13 @@ const rows: Row[] = [
   ['git', false, false, 'needs a subcommand'],
   [`${G} grep -O foo`, false, false, 'git grep -O'],
   // nested shells
-  [`bash -lc 'ls && ${G} status'`, true, false],
+  [`bash -c 'ls && ${G} status'`, true, false],
+  // A login shell reads startup files the agent may have armed while mutable.
+  [`bash -lc 'ls && ${G} status'`, false, false, 'login shell'],
   ['sh -c "cat a | wc -l"', true, false],
   ["bash -c 'ls && rm x'", false, false, '`rm` is not on the read-only allowlist'],
-  ["bash -lc 'ls && rm x'", false, false, '`rm`'],
-  ["bash -lc 'echo hi > out'", false, false, 'writes a file'],
+  ["bash -c 'ls && rm x'", false, false, '`rm`'],
+  ["bash -c 'echo hi > out'", false, false, 'writes a file'],
   ['bash script.sh', false, false, 'only allowed as'],
   ["bash -c 'ls' extra", false, false, 'only allowed as'],
   ['echo rm x | bash', false, false, 'only allowed as'],
@@ -295,7 +297,7 @@ describe('classifyCommand: context handling', () => {
     const bin = `${LATCH_HOME}/bin/latch`;
     const c = { latchHome: LATCH_HOME, latchBin: bin, home: HOME };
     assert.deepEqual(classifyCommand(`${bin} status`, c), { readOnly: true, touchesLatch: false, reasons: [], touchReasons: [] });
-    assert.deepEqual(classifyCommand(`bash -lc '${bin} status'`, c), { readOnly: true, touchesLatch: false, reasons: [], touchReasons: [] });
+    assert.deepEqual(classifyCommand(`bash -c '${bin} status'`, c), { readOnly: true, touchesLatch: false, reasons: [], touchReasons: [] });
     assert.equal(classifyCommand(`${bin} status ${LATCH_HOME}/x`, c).touchesLatch, true);
     assert.equal(classifyCommand(`${bin} resume`, c).touchesLatch, true);
   });
@@ -406,7 +408,7 @@ function shQuote(s: string): string {
 const commandList = fc.record({
   cmds: fc.array(safeCommand, { minLength: 1, maxLength: 5 }),
   ops: fc.array(operator, { minLength: 1, maxLength: 4 }),
-  wrap: fc.constantFrom('none', 'none', 'bash -lc', 'sh -c'),
+  wrap: fc.constantFrom('none', 'none', 'bash -c', 'sh -c'),
 });
 
 function render(l: { cmds: string[]; ops: string[]; wrap: string }): string {
