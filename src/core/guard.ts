@@ -120,7 +120,7 @@ export async function handle(ctx: GuardContext, obs: Observation, ev: LatchEvent
 
 /** Decisions that need no store: untracked tools run; commands that touch Latch itself never do. */
 function preToolShortcut(ctx: GuardContext, obs: Observation, call: ToolCall): Decision | null {
-  if (call.kind === null) return allow([{ code: 'untracked', message: `${call.name} is not a tracked tool.` }]);
+  if (call.kind === null) return allow([{ code: 'untracked', message: `${call.name} is a read-only tool.` }]);
   if (call.kind === 'patch') {
     const why = patchTouchesLatch(call.command ?? '', classifyContextOf(ctx, obs));
     if (why.length > 0) {
@@ -669,6 +669,9 @@ function decideTool(ctx: GuardContext, db: Db, row: SessionRow, obs: Observation
     return { ...denyDecision(reasons, row.state), notice: denialNotice(db, row, call, reasons) };
   }
   if (readOnly) return allow([readOnly], row.state);
+  if (call.kind === 'unknown') {
+    reasons.push({ code: 'unknown_tool', message: `Latch does not know the tool \`${call.name}\` (a newer agent release?); it is treated as able to change files.` });
+  }
   if (call.kind === 'shell') {
     // Tell the agent why this command is not one of the reads that stay allowed, so it can re-spell it.
     const why = verdictOf(ctx, obs, call, true).reasons[0]?.replace(/\.$/, '');

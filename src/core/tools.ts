@@ -1,10 +1,14 @@
 // Which tool calls Latch tracks (may mutate) and what they are.
 
-export type ToolKind = 'shell' | 'patch' | 'mcp' | 'agent';
+/**
+ * `unknown`: a tool name Latch has never seen (a newer agent release). It is tracked as if it could
+ * change files: while held it is denied with a reason naming it, while mutable it gets a ledger attempt.
+ */
+export type ToolKind = 'shell' | 'patch' | 'mcp' | 'agent' | 'unknown';
 
 export interface ToolCall {
   name: string;
-  kind: ToolKind | null; // null: untracked, never blocked
+  kind: ToolKind | null; // null: a tool known to be read-only, never blocked
   /** Shell command text (Bash) or patch text (apply_patch). */
   command: string | null;
   mcpServer: string | null;
@@ -27,8 +31,16 @@ export function classifyTool(name: string, input: unknown, toolUseId: string | n
     const server = name.slice('mcp__'.length).split('__')[0] || null;
     return { name, kind: 'mcp', command, mcpServer: server, toolUseId };
   }
-  return { name, kind: null, command, mcpServer: null, toolUseId };
+  if (READ_ONLY_TOOLS.has(name)) return { name, kind: null, command, mcpServer: null, toolUseId };
+  return { name, kind: 'unknown', command, mcpServer: null, toolUseId };
 }
+
+/**
+ * Codex's own tools that change nothing, so never blocked: `view_image` reads one file for the model
+ * (0.171 sends it through PreToolUse), `update_plan` and `request_user_input` only talk to the user.
+ * Every other name that is not tracked above is `unknown`.
+ */
+const READ_ONLY_TOOLS: ReadonlySet<string> = new Set(['view_image', 'update_plan', 'request_user_input']);
 
 function commandText(input: unknown): string | null {
   if (input && typeof input === 'object') {
@@ -39,8 +51,12 @@ function commandText(input: unknown): string | null {
   return typeof input === 'string' ? input : null;
 }
 
-/** The matcher `latch setup codex` installs for PreToolUse: every tracked tool name. */
-export const TRACKED_TOOL_MATCHER = '^(Bash|apply_patch|Write|Edit|Agent|spawn_agent|collaborationspawn_agent|mcp__.*)$';
+/**
+ * The matcher `latch setup codex` installs for PreToolUse and PostToolUse: none, so that every tool
+ * reaches Latch, a tool a newer Codex adds included (it is classified `unknown`, never let through
+ * silently while held).
+ */
+export const TRACKED_TOOL_MATCHER = null;
 
 /** A one-line summary of a call for records and messages. */
 export function summarizeCall(call: ToolCall, max = 120): string {

@@ -115,6 +115,8 @@ test('read-only commands are allowed while latched; writes, latch verify and $LA
   assert.ok((await hook(sb, payload('pre-tool-use-bash', sb, { tool_name: 'mcp__fs__write', tool_input: {} }))).denied);
   assert.ok((await hook(sb, payload('pre-tool-use-bash', sb, { tool_name: 'spawn_agent', tool_input: {} }))).denied);
   assert.equal((await hook(sb, payload('pre-tool-use-bash', sb, { tool_name: 'view_image', tool_input: {} }))).stdout, null);
+  // A tool name Latch does not know is not a read-only one: it is denied with the same reason.
+  assert.ok((await hook(sb, payload('pre-tool-use-bash', sb, { tool_name: 'shiny_new_tool', tool_input: {} }))).denied);
 });
 
 test('touching Latch itself is denied even when not latched', async (t) => {
@@ -140,6 +142,7 @@ test('fail closed: missing, corrupt and read-only stores deny tracked tools; unt
   assert.ok(r2.denied);
   assert.match(r2.reason, /fail closed/);
   assert.equal((await hook(corrupt, payload('pre-tool-use-bash', corrupt, { tool_name: 'view_image', tool_input: {} }))).stdout, null);
+  assert.ok((await hook(corrupt, payload('pre-tool-use-bash', corrupt, { tool_name: 'shiny_new_tool', tool_input: {} }))).denied, 'an unknown tool is not untracked');
 
   // Locked past the busy timeout: another process holds the write lock.
   const locked = sandbox();
@@ -302,6 +305,8 @@ test('an invalid config denies tracked tools with a clear reason (fail closed), 
   assert.ok(r.denied);
   assert.match(r.reason, /configuration is invalid: .*policy/);
   assert.equal((await hook(sb, payload('pre-tool-use-bash', sb, { tool_name: 'view_image', tool_input: {} }))).stdout, null);
+  // A tool name Latch does not know is not a read-only one: it is denied with the same reason.
+  assert.ok((await hook(sb, payload('pre-tool-use-bash', sb, { tool_name: 'shiny_new_tool', tool_input: {} }))).denied);
 });
 
 test('slow work past the hook deadline denies instead of letting Codex time out (and fail open)', async (t) => {
@@ -373,4 +378,39 @@ test('an unknown SessionStart source delivers the full brief with the reason (ne
   assert.match(ctx, /LATCH-BRIEF session=S version=1 page=1\//);
   assert.match(ctx, /authority .* revoked/);
   assert.match((r.parsed as { systemMessage?: string } | null)?.systemMessage ?? '', /compact_v2/);
+});
+
+test('an unknown tool name is tracked: a ledger attempt while mutable, a denial naming it while latched', async (t) => {
+  const sb = sandbox();
+  t.after(sb.cleanup);
+  await hook(sb, payload('session-start-startup', sb));
+  const call = (id: string) => payload('pre-tool-use-bash', sb, { tool_name: 'shiny_new_tool', tool_input: { path: 'x.txt' }, tool_use_id: id });
+  const r1 = await hook(sb, call('call_new_1'));
+  assert.equal(r1.stdout, null, 'allowed while mutable');
+  const db = openStore(sb.home, { create: false });
+  try {
+    const a = db.prepare("SELECT tool_name, state FROM attempts WHERE tool_use_id = 'call_new_1'").get() as { tool_name: string; state: string } | undefined;
+    assert.deepEqual({ ...a }, { tool_name: 'shiny_new_tool', state: 'started' }, 'a write-ahead Start was recorded');
+  } finally {
+    db.close();
+  }
+  await hook(sb, payload('pre-compact-auto', sb));
+  appendCompaction(sb.transcript);
+  await hook(sb, payload('post-compact-auto', sb));
+  const r2 = await hook(sb, call('call_new_2'));
+  assert.ok(r2.denied);
+  assert.match(r2.reason, /does not know the tool `shiny_new_tool`/);
+});
+
+test('a payload field Latch does not know changes nothing: still denied while latched, allowed while mutable', async (t) => {
+  const sb = sandbox();
+  t.after(sb.cleanup);
+  await hook(sb, payload('session-start-startup', sb, { future_field: { nested: [1, 2] } }));
+  assert.equal((await hook(sb, { ...bash(sb, 'echo one > one.txt'), future_field: 'x', tool_input: { command: 'echo one > one.txt', future_flag: true } })).stdout, null);
+  await hook(sb, { ...payload('pre-compact-auto', sb), future_field: 1 });
+  appendCompaction(sb.transcript);
+  await hook(sb, { ...payload('post-compact-auto', sb), future_field: 1 });
+  const r = await hook(sb, { ...bash(sb, 'echo two > two.txt'), future_field: 'x', tool_input: { command: 'echo two > two.txt', future_flag: true } });
+  assert.ok(r.denied);
+  assert.match(r.reason, /latched/);
 });

@@ -1,4 +1,4 @@
-// `latch setup codex --trust`: Latch's trust entries, with the hash the real Codex 0.169.0 reports,
+// `latch setup codex --trust`: Latch's trust entries, with the hash the real pinned Codex reports,
 // written into config.toml byte for byte beside everything else; `latch doctor` per handler; and the
 // proof: a `codex exec` WITHOUT --dangerously-bypass-hook-trust runs Latch's hooks (the
 // post-compaction write is denied), while the same run without the trust entries runs none.
@@ -69,7 +69,7 @@ function box(opts: { symlinkHome?: boolean } = {}): Box {
   mkdirSync(cwd);
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) if (!/^(CODEX_|LATCH_|XDG_STATE_HOME$)/.test(k)) env[k] = v;
-  // No `codex` on PATH: the pinned one in node_modules (0.169.0) answers.
+  // No `codex` on PATH: the pinned one in node_modules answers.
   env.PATH = [dirname(process.execPath), '/usr/bin', '/bin'].join(':');
   env.CODEX_HOME = codexHome;
   env.LATCH_HOME = latchHome;
@@ -171,7 +171,7 @@ describe('withTrustEntries: only the trust entries change, every other byte is k
   });
 });
 
-describe('latch setup codex --trust (the real Codex 0.169.0 reports the hashes)', () => {
+describe('latch setup codex --trust (the real pinned Codex reports the hashes)', () => {
   test('--dry-run writes nothing and shows the entries; --trust writes exactly them; Codex then trusts every Latch handler', async () => {
     const b = box();
     const config = join(b.codexHome, 'config.toml');
@@ -249,13 +249,13 @@ describe('latch setup codex --trust (the real Codex 0.169.0 reports the hashes)'
     let trust = byName(await runChecks(b.io, {}), 'hooks trusted');
     assert.equal(trust.status, 'warn');
     assert.match(trust.detail, /^0 of 9 Latch handlers trusted/);
-    assert.match(trust.detail, /^PreToolUse \(matcher \^\(Bash\|apply_patch.*: modified since it was trusted/m);
+    assert.match(trust.detail, /^PreToolUse \(matcher \* \(all\).*: modified since it was trusted/m);
     assert.match(trust.fix ?? "", /run `latch setup codex --trust`/); // CODEX_HOME is the environment's: no --codex-home
     assert.match(trust.fix ?? '', /\/hooks/);
 
     b.io.reset();
     assert.equal(await setupCodex(b.io, { codexHome: b.codexHome, entry: ENTRY, node: otherNode, trust: true }), 0, b.io.text());
-    assert.match(b.io.text(), /PreToolUse .*: updated [0-9a-f]{12} -> [0-9a-f]{12}/);
+    assert.match(b.io.text(), /PreToolUse\b.*: updated [0-9a-f]{12} -> [0-9a-f]{12}/);
     const second = readFileSync(join(b.codexHome, 'config.toml'), 'utf8');
     assert.equal(second.split('\n').length, first.split('\n').length, 'replaced in place, not appended');
     assert.notEqual(second, first);
