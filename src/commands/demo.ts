@@ -48,8 +48,8 @@ function capture(io: Io): { io: Io; text: () => string } {
   return { io: { ...io, out: (t) => (buf += t), err: (t) => (buf += t), interactive: false }, text: () => buf };
 }
 
-/** The Codex the demo drives; pinned and tested: 0.169.0 (the package's devDependency). */
-const DEMO_CODEX = '0.169.0';
+/** The Codex the demo drives; pinned and tested: 0.171.0 (the package's devDependency). */
+const DEMO_CODEX = '0.171.0';
 
 /** What the demo needs besides Latch: git and the real Codex CLI. Checked before anything is created. */
 async function demoCodex(io: Io): Promise<{ path: string; version: string | null }> {

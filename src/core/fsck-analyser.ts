@@ -1503,7 +1503,7 @@ export function commandOfItem(item: Record<string, unknown>): string {
   const actions = Array.isArray(item.commandActions) ? (item.commandActions as unknown[]) : [];
   const one = actions.length === 1 && actions[0] !== null && typeof actions[0] === 'object' ? str((actions[0] as Record<string, unknown>).command) : null;
   const cmd = one ?? str(item.command) ?? '';
-  const held = /^(?:CODEX_HOME='[^']*' exec '[^']*' sandbox -- )?\/usr\/bin\/env -u BASH_ENV .* \/bin\/bash --noprofile --norc -c '((?:[^']|'\\'')*)'$/s.exec(cmd);
+  const held = /^(?:(?:PATH='[^']*':"\$PATH" )?CODEX_HOME='[^']*' exec '[^']*' sandbox -- |exec )?\/usr\/bin\/env -u BASH_ENV .* \/bin\/bash --noprofile --norc -c '((?:[^']|'\\'')*)'$/s.exec(cmd);
   return held ? held[1]!.split("'\\''").join("'") : cmd;
 }
 

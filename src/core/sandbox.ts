@@ -8,7 +8,7 @@
 // config.toml, re-emptied on every use): `codex sandbox` reads config.toml and trusted projects'
 // `.codex/config.toml`, and a permissions profile there (which an agent could have written while it
 // was still mutable) can make the sandbox writable. With Latch's home no project is trusted.
-import { closeSync, fstatSync, lstatSync, mkdirSync, openSync, readFileSync, readlinkSync, rmSync, statSync, unlinkSync, writeFileSync, constants } from 'node:fs';
+import { closeSync, fstatSync, lstatSync, mkdirSync, openSync, readFileSync, readlinkSync, rmSync, statSync, symlinkSync, unlinkSync, writeFileSync, constants } from 'node:fs';
 import { basename, join } from 'node:path';
 import { GIT_SAFE_CONFIG } from './readonly.js';
 
@@ -18,6 +18,12 @@ export interface Sandbox {
   bin: string;
   /** CODEX_HOME for the sandbox: Latch's own, empty config. */
   home: string;
+  /**
+   * A directory holding `codex-linux-sandbox` (a link to `bin`), put first on PATH: `codex sandbox`
+   * re-executes itself under that name inside bubblewrap, and from 0.171 it refuses to create the
+   * link itself when its CODEX_HOME is under /tmp (then every sandboxed command fails). Null off Linux.
+   */
+  aliases: string | null;
 }
 
 export type SandboxStatus = { ok: true; sandbox: Sandbox } | { ok: false; why: string };
@@ -79,12 +85,35 @@ export function shellQuote(s: string): string {
  * cannot signal a process outside either).
  */
 export function wrapReadOnly(command: string, sb: Sandbox): string {
-  return [`CODEX_HOME=${shellQuote(sb.home)}`, 'exec', shellQuote(sb.bin), 'sandbox', '--', ...readShell(command)].join(' ');
+  const path = sb.aliases ? [`PATH=${shellQuote(sb.aliases)}:"$PATH"`] : [];
+  return [...path, `CODEX_HOME=${shellQuote(sb.home)}`, 'exec', shellQuote(sb.bin), 'sandbox', '--', ...readShell(command)].join(' ');
 }
 
 /** Is `text` a command this module wrote (so a rewritten call is recognised in a transcript)? */
 export function isWrapped(text: string): boolean {
-  return (text.startsWith('CODEX_HOME=') && text.includes(' sandbox -- /usr/bin/env -u BASH_ENV ')) || text.startsWith('exec /usr/bin/env -u BASH_ENV ');
+  return (/^(?:PATH='[^']*':"\$PATH" )?CODEX_HOME=/.test(text) && text.includes(' sandbox -- /usr/bin/env -u BASH_ENV ')) || text.startsWith('exec /usr/bin/env -u BASH_ENV ');
+}
+
+/**
+ * `<latchHome>/sandbox/aliases/codex-linux-sandbox` → `bin` (re-linked when it names another binary):
+ * the name `codex sandbox` re-executes itself under inside bubblewrap. Linux only.
+ */
+function sandboxAliases(latchHome: string, bin: string): string | null {
+  if (process.platform !== 'linux') return null;
+  const dir = join(latchHome, 'sandbox', 'aliases');
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const link = join(dir, 'codex-linux-sandbox');
+  let current: string | null = null;
+  try {
+    current = readlinkSync(link);
+  } catch {
+    current = null;
+  }
+  if (current !== bin) {
+    rmSync(link, { force: true, recursive: true });
+    symlinkSync(bin, link);
+  }
+  return dir;
 }
 
 function parentOf(pid: number): number | null {
@@ -153,7 +182,13 @@ interface ProbeRecord {
  * A stale or forged record can only make Latch use the classifier alone, or run the read inside a
  * sandbox that then fails the command: neither lets a write through.
  */
-export function probeSandbox(latchHome: string, bin: string, home: string, spawn: (bin: string, args: string[], env: NodeJS.ProcessEnv) => { status: number | null; stderr: string }): { ok: boolean; why: string } {
+export function probeSandbox(
+  latchHome: string,
+  bin: string,
+  home: string,
+  spawn: (bin: string, args: string[], env: NodeJS.ProcessEnv) => { status: number | null; stderr: string },
+  aliases: string | null = null,
+): { ok: boolean; why: string } {
   const st = statSync(bin);
   const file = join(latchHome, 'sandbox', 'probe.json');
   try {
@@ -168,7 +203,7 @@ export function probeSandbox(latchHome: string, bin: string, home: string, spawn
   } catch {
     // absent, as it should be
   }
-  const env = { ...process.env, CODEX_HOME: home };
+  const env = { ...process.env, CODEX_HOME: home, ...(aliases ? { PATH: `${aliases}:${process.env.PATH ?? ''}` } : {}) };
   const t = spawn(bin, ['sandbox', '--', '/bin/true'], env);
   let ok = false;
   let why: string;
@@ -213,8 +248,9 @@ export function readOnlySandbox(latchHome: string, env: NodeJS.ProcessEnv, spawn
       closeSync(fd);
     }
     const home = sandboxHome(latchHome);
-    const probe = probeSandbox(latchHome, bin, home, spawn);
-    return probe.ok ? { ok: true, sandbox: { kind: 'codex', bin, home } } : { ok: false, why: probe.why };
+    const aliases = sandboxAliases(latchHome, bin);
+    const probe = probeSandbox(latchHome, bin, home, spawn, aliases);
+    return probe.ok ? { ok: true, sandbox: { kind: 'codex', bin, home, aliases } } : { ok: false, why: probe.why };
   } catch (err) {
     return { ok: false, why: `the sandbox cannot be prepared (${(err as Error).message})` };
   }

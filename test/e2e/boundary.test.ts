@@ -1,4 +1,4 @@
-// Acceptance for issue 10 on the real Codex 0.169.0: after a compaction, reads run inside Codex's own
+// Acceptance for issue 10 on the real pinned Codex (0.171.0): after a compaction, reads run inside Codex's own
 // read-only sandbox, so traps armed while the session was still mutable (git's fsmonitor, keyword
 // mode, a pager) change nothing, and a background job armed before the compaction cannot restore
 // authority. Markers live outside the workspace (in the test's base directory) so that the
@@ -65,6 +65,8 @@ test('boundary: armed traps do nothing after the trip; reads run sandboxed; a pr
   assert.equal(r.code, 0, r.stderr);
   assert.ok(env.fake.requests.some((q) => q.isCompaction), 'Codex compacted');
   assert.equal(env.statusJson().sessions[0]!.state, 'latched');
+  // The reads below ran inside Codex's own sandbox, not behind the classifier alone.
+  assert.equal(env.statusJson().reads.guard, 'sandbox', env.statusJson().reads.detail);
   if (process.env.LATCH_E2E_DEBUG) console.log('STDOUT', r.stdout.split('\n').filter((l) => l.includes('Latch')).map((l) => l.slice(0, 400)), 'STDERR', r.stderr.split('\n').filter((l) => l.includes('Latch')).map((l) => l.slice(0, 300)));
 
   await t.test('traps armed while mutable fire nothing', () => {

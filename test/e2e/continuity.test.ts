@@ -1,4 +1,4 @@
-// Acceptance for continuity with proof, on the real Codex 0.169.0 over the loopback fake model:
+// Acceptance for continuity with proof, on the real pinned Codex (0.171.0) over the loopback fake model:
 // the brief is delivered after auto-compaction, the agent reads its pages, reverify = "evidence"
 // gives authority back by itself; a failing read keeps it revoked; a resume of an untouched
 // transcript is native, of a rewritten one full.

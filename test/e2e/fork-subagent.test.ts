@@ -1,4 +1,4 @@
-// Forks and sub-agents on the real Codex 0.169.0 over the loopback fake model, hooks installed by
+// Forks and sub-agents on the real pinned Codex (0.171.0) over the loopback fake model, hooks installed by
 // `latch setup codex`. See docs/codex-notes.md, "Forks and sub-agents (verified)".
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// Acceptance: the real Codex 0.169.0 over the loopback fake model, hooks installed by `latch setup codex`.
+// Acceptance: the real pinned Codex (0.171.0) over the loopback fake model, hooks installed by `latch setup codex`.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';

@@ -1,4 +1,4 @@
-// Acceptance for the mutation-scope ledger on the real Codex 0.169.0 over the loopback fake model.
+// Acceptance for the mutation-scope ledger on the real pinned Codex (0.171.0) over the loopback fake model.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';

@@ -169,7 +169,7 @@ test('the packed package, installed into a scratch prefix: --help, setup, status
   assert.equal(existsSync(join(codexHome, 'config.toml')) ? readFileSync(join(codexHome, 'config.toml'), 'utf8') : null, cfgBefore);
   const demo = latch(['demo']);
   assert.equal(demo.status, 1);
-  assert.match(clean('latch demo without codex', demo), /latch demo: the demo drives the real Codex CLI, which is not installed here .*Install it: `npm i -g @openai\/codex@0\.169\.0`/);
+  assert.match(clean('latch demo without codex', demo), /latch demo: the demo drives the real Codex CLI, which is not installed here .*Install it: `npm i -g @openai\/codex@0\.171\.0`/);
 
   // A failing system call is one line (no stack), and an internal error would be too.
   const rep = latch(['report', '--html', join(base, 'missing-dir', 'r.html')]);

@@ -1,4 +1,4 @@
-// `latch qualify codex` on the real Codex 0.169.0 (node_modules) and on deliberately broken stand-ins:
+// `latch qualify codex` on the real pinned Codex (0.171.0) (node_modules) and on deliberately broken stand-ins:
 // a wrapper named `codex` that drops the PreCompact hooks from the config before running the real
 // binary, and one that hides the hooks file (so no deny can happen). Each stand-in must be refused
 // (exit 1) with the failing checks named, and must not become qualified.
@@ -11,6 +11,9 @@ import { join, resolve } from 'node:path';
 import { resolveCodexBin } from '../../src/codex/driver.js';
 import type { QualificationRecord } from '../../src/core/qualification.js';
 import { LATCH } from '../helpers/e2e.js';
+
+/** The Codex release the tests pin (package.json devDependencies). */
+const PINNED = (JSON.parse(readFileSync('package.json', 'utf8')) as { devDependencies: Record<string, string> }).devDependencies['@openai/codex']!;
 
 const T = { timeout: 400_000 };
 const base = mkdtempSync(join(tmpdir(), 'latch-qualify-e2e-'));
@@ -27,7 +30,7 @@ function qualify(name: string, codex: string): { code: number; rec: Qualificatio
   return { code: r.status ?? -1, rec: JSON.parse(r.stdout), stderr: r.stderr, home };
 }
 
-/** A wrapper script named `codex` that runs `prelude` (sh) and then the real 0.169.0 launcher. */
+/** A wrapper script named `codex` that runs `prelude` (sh) and then the real pinned launcher. */
 function wrapper(name: string, prelude: string): string {
   const dir = join(base, name, 'bin');
   mkdirSync(dir, { recursive: true });
@@ -39,20 +42,20 @@ function wrapper(name: string, prelude: string): string {
 
 const failed = (rec: QualificationRecord) => rec.checks.filter((c) => !c.ok).map((c) => c.name);
 
-test('the real Codex 0.169.0 passes every check; the record is written and qualifies it', T, () => {
+test('the real pinned Codex (0.171.0) passes every check; the record is written and qualifies it', T, () => {
   const { code, rec, stderr, home } = qualify('real', resolveCodexBin());
   assert.equal(code, 0, `failed: ${failed(rec).join(', ')}\n${stderr.slice(-1500)}`);
-  assert.equal(rec.version, '0.169.0');
+  assert.equal(rec.version, PINNED);
   assert.equal(rec.qualified, true);
   assert.match(rec.binary.sha256, /^[0-9a-f]{64}$/);
   assert.ok(rec.checks.length >= 16 && rec.checks.every((c) => c.ok && c.evidence.length > 20));
-  const file = join(home, 'qualified', '0.169.0.json');
+  const file = join(home, 'qualified', `${PINNED}.json`);
   assert.equal(rec.record_path, file);
   const onDisk = JSON.parse(readFileSync(file, 'utf8')) as QualificationRecord;
   assert.equal(onDisk.qualified, true);
   assert.equal(onDisk.binary.sha256, rec.binary.sha256);
   // The same binary as the shipped record.
-  const shipped = JSON.parse(readFileSync(resolve('data', 'qualified', '0.169.0.json'), 'utf8')) as QualificationRecord;
+  const shipped = JSON.parse(readFileSync(resolve('data', 'qualified', `${PINNED}.json`), 'utf8')) as QualificationRecord;
   assert.equal(shipped.binary.sha256, rec.binary.sha256);
   assert.ok(rec.duration_ms < 180_000, `the run took ${rec.duration_ms} ms`);
 });
@@ -70,9 +73,9 @@ test('a stand-in that drops PreCompact from the hooks is refused: hook-order and
   assert.match(rec.checks.find((c) => c.name === 'hook-order')!.evidence, /missing or out of order: [^;]*PreCompact\(auto\)/);
   assert.match(stderr, /failed check\(s\): .*compaction-seen/);
   // written, but not qualifying: the machine's list is still only what the package shipped
-  const onDisk = JSON.parse(readFileSync(join(home, 'qualified', '0.169.0.json'), 'utf8')) as QualificationRecord;
+  const onDisk = JSON.parse(readFileSync(join(home, 'qualified', `${PINNED}.json`), 'utf8')) as QualificationRecord;
   assert.equal(onDisk.qualified, false);
-  const st = spawnSync(process.execPath, ['--import', 'tsx', '-e', `import('./src/core/qualification.ts').then(m=>console.log(JSON.stringify(m.versionStatus('0.169.0', ${JSON.stringify(home)}))))`], { encoding: 'utf8' });
+  const st = spawnSync(process.execPath, ['--import', 'tsx', '-e', `import('./src/core/qualification.ts').then(m=>console.log(JSON.stringify(m.versionStatus(${JSON.stringify(PINNED)}, ${JSON.stringify(home)}))))`], { encoding: 'utf8' });
   const status = JSON.parse(st.stdout) as { qualified: boolean; by: { source: string }; rejected: { problem: string }[] };
   assert.equal(status.by.source, 'package', 'still qualified by the shipped record, not by this run');
   assert.match(status.rejected[0]!.problem, /failed check\(s\)/);

@@ -1,4 +1,4 @@
-// The IDE path: the real `codex app-server` (0.169.0, node_modules) over the loopback fake model,
+// The IDE path: the real `codex app-server` (0.171.0, node_modules) over the loopback fake model,
 // with Latch's hooks installed by the real `latch setup codex` and trusted the way an IDE client
 // trusts them (`hooks/list` → `config/batchWrite` of each handler's `currentHash`; no bypass flag).
 // One turn whose fake-model steps write, pass the auto-compaction limit, then try a read and two

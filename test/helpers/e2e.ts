@@ -1,4 +1,4 @@
-// End-to-end harness: the real Codex 0.169.0 over the project's loopback fake model, with Latch's
+// End-to-end harness: the real pinned Codex (package.json) over the project's loopback fake model, with Latch's
 // hooks installed by the real `latch setup codex` (the built dist/latch.cjs) into a temp CODEX_HOME.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -35,6 +35,7 @@ export interface Env {
 
 export interface StatusJson {
   workspace: string;
+  reads: { guard: 'sandbox' | 'classifier_only' | 'unknown'; detail: string };
   sessions: {
     session_id: string;
     state: string;

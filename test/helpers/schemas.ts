@@ -1,4 +1,4 @@
-// Validates hook replies against Codex's own output schemas (extracted from the 0.169.0 binary).
+// Validates hook replies against Codex's own output schemas (extracted from the pinned binary).
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Ajv from 'ajv';
