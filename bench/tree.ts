@@ -11,7 +11,7 @@ import { mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:
 import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { listGitPaths, snapshotTree, SqliteStatCache, TREE_CACHE_SQL } from '../src/core/tree.js';
+import { listGitPaths, snapshotTree, SqliteStatCache, TREE_CACHE_SQL } from '../src/tree/tree.js';
 
 const FILES = Number(process.argv[2] ?? 50_000);
 const RUNS = Number(process.argv[3] ?? 5);

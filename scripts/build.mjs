@@ -5,7 +5,7 @@
 //   dist/observer.cjs  what a Close or a turn's end needs (workspace observation, watcher client)
 //   dist/cli.cjs    the commands, loaded only for `latch <command>`
 // then writes the code caches (dist/*.cjs.v8cache) by running the hook and `latch doctor`. better-sqlite3's JS is bundled; its
-// native addon is loaded by path from node_modules (src/core/store.ts).
+// native addon is loaded by path from node_modules (src/store/store.ts).
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -42,8 +42,8 @@ rmSync('dist', { recursive: true, force: true });
 await Promise.all([
   build({ ...common, entryPoints: ['src/loader.ts'], outfile: 'dist/latch.cjs', sourcemap: false, banner: {} }),
   build({ ...common, entryPoints: ['src/main.ts'], outfile: 'dist/main.cjs', plugins: [lazySlow], supported: { 'dynamic-import': false } }),
-  build({ ...common, entryPoints: ['src/core/slow.ts'], outfile: 'dist/slow.cjs' }),
-  build({ ...common, entryPoints: ['src/core/observer.ts'], outfile: 'dist/observer.cjs' }),
+  build({ ...common, entryPoints: ['src/guard/slow.ts'], outfile: 'dist/slow.cjs' }),
+  build({ ...common, entryPoints: ['src/ledger/observer.ts'], outfile: 'dist/observer.cjs' }),
   build({ ...common, entryPoints: ['src/cli.ts'], outfile: 'dist/cli.cjs' }),
 ]);
 

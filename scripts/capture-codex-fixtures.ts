@@ -5,8 +5,8 @@ import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startFakeModel, type FakeStep } from '../src/fake-model/server.js';
-import { findRollout, runCodex, writeCodexConfig, writeHooksJson } from '../src/codex/driver.js';
+import { startFakeModel, type FakeStep } from '../src/agents/codex/fake-model.js';
+import { findRollout, runCodex, writeCodexConfig, writeHooksJson } from '../src/agents/codex/driver.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const payloadDir = join(root, 'test', 'fixtures', 'codex-payloads');

@@ -22,9 +22,9 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
-import { AppServerSession, codexCommandFor } from '../src/codex/app-server.js';
-import { resolveCodexBin, writeCodexConfig } from '../src/codex/driver.js';
-import { startFakeModel, type FakeStep } from '../src/fake-model/server.js';
+import { AppServerSession, codexCommandFor } from '../src/agents/codex/app-server.js';
+import { resolveCodexBin, writeCodexConfig } from '../src/agents/codex/driver.js';
+import { startFakeModel, type FakeStep } from '../src/agents/codex/fake-model.js';
 import { BIG, PATCH, findRollout, setupEnv } from '../test/helpers/e2e.js';
 import { runLatchedAppServer } from '../test/helpers/app-server-scenario.js';
 

@@ -2,9 +2,10 @@
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { ConfigError } from './core/config.js';
-import { ExitError, EXIT, StoreError } from './core/errors.js';
+import { ConfigError } from './session/policy.js';
+import { ExitError, EXIT, StoreError } from './base/errors.js';
 import { processIo, type Io } from './commands/io.js';
+import { packageRoot } from './base/paths.js';
 
 type Options = NonNullable<ParseArgsConfig['options']>;
 
@@ -218,7 +219,7 @@ export async function cliMain(argv: string[], io: Io = processIo()): Promise<num
   if (name === '__watch' && rest.length === 1) {
     // The workspace watcher process a hook starts (src/watch/client.ts); not a user command.
     const { runWatcher } = await import('./watch/daemon.js');
-    const { latchHome } = await import('./core/paths.js');
+    const { latchHome } = await import('./base/paths.js');
     const code = await runWatcher({ home: latchHome(io.env), root: rest[0]! });
     process.exit(code); // nothing it leaves behind may keep a stopped watcher alive
   }
@@ -264,7 +265,7 @@ export async function cliMain(argv: string[], io: Io = processIo()): Promise<num
  */
 function addonHint(message: string): string {
   if (!/better_sqlite3\.node|better-sqlite3|NODE_MODULE_VERSION|invalid ELF header|dlopen/i.test(message)) return '';
-  const pkg = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+  const pkg = packageRoot() ?? resolve(dirname(fileURLToPath(import.meta.url)), '..');
   return (
     `Latch keeps its state in SQLite through better-sqlite3, whose native addon was not built for this Node (${process.version}, ABI ${process.versions.modules}). ` +
     `Build it: \`npm rebuild better-sqlite3\` in ${pkg} (it compiles when no prebuilt addon can be downloaded: needs python3, make and a C++ compiler), ` +

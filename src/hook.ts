@@ -2,13 +2,13 @@
 // Fails closed: any internal error on a tracked tool's PreToolUse becomes a deny (Codex fails OPEN on
 // crashes, timeouts and invalid output, so this function must always produce a valid reply).
 import { readFileSync, writeSync } from 'node:fs';
-import { codexDeny, codexReply, parseCodexPayload, type HookReply } from './adapters/codex.js';
-import { handle } from './core/guard.js';
-import { errorMessage, StoreError } from './core/errors.js';
-import { latchHome } from './core/paths.js';
-import { setDeadline } from './core/deadline.js';
-import { openStore } from './core/store.js';
-import { classifyTool } from './core/tools.js';
+import { codexDeny, codexReply, parseCodexPayload, type HookReply } from './agents/codex/hooks.js';
+import { handle } from './guard/guard.js';
+import { errorMessage, StoreError } from './base/errors.js';
+import { latchHome } from './base/paths.js';
+import { setDeadline } from './base/deadline.js';
+import { openStore } from './store/store.js';
+import { classifyTool } from './agents/codex/tools.js';
 
 export async function runCodexHook(stdin: string, expectedEvent: string | null, env: NodeJS.ProcessEnv = process.env): Promise<HookReply> {
   const parsed = parseCodexPayload(stdin);

@@ -1,5 +1,32 @@
+import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/**
+ * The package root (the directory holding package.json), found from a module's own location: `dist/`
+ * in a bundle, `src/<folder>/…` from the sources. Null when none is found within four levels.
+ */
+export function packageRoot(moduleUrl: string = import.meta.url): string | null {
+  let dir: string;
+  try {
+    dir = dirname(fileURLToPath(moduleUrl));
+  } catch {
+    return null;
+  }
+  for (let i = 0; i < 4; i++) {
+    if (existsSync(join(dir, 'package.json'))) return dir;
+    dir = dirname(dir);
+  }
+  return null;
+}
+
+/** dist/latch.cjs of this package (a bundle's sibling, or the built one from the sources), if it exists. */
+export function builtEntry(): string | null {
+  const root = packageRoot();
+  const p = root ? join(root, 'dist', 'latch.cjs') : null;
+  return p && existsSync(p) ? p : null;
+}
 
 /** The one env override for the state directory: LATCH_HOME, else ${XDG_STATE_HOME:-~/.local/state}/latch. */
 export function latchHome(env: NodeJS.ProcessEnv = process.env): string {

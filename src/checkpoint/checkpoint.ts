@@ -1,10 +1,10 @@
 // A checkpoint: the durable picture of a session and its workspace at a compaction.
 import { createHash, randomBytes } from 'node:crypto';
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
-import { gitState, type GitState } from './git.js';
-import { observeWorkspace } from './observe.js';
-import { immediate, type Db } from './store.js';
-import { encodeListing, type TreeSnapshot } from './tree.js';
+import { gitState, type GitState } from '../base/git.js';
+import { observeWorkspace } from '../ledger/observe.js';
+import { immediate, type Db } from '../store/store.js';
+import { encodeListing, type TreeSnapshot } from '../tree/tree.js';
 
 export interface TranscriptPrefix {
   path: string;

@@ -2,14 +2,14 @@
 import { existsSync, lstatSync, statSync } from 'node:fs';
 import type { CheckpointRow } from './checkpoint.js';
 import { hashPrefix } from './checkpoint.js';
-import { errorMessage } from './errors.js';
-import { gitState } from './git.js';
-import type { SessionRow } from './records.js';
-import type { Db } from './store.js';
-import { orphanedClosings } from './ledger.js';
-import { observeWorkspace } from './observe.js';
-import { immediate } from './store.js';
-import { decodeListing, diffTrees, type TreeEntry } from './tree.js';
+import { errorMessage } from '../base/errors.js';
+import { gitState } from '../base/git.js';
+import type { SessionRow } from '../session/records.js';
+import type { Db } from '../store/store.js';
+import { orphanedClosings } from '../ledger/ledger.js';
+import { observeWorkspace } from '../ledger/observe.js';
+import { immediate } from '../store/store.js';
+import { decodeListing, diffTrees, type TreeEntry } from '../tree/tree.js';
 
 export interface Check {
   name: 'checkpoint' | 'tree' | 'git' | 'transcript' | 'attempts' | 'brief';

@@ -2,10 +2,10 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import * as v from 'valibot';
-import { amendBrief, latestBrief, pageText, unescapeLine, type Brief, type BriefPatch, type HumanField } from '../core/brief.js';
-import { ExitError, EXIT, errorMessage } from '../core/errors.js';
-import { getSession, sessionsIn, type SessionRow } from '../core/records.js';
-import { openStore, type Db } from '../core/store.js';
+import { amendBrief, latestBrief, pageText, unescapeLine, type Brief, type BriefPatch, type HumanField } from '../continuity/brief.js';
+import { ExitError, EXIT, errorMessage } from '../base/errors.js';
+import { getSession, sessionsIn, type SessionRow } from '../session/records.js';
+import { openStore, type Db } from '../store/store.js';
 import { homeOf, json, withStore, type Io } from './io.js';
 import { resolveWorkspace, type TargetOptions } from './status.js';
 

@@ -4,14 +4,14 @@
 // CODEX_HOME (config.toml + hooks.json), and the store is opened read-only. Doctor never runs a
 // command taken from a hooks file: a handler's command is compared, as text, with what setup writes
 // for this installation, and the probe runs the command Latch builds itself.
-import { readsReport } from '../core/sandbox.js';
+import { readsReport } from '../agents/codex/sandbox.js';
 import { accessSync, constants, existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, statSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parse as parseToml } from 'smol-toml';
-import { errorMessage, EXIT } from '../core/errors.js';
-import { dbPath } from '../core/paths.js';
-import { openStore, SCHEMA_VERSION } from '../core/store.js';
+import { errorMessage, EXIT } from '../base/errors.js';
+import { dbPath } from '../base/paths.js';
+import { openStore, SCHEMA_VERSION } from '../store/store.js';
 import {
   codexVersion,
   isolatedCodexHome,
@@ -22,8 +22,8 @@ import {
   type CodexHookInfo,
   type HooksListEntry,
   type IsolatedCodexHome,
-} from '../codex/app-server.js';
-import { INSTALL_SCOPE, RERECORD_FIX, registrationLines, registrationReport, type Finding, type InstallScope, type RegistrationReport } from '../core/tamper.js';
+} from '../agents/codex/app-server.js';
+import { INSTALL_SCOPE, RERECORD_FIX, registrationLines, registrationReport, type Finding, type InstallScope, type RegistrationReport } from '../guard/tamper.js';
 import { homeOf, type Io } from './io.js';
 import { defaultEntry, hookCommand, hooksFilePath, isLatchHandler, LATCH_EVENTS } from './setup.js';
 import { listWatchers, type WatcherJson } from './watch.js';
@@ -54,7 +54,7 @@ export interface DoctorOptions {
 /**
  * The oldest Codex release Latch was measured on (issue 11: the latch, ledger and doctor work on 0.153.4
  * through 0.171.0). Informational only: which releases are qualified is read from the qualification
- * records (src/core/qualification.ts), never from a constant.
+ * records (src/agents/codex/qualification.ts), never from a constant.
  */
 export const MIN_CODEX_VERSION = '0.153.4';
 const SETUP_FIX = 'latch setup codex';
@@ -627,8 +627,8 @@ async function checkVersion(io: Io, codex: CodexCommand | null, codexHome: strin
   if (!codexHome) return { name, status: 'warn', detail: 'cannot make a temporary CODEX_HOME to run codex in' };
   const v = await codexVersion(codex, { env: io.env, codexHome, cwd: io.cwd, timeoutMs });
   if (!v.version) return { name, status: 'warn', detail: `${codex.path}: ${v.error ?? 'unknown version'}`, fix: 'check that `codex --version` works' };
-  // The one source of truth (src/core/qualification.ts): the package's records + this machine's.
-  const { versionStatus, qualifiedVersions } = await import('../core/qualification.js');
+  // The one source of truth (src/agents/codex/qualification.ts): the package's records + this machine's.
+  const { versionStatus, qualifiedVersions } = await import('../agents/codex/qualification.js');
   const home = homeOf(io);
   const st = versionStatus(v.version, home);
   const where = `${v.raw} (${codex.path}, from ${codex.from})`;
@@ -756,7 +756,7 @@ function checkWatchers(io: Io): Check {
 }
 
 // ---------------------------------------------------------------------------------------------
-// check 7: the registration fingerprint (src/core/tamper.ts)
+// check 7: the registration fingerprint (src/guard/tamper.ts)
 
 export function registrationOf(io: Io, workspace: string | null): RegistrationReport | { error: string } {
   const home = homeOf(io);

@@ -1,8 +1,8 @@
 // `latch exec -- CMD...`: run CMD only when no session in the workspace is latched or paused.
 import { spawnSync } from 'node:child_process';
 import { constants } from 'node:os';
-import { ExitError, EXIT } from '../core/errors.js';
-import { blockers } from '../core/guard.js';
+import { ExitError, EXIT } from '../base/errors.js';
+import { blockers } from '../guard/guard.js';
 import { withStore, type Io } from './io.js';
 import { targetSessions } from './status.js';
 

@@ -6,7 +6,7 @@
 // transcript (`{type: "transcript", url: file://...}`) and a sub-agent's parent session. Changes no
 // single session can own get a conversation without a url (the spec makes url optional).
 //
-// Contributor mapping, from Latch's attribution of each change (src/core/observe.ts):
+// Contributor mapping, from Latch's attribution of each change (src/ledger/observe.ts):
 //   attempt    -> "ai", model_id = the session's model (as Codex reports it, e.g. "gpt-5.5"; Latch
 //                 does not record the provider, so no "openai/" prefix is invented), in the
 //                 session's conversation.
@@ -39,10 +39,10 @@ import { createHash, randomUUID } from 'node:crypto';
 import { lstatSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { EXIT } from '../core/errors.js';
-import { gitState, runGit } from '../core/git.js';
-import { getSession, type SessionRow } from '../core/records.js';
-import type { Db } from '../core/store.js';
+import { EXIT } from '../base/errors.js';
+import { gitState, runGit } from '../base/git.js';
+import { getSession, type SessionRow } from '../session/records.js';
+import type { Db } from '../store/store.js';
 import { json, withStore, type Io } from './io.js';
 import { resolveWorkspace, targetSessions } from './status.js';
 

@@ -1,9 +1,9 @@
 // `latch log` (the attempt timeline, with compactions, latch transitions and denials interleaved) and
 // `latch blame PATH` (every recorded change to a file, newest first).
 import { isAbsolute, relative, resolve } from 'node:path';
-import { EXIT, ExitError } from '../core/errors.js';
-import type { AttemptRow } from '../core/ledger.js';
-import type { Db } from '../core/store.js';
+import { EXIT, ExitError } from '../base/errors.js';
+import type { AttemptRow } from '../ledger/ledger.js';
+import type { Db } from '../store/store.js';
 import { json, withStore, type Io } from './io.js';
 import { resolveWorkspace, targetSessions, type TargetOptions } from './status.js';
 

@@ -1,14 +1,14 @@
 // `latch qualify codex [VERSION | --codex PATH] [--json] [--install] [--keep]`: qualify a Codex
-// release on this machine by driving the real binary through Latch's matrix (src/qualify/run.ts).
+// release on this machine by driving the real binary through Latch's matrix (src/agents/codex/qualify/run.ts).
 // The record goes to $LATCH_HOME/qualified/<version>.json; only a record whose every check passed
-// qualifies the version (src/core/qualification.ts). Exit 0 all passed, 1 a check failed, 2 usage or
+// qualifies the version (src/agents/codex/qualification.ts). Exit 0 all passed, 1 a check failed, 2 usage or
 // binary not found.
 import { spawnSync } from 'node:child_process';
 import { accessSync, constants, existsSync, mkdirSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
-import { EXIT, ExitError } from '../core/errors.js';
-import { isVersion, machineRecordsDir, versionStatus } from '../core/qualification.js';
-import { codexVersionOf, platformBinaryOf, resolveCodexPath, runQualification, type ResolvedCodex } from '../qualify/run.js';
+import { EXIT, ExitError } from '../base/errors.js';
+import { isVersion, machineRecordsDir, versionStatus } from '../agents/codex/qualification.js';
+import { codexVersionOf, platformBinaryOf, resolveCodexPath, runQualification, type ResolvedCodex } from '../agents/codex/qualify/run.js';
 import { homeOf, json, type Io } from './io.js';
 
 export interface QualifyOptions {

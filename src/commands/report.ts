@@ -12,8 +12,8 @@
 import { createHash } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { EXIT, ExitError } from '../core/errors.js';
-import type { Db } from '../core/store.js';
+import { EXIT, ExitError } from '../base/errors.js';
+import type { Db } from '../store/store.js';
 import { withStore, type Io } from './io.js';
 import { timeline, type ChangeJson, type ChangeRow, type LogEntry } from './ledger.js';
 import { resolveWorkspace, sessionJson, targetSessions } from './status.js';

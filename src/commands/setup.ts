@@ -6,12 +6,13 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { isDeepStrictEqual } from 'node:util';
 import { parse as parseToml } from 'smol-toml';
-import { isolatedCodexHome, listCodexHooks, resolveCodex, type CodexCommand, type CodexHookInfo } from '../codex/app-server.js';
-import { errorMessage, ExitError, EXIT } from '../core/errors.js';
-import { openStore } from '../core/store.js';
-import { extraCodexConfigs, forgetRegistration, isLatchHandler as isLatchHandlerOf, latchHandlersOf, recordRegistration, rerecordCodeCachesAtExit, runningFrom } from '../core/tamper.js';
-import { TRACKED_TOOL_MATCHER } from '../core/tools.js';
+import { isolatedCodexHome, listCodexHooks, resolveCodex, type CodexCommand, type CodexHookInfo } from '../agents/codex/app-server.js';
+import { errorMessage, ExitError, EXIT } from '../base/errors.js';
+import { openStore } from '../store/store.js';
+import { extraCodexConfigs, forgetRegistration, isLatchHandler as isLatchHandlerOf, latchHandlersOf, recordRegistration, rerecordCodeCachesAtExit, runningFrom } from '../guard/tamper.js';
+import { TRACKED_TOOL_MATCHER } from '../agents/codex/tools.js';
 import { homeOf, type Io } from './io.js';
+import { builtEntry } from '../base/paths.js';
 
 export interface SetupOptions {
   codexHome?: string;
@@ -58,8 +59,8 @@ export function isLatchHandler(h: unknown): boolean {
 /** The bundled hook entry: dist/latch.cjs beside the running bundle, else in the package root. */
 export function defaultEntry(): string {
   const here = dirname(fileURLToPath(import.meta.url));
-  for (const p of [join(here, 'latch.cjs'), join(here, '..', '..', 'dist', 'latch.cjs')]) if (existsSync(p)) return p;
-  return join(here, 'latch.cjs');
+  if (existsSync(join(here, 'latch.cjs'))) return join(here, 'latch.cjs');
+  return builtEntry() ?? join(here, 'latch.cjs');
 }
 
 function shq(s: string): string {

@@ -1,14 +1,14 @@
 // `latch status`: sessions, their authority state, checkpoints and why.
 import { resolve } from 'node:path';
-import { mayMutate } from '../core/authority.js';
-import { ExitError, EXIT } from '../core/errors.js';
-import { workspaceRoot } from '../core/git.js';
-import { blockers } from '../core/guard.js';
-import { compactionsOf, getSession, sessionsIn, type SessionRow } from '../core/records.js';
-import type { Db } from '../core/store.js';
-import { readsReport } from '../core/sandbox.js';
-import { latchHome } from '../core/paths.js';
-import { registrationLines, registrationReport, RERECORD_FIX, type RegistrationReport } from '../core/tamper.js';
+import { mayMutate } from '../session/authority.js';
+import { ExitError, EXIT } from '../base/errors.js';
+import { workspaceRoot } from '../base/git.js';
+import { blockers } from '../guard/guard.js';
+import { compactionsOf, getSession, sessionsIn, type SessionRow } from '../session/records.js';
+import type { Db } from '../store/store.js';
+import { readsReport } from '../agents/codex/sandbox.js';
+import { latchHome } from '../base/paths.js';
+import { registrationLines, registrationReport, RERECORD_FIX, type RegistrationReport } from '../guard/tamper.js';
 import { json, withStore, type Io } from './io.js';
 
 export interface TargetOptions {
@@ -74,7 +74,7 @@ export function sessionJson(db: Db, row: SessionRow) {
       }
     : null;
   const reason = row.state_reason ?? (held.length ? `held by the workspace-scoped latch of session ${held.map((h) => h.session_id).join(', ')}` : null);
-  // The processes the agent had left running, stopped and killed at a trip (src/core/contain.ts).
+  // The processes the agent had left running, stopped and killed at a trip (src/guard/contain.ts).
   const contained = db
     .prepare('SELECT compaction_seq, pid, cmdline, why, action, at FROM contained_processes WHERE session_id = ? ORDER BY id')
     .all(row.session_id) as { compaction_seq: number; pid: number; cmdline: string; why: string; action: string; at: string }[];
@@ -146,7 +146,7 @@ export async function status(io: Io, opts: TargetOptions & { json?: boolean }): 
   }, { ifMissing: none });
 }
 
-/** The registration comparison (src/core/tamper.ts); an error is reported, never thrown. */
+/** The registration comparison (src/guard/tamper.ts); an error is reported, never thrown. */
 function safeRegistration(db: Db, workspace: string | null): RegistrationReport | { status: 'unknown'; error: string } {
   try {
     return registrationReport(db, workspace);

@@ -1,9 +1,9 @@
 // `latch doctor FILE [--json]`: fsck for a Codex rollout (plain or .jsonl.zst) or a captured
-// `codex app-server` stream. Exit codes (src/core/qualification-doctor.ts): 0 healthy, 1 damage (an
+// `codex app-server` stream. Exit codes (src/agents/codex/qualification-doctor.ts): 0 healthy, 1 damage (an
 // ERROR or WARN finding), 2 unreadable, 3 healthy but written by a Codex release Latch has not
 // qualified (NOTE findings only: age, not damage).
 import { statSync } from 'node:fs';
-import { fsckFile, type FsckReport, type OutcomeCounts } from '../core/fsck.js';
+import { fsckFile, type FsckReport, type OutcomeCounts } from '../agents/codex/fsck/fsck.js';
 import { homeOf, json, type Io } from './io.js';
 
 export interface TranscriptDoctorOptions {

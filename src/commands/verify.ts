@@ -1,7 +1,7 @@
 // `latch verify` (restore authority on evidence + human confirmation) and `latch resume` (lift a pause).
 //
 // Who may confirm (issue 10): a process of the agent must not be able to restore authority.
-//  1. Ancestry (src/core/contain.ts checkAncestry): refused (exit 77) when this process or an ancestor
+//  1. Ancestry (src/guard/contain.ts checkAncestry): refused (exit 77) when this process or an ancestor
 //     is an agent process or its sandbox, runs in another pid namespace, was contained at a latch,
 //     or is an orphan / terminal multiplexer child that started inside an attempt window.
 //  2. Confirmation: interactively, the human types back a one-time code shown on /dev/tty (read
@@ -10,14 +10,14 @@
 //  3. The transition records how it was confirmed and the ancestry evidence.
 import { closeSync, openSync, readSync, writeSync } from 'node:fs';
 import { randomInt } from 'node:crypto';
-import { mayMutate } from '../core/authority.js';
-import { checkAncestry, type AncestryReport } from '../core/contain.js';
-import { ExitError, EXIT } from '../core/errors.js';
-import { readStatus } from '../core/continuity.js';
-import { evaluateEvidence, type Evidence } from '../core/evidence.js';
-import type { Db } from '../core/store.js';
-import { getSession, RefusedTransition, transition, type SessionRow } from '../core/records.js';
-import { immediate } from '../core/store.js';
+import { mayMutate } from '../session/authority.js';
+import { checkAncestry, type AncestryReport } from '../guard/contain.js';
+import { ExitError, EXIT } from '../base/errors.js';
+import { readStatus } from '../continuity/continuity.js';
+import { evaluateEvidence, type Evidence } from '../checkpoint/evidence.js';
+import type { Db } from '../store/store.js';
+import { getSession, RefusedTransition, transition, type SessionRow } from '../session/records.js';
+import { immediate } from '../store/store.js';
 import { json, withStore, type Io } from './io.js';
 import { targetSessions, type TargetOptions } from './status.js';
 

@@ -1,8 +1,8 @@
 // `latch watch`: the workspace watchers (src/watch/daemon.ts) — list them, or stop them.
-import { EXIT } from '../core/errors.js';
-import { isAlive } from '../core/ledger.js';
+import { EXIT } from '../base/errors.js';
+import { isAlive } from '../ledger/ledger.js';
 import { resolveWorkspace } from './status.js';
-import type { Db } from '../core/store.js';
+import type { Db } from '../store/store.js';
 import { json, withStore, type Io } from './io.js';
 
 export interface WatcherJson {

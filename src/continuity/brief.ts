@@ -10,8 +10,8 @@
 import { createHash } from 'node:crypto';
 import { closeSync, fstatSync, openSync, readdirSync, readSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import { immediate, type Db } from './store.js';
-import { outputCallId, topLevelType } from './transcript.js';
+import { immediate, type Db } from '../store/store.js';
+import { outputCallId, topLevelType } from '../agents/codex/rollout.js';
 
 // ---------------------------------------------------------------------------------------------
 // Model

@@ -2,15 +2,15 @@
 // receipts proven from the transcript, native-resume qualification, and evidence-based re-verification.
 // Slow path (loaded through slow.ts): it hashes transcripts and reads briefs.
 import { lstatSync, realpathSync } from 'node:fs';
-import { mayMutate } from './authority.js';
-import { pageCommand } from './command.js';
+import { mayMutate } from '../session/authority.js';
+import { pageCommand } from '../base/command.js';
 import { fitContext, getBrief, latestBrief, recordAutoBrief, verifyRead, CONTEXT_CHARS, type Brief } from './brief.js';
-import { hashPrefix } from './checkpoint.js';
-import { evaluateEvidence, type Evidence } from './evidence.js';
-import { qualifyResume, qualifiedVersionsOfStore, type QualifyDecision, type RecordedTranscript } from './qualify.js';
-import type { SessionRow } from './records.js';
-import type { Db } from './store.js';
-import type { BriefOutput, TurnIdentity } from './transcript.js';
+import { hashPrefix } from '../checkpoint/checkpoint.js';
+import { evaluateEvidence, type Evidence } from '../checkpoint/evidence.js';
+import { qualifyResume, qualifiedVersionsOfStore, type QualifyDecision, type RecordedTranscript } from '../agents/codex/qualify.js';
+import type { SessionRow } from '../session/records.js';
+import type { Db } from '../store/store.js';
+import type { BriefOutput, TurnIdentity } from '../agents/codex/rollout.js';
 
 /** Captures (or refreshes) the brief at a compaction. */
 export function captureBrief(db: Db, row: SessionRow, transcriptPath: string | null, now: string): Brief {

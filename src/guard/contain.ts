@@ -29,7 +29,8 @@
 import { readdirSync, readFileSync, readlinkSync, realpathSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Db } from './store.js';
+import type { Db } from '../store/store.js';
+import { builtEntry } from '../base/paths.js';
 
 export const WINDOW_BEFORE_NS = 50_000_000n;
 export const WINDOW_AFTER_NS = 2_000_000_000n;
@@ -366,7 +367,7 @@ function latchEntries(): Set<string> {
   // As src/watch/client.ts finds it: beside this bundle (dist/), or dist/ from the sources.
   try {
     const here = dirname(fileURLToPath(import.meta.url));
-    for (const p of [join(here, 'latch.cjs'), join(here, '..', '..', 'dist', 'latch.cjs')]) {
+    for (const p of [join(here, 'latch.cjs'), builtEntry()].filter((x): x is string => x !== null)) {
       try {
         out.add(realpathSync(p));
       } catch {

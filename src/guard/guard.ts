@@ -3,11 +3,11 @@
 // Decision back into the agent's reply format.
 import { closeSync, openSync, readdirSync, readSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
-import { compactionEvent, mayMutate, type AuthState } from './authority.js';
-import type { WorkspaceEvidence } from './checkpoint.js';
-import type { ResolvedPolicy } from './config.js';
-import { errorMessage } from './errors.js';
-import { classifyCommand, type ClassifyContext, type CommandVerdict } from './readonly.js';
+import { compactionEvent, mayMutate, type AuthState } from '../session/authority.js';
+import type { WorkspaceEvidence } from '../checkpoint/checkpoint.js';
+import type { ResolvedPolicy } from '../session/policy.js';
+import { errorMessage } from '../base/errors.js';
+import { classifyCommand, type ClassifyContext, type CommandVerdict } from '../shell/readonly.js';
 import { classifierContext, heldShell, patchTouchesLatch } from './held.js';
 import { guardRegistration, TAMPER_CODE } from './tamper.js';
 import { containAfterTrip } from './contain.js';
@@ -24,15 +24,15 @@ import {
   transition,
   type CompactionSource,
   type SessionRow,
-} from './records.js';
-import { immediate, type Db } from './store.js';
-import { summarizeCall, type ToolCall } from './tools.js';
-import { latchCommand, latchEntry, pageCommand } from './command.js';
-import { abandonAttempts, attemptId, awaitFileClock, beginClose, claimRecovery, CLOSE_REASON, endClose, getAttempt, isAlive, laneOf, orphanedClosings, selfId, startAttempt } from './ledger.js';
-import { EMPTY_SCAN, scanTranscript, type ScanResult, type ScanState } from './transcript.js';
+} from '../session/records.js';
+import { immediate, type Db } from '../store/store.js';
+import { summarizeCall, type ToolCall } from '../agents/codex/tools.js';
+import { latchCommand, latchEntry, pageCommand } from '../base/command.js';
+import { abandonAttempts, attemptId, awaitFileClock, beginClose, claimRecovery, CLOSE_REASON, endClose, getAttempt, isAlive, laneOf, orphanedClosings, selfId, startAttempt } from '../ledger/ledger.js';
+import { EMPTY_SCAN, scanTranscript, type ScanResult, type ScanState } from '../agents/codex/rollout.js';
 import { observeByWatcher } from '../watch/client.js';
-import { childProcess } from './lazy.js';
-import { isWrapped, latchReadArgs, readOnlySandbox, replayCommand, type SandboxStatus } from './sandbox.js';
+import { childProcess } from '../base/lazy.js';
+import { isWrapped, latchReadArgs, readOnlySandbox, replayCommand, type SandboxStatus } from '../agents/codex/sandbox.js';
 
 export interface Observation {
   sessionId: string;
@@ -74,7 +74,7 @@ export interface Decision {
 }
 
 type Slow = typeof import('./slow.js');
-type Observer = typeof import('./observer.js');
+type Observer = typeof import('../ledger/observer.js');
 let slowModule: Promise<Slow> | undefined;
 let observerModule: Promise<Observer> | undefined;
 /** Loads the slow path once (a separate file in the bundle; see scripts/build.mjs). */
@@ -83,7 +83,7 @@ export function loadSlow(): Promise<Slow> {
 }
 /** Loads the observation path once (its own file in the bundle, smaller than the slow path). */
 export function loadObserver(): Promise<Observer> {
-  return (observerModule ??= import('./observer.js'));
+  return (observerModule ??= import('../ledger/observer.js'));
 }
 
 export interface GuardContext {
@@ -289,7 +289,7 @@ async function handleWithDb(ctx: GuardContext, db: Db, obs: Observation, ev: Lat
 
   // Nothing the agent started before the trip acts after it: its leftover processes (live exec
   // sessions, background jobs, double forks started by its calls) are stopped, then killed, and
-  // recorded (src/core/contain.ts; never throws; its own transaction, after the latch committed).
+  // recorded (src/guard/contain.ts; never throws; its own transaction, after the latch committed).
   for (const seq of contained) containAfterTrip(db, row.session_id, seq, { workspace: row.workspace, now: ctx.now() });
   if (contained.length > 0) decision.notice ??= tripNotice(db, row, contained[contained.length - 1]!);
   // At a compaction, while nothing is waiting on this hook: make sure the read-only sandbox is probed
@@ -748,7 +748,7 @@ function sandboxedRead(call: ToolCall, readOnly: Reason, held: HeldRead, state: 
   const input = call.input && typeof call.input === 'object' && !Array.isArray(call.input) ? (call.input as Record<string, unknown>) : {};
   if (held.replay !== null) return { ...allow([readOnly, { code: 'latch_read', message: 'Latch ran this read itself.' }], state), updatedInput: { ...input, command: held.replay } };
   const sb = held.sandbox;
-  // The same decision the adversarial corpus checks (src/core/held.ts), on the verdict already made.
+  // The same decision the adversarial corpus checks (src/guard/held.ts), on the verdict already made.
   const run = heldShell(call.command ?? '', held.classify, sb?.ok ? sb.sandbox : null);
   if (!run.allow) return denyDecision([{ code: 'not_read_only', message: run.reasons[0] ?? 'not a read' }], state);
   const how = run.sandboxed
@@ -766,7 +766,7 @@ const heldVerdicts = new WeakMap<ToolCall, CommandVerdict>();
 /**
  * The classifier's verdict on a Bash call, computed once per call, with every path resolved against
  * the payload's cwd and Latch's store, registration and installed files protected. `held`: the call
- * would run with the held-read environment (src/core/held.ts), which git's verdict relies on.
+ * would run with the held-read environment (src/guard/held.ts), which git's verdict relies on.
  */
 function verdictOf(ctx: GuardContext, obs: Observation, call: ToolCall, held = false): CommandVerdict {
   const cache = held ? heldVerdicts : verdicts;

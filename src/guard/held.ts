@@ -5,8 +5,8 @@
 import { homedir } from 'node:os';
 import { lstatSync, readlinkSync, realpathSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
-import { classifyCommand, type ClassifyContext } from './readonly.js';
-import { latchReadArgs, trustedPath, wrapClassifierOnly, wrapReadOnly, type Sandbox } from './sandbox.js';
+import { classifyCommand, type ClassifyContext } from '../shell/readonly.js';
+import { latchReadArgs, trustedPath, wrapClassifierOnly, wrapReadOnly, type Sandbox } from '../agents/codex/sandbox.js';
 
 /** Shell startup files: Codex runs hooks and commands as `$SHELL -lc`, so these run before each. */
 export const SHELL_STARTUP_FILES = ['.bash_profile', '.bash_login', '.profile', '.bashrc', '.bash_logout', '.zshenv', '.zprofile', '.zshrc', '.zlogin'];
@@ -53,7 +53,7 @@ export function heldShell(command: string, ctx: ClassifyContext, sandbox: Sandbo
   // Both wrappers run the command with the held-read environment the classifier may then rely on.
   const v = classifyCommand(command, { ...ctx, gitEnvHardened: true });
   if (v.touchesLatch || !v.readOnly) return { allow: false, touchesLatch: v.touchesLatch, reasons: v.reasons };
-  // Latch's own reads run in the hook (src/core/guard.ts latchReplay), only in their exact form: any
+  // Latch's own reads run in the hook (src/guard/guard.ts latchReplay), only in their exact form: any
   // other spelling of the installed Latch would run it in the agent's shell.
   if (ctx.latchBin && command.includes(basename(ctx.latchBin)) && !latchReadArgs(command, ctx.latchBin)) {
     return { allow: false, touchesLatch: true, reasons: [`run Latch's reads alone and exactly as \`node ${ctx.latchBin} status\` (or \`brief --page N\`): Latch runs them itself`] };

@@ -22,9 +22,9 @@
 import { accessSync, constants, lstatSync, readFileSync, readlinkSync, readdirSync, realpathSync, statSync, type BigIntStats } from 'node:fs';
 import { createRequire } from 'node:module';
 import { delimiter, dirname, isAbsolute, join, resolve } from 'node:path';
-import { nodeCrypto } from './lazy.js';
-import { sessionsIn, transition } from './records.js';
-import { immediate, type Db } from './store.js';
+import { nodeCrypto } from '../base/lazy.js';
+import { sessionsIn, transition } from '../session/records.js';
+import { immediate, type Db } from '../store/store.js';
 
 // ---------------------------------------------------------------------------------------------
 // data

@@ -8,10 +8,10 @@
 //   closing  --closer died, recovered--> closed      (recovery barrier, generation-claimed)
 // A Start is written before the hook replies allow; if it cannot be written, the call is denied.
 //
-// Attribution (src/core/observe.ts) compares each changed file's time with the attempts' windows.
+// Attribution (src/ledger/observe.ts) compares each changed file's time with the attempts' windows.
 import { closeSync, constants, fstatSync, futimesSync, openSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Db } from './store.js';
+import type { Db } from '../store/store.js';
 
 export type AttemptState = 'started' | 'closing' | 'closed' | 'abandoned';
 export type AttemptEvent = 'close_begin' | 'close_end' | 'abandon' | 'recover';

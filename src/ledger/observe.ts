@@ -6,8 +6,8 @@
 import { lstatSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { nowNs, type AttemptState } from './ledger.js';
-import type { Db } from './store.js';
-import { observeTree, type TreeSnapshot, type WatchSyncHint } from './tree.js';
+import type { Db } from '../store/store.js';
+import { observeTree, type TreeSnapshot, type WatchSyncHint } from '../tree/tree.js';
 
 /** Window edges closer than this to a change time make the attribution "unknown" (coarse kernel clock). */
 export const EDGE_NS = 20_000_000n;
@@ -87,7 +87,7 @@ export function observeWorkspace(
   opts: { digest?: boolean; watch?: WatchSyncHint | null } = {},
 ): { snapshot: TreeSnapshot; changes: ChangeRecord[] } {
   // The snapshot's entries and sha256 are computed when first read (checkpoints and verify read them);
-  // the delta comes straight from the stored state (src/core/tree.ts, observeTree).
+  // the delta comes straight from the stored state (src/tree/tree.ts, observeTree).
   const obs = observeTree(workspace, db, { isGit, watch: opts.watch });
   const snapshot = obs.snapshot;
   const ws = db.prepare('SELECT scan_gen, last_scan_ns FROM workspaces WHERE workspace = ?').get(workspace) as { scan_gen: number; last_scan_ns: string | null } | undefined;

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import * as v from 'valibot';
 import { parse as parseToml } from 'smol-toml';
 import type { Policy } from './authority.js';
-import { PROJECT_CONFIG, userConfigPath } from './paths.js';
+import { PROJECT_CONFIG, userConfigPath } from '../base/paths.js';
 
 export type Scope = 'session' | 'workspace';
 export type TranscriptRequirement = 'required' | 'optional';

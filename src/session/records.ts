@@ -1,9 +1,9 @@
 // Typed access to the session, compaction, transition and denial records.
 import type { AuthEvent, AuthState, Policy } from './authority.js';
 import { step } from './authority.js';
-import type { ResolvedPolicy, Scope } from './config.js';
-import type { Db } from './store.js';
-import type { MarkerGroup, ScanState } from './transcript.js';
+import type { ResolvedPolicy, Scope } from './policy.js';
+import type { Db } from '../store/store.js';
+import type { MarkerGroup, ScanState } from '../agents/codex/rollout.js';
 
 export interface SessionRow {
   session_id: string;

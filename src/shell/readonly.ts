@@ -29,7 +29,7 @@
 import { lstatSync, readdirSync, readFileSync, readlinkSync, realpathSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { posix } from 'node:path';
-import { forbiddenCharacter, parseCommandList, type Redirection, type SimpleCommand, type Word } from './shell-words.js';
+import { forbiddenCharacter, parseCommandList, type Redirection, type SimpleCommand, type Word } from './words.js';
 
 export interface CommandVerdict {
   /** Every part is on the read-only allowlist and nothing writes. */
@@ -66,7 +66,7 @@ export interface ClassifyContext {
    */
   protectedPaths?: ReadonlyArray<{ path: string; reason: string }>;
   /**
-   * The command will run with GIT_SAFE_ENV (src/core/sandbox.ts: GIT_OPTIONAL_LOCKS=0 and, through
+   * The command will run with GIT_SAFE_ENV (src/agents/codex/sandbox.ts: GIT_OPTIONAL_LOCKS=0 and, through
    * GIT_CONFIG_COUNT, every `-c` switch below): git then needs only `--no-pager` and, where a diff is
    * produced, `--no-ext-diff --no-textconv` right after the subcommand.
    */
@@ -74,7 +74,7 @@ export interface ClassifyContext {
 }
 
 /**
- * What a held read's environment sets for git (src/core/sandbox.ts applies it; GIT_CONFIG_COUNT
+ * What a held read's environment sets for git (src/agents/codex/sandbox.ts applies it; GIT_CONFIG_COUNT
  * entries win over every config file): the same switches the full spelling spells out with -c.
  */
 export const GIT_SAFE_CONFIG: ReadonlyArray<readonly [string, string]> = [

@@ -1,5 +1,5 @@
 // Schema migrations, applied in order; PRAGMA user_version = number applied.
-// The stat cache of src/core/tree.ts (kept here so the hook path does not load tree.ts).
+// The stat cache of src/tree/tree.ts (kept here so the hook path does not load tree.ts).
 export const TREE_CACHE_SQL = `CREATE TABLE IF NOT EXISTS tree_cache (root TEXT NOT NULL, path TEXT NOT NULL, dev TEXT NOT NULL, ino TEXT NOT NULL, size INTEGER NOT NULL, mtime_ns TEXT NOT NULL, ctime_ns TEXT NOT NULL, mode INTEGER NOT NULL, sha256 TEXT NOT NULL, cached_at_ns TEXT NOT NULL, PRIMARY KEY (root, path)) WITHOUT ROWID;`;
 
 export const MIGRATIONS: readonly string[] = [
@@ -154,7 +154,7 @@ export const MIGRATIONS: readonly string[] = [
   );
   `,
   `
-  -- The observation state of src/core/tree.ts (observeTree): per workspace, one blob of stat-cache
+  -- The observation state of src/tree/tree.ts (observeTree): per workspace, one blob of stat-cache
   -- slots aligned with the last path listing, stored in 32 KiB pages so that an observation rewrites
   -- only the pages that changed; and the validators that let the next observation reuse that listing
   -- instead of running git ls-files. Supersedes tree_cache rows for observations.
@@ -171,7 +171,7 @@ export const MIGRATIONS: readonly string[] = [
   );
   `,
   `
-  -- Task briefs (src/core/brief.ts): one row per version per session. json = the brief model;
+  -- Task briefs (src/continuity/brief.ts): one row per version per session. json = the brief model;
   -- rendered = the markdown whose pages (page_count, page_digests = JSON array of sha256) are read.
   CREATE TABLE briefs (
     session_id    TEXT NOT NULL,
@@ -221,7 +221,7 @@ export const MIGRATIONS: readonly string[] = [
   `,
   `
   -- The workspace watcher (src/watch/daemon.ts): one process per workspace that records, from inotify
-  -- events, which paths may have changed. A Close then stats only those paths (src/core/tree.ts).
+  -- events, which paths may have changed. A Close then stats only those paths (src/tree/tree.ts).
   -- watchers: the live instance (state starting | ready | unavailable); flushed_seq = the highest
   -- event sequence number written to watch_journal. watch_journal: one row per path (NULL = "observe
   -- everything": coverage was lost) and kind (c = content/attributes, r = entry created, removed or
@@ -230,7 +230,7 @@ export const MIGRATIONS: readonly string[] = [
     workspace    TEXT PRIMARY KEY,
     instance     TEXT NOT NULL,
     pid          INTEGER NOT NULL,
-    pid_start    TEXT NOT NULL,            -- process start time (src/core/ledger.ts selfId): pid reuse
+    pid_start    TEXT NOT NULL,            -- process start time (src/ledger/ledger.ts selfId): pid reuse
     state        TEXT NOT NULL,
     flushed_seq  INTEGER NOT NULL DEFAULT 0,
     dirs         INTEGER NOT NULL DEFAULT 0,
@@ -251,7 +251,7 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE tree_state ADD COLUMN watch_seq INTEGER;
   `,
   `
-  -- Process containment at a trip (src/core/contain.ts): one containments row per trip (the agent
+  -- Process containment at a trip (src/guard/contain.ts): one containments row per trip (the agent
   -- process found, rounds, time taken, notes and errors, the processes deliberately spared) and one
   -- contained_processes row per process stopped and killed (why: agent_descendant | orphan_of_attempt
   -- | orphan_during_containment; action: killed | gone | stop_failed: … | kill_failed: …). latch
@@ -292,7 +292,7 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX contained_processes_session ON contained_processes(session_id, compaction_seq);
   `,
   `
-  -- Tamper evidence for the registration (src/core/tamper.ts), recorded by \`latch setup codex\`.
+  -- Tamper evidence for the registration (src/guard/tamper.ts), recorded by \`latch setup codex\`.
   -- registrations: one row per hooks file Latch registered in (kind user | project: its Latch handlers
   -- as canonical JSON, digests of the file, the hook parts of each config.toml) and one row '*' (kind
   -- install: node, entry, PATH directories and what latch/node/codex resolved to; one row '~touched'

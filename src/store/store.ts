@@ -5,8 +5,8 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import type BetterSqlite3 from 'better-sqlite3';
-import { StoreError, errorMessage } from './errors.js';
-import { dbPath } from './paths.js';
+import { StoreError, errorMessage } from '../base/errors.js';
+import { dbPath } from '../base/paths.js';
 import { MIGRATIONS } from './schema.js';
 
 export type Db = BetterSqlite3.Database;

@@ -55,8 +55,8 @@ import { constants as fsc } from 'node:fs';
 import path from 'node:path';
 import { deflateSync, inflateSync } from 'node:zlib';
 import type { Database, Statement } from 'better-sqlite3';
-import { checkDeadline } from './deadline.js';
-import { isInsideWorkTree, runGit } from './git.js';
+import { checkDeadline } from '../base/deadline.js';
+import { isInsideWorkTree, runGit } from '../base/git.js';
 
 // ---------------------------------------------------------------------------
 // Types
@@ -115,7 +115,7 @@ export const MODE_SYMLINK = 120000;
 export const MODE_GITLINK = 160000;
 export const GITLINK_SHA256 = '0'.repeat(64);
 
-export { TREE_CACHE_SQL } from './schema.js';
+export { TREE_CACHE_SQL } from '../store/schema.js';
 
 // ---------------------------------------------------------------------------
 // Stat cache implementations
@@ -624,7 +624,7 @@ function normalizeRel(p: string): string | null {
 }
 
 // ---------------------------------------------------------------------------
-// Observations: a delta-first snapshot for src/core/observe.ts
+// Observations: a delta-first snapshot for src/ledger/observe.ts
 //
 // observeTree() enumerates and hashes exactly like snapshotTree() (same paths, same entries, same
 // racy-clean rule), but against a compact per-workspace state (table tree_state, one row per root)

@@ -3,10 +3,11 @@
 import { existsSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { childProcess } from '../core/lazy.js';
-import { isAlive } from '../core/ledger.js';
-import { cookieDir } from '../core/paths.js';
-import type { Db } from '../core/store.js';
+import { childProcess } from '../base/lazy.js';
+import { isAlive } from '../ledger/ledger.js';
+import { cookieDir } from '../base/paths.js';
+import type { Db } from '../store/store.js';
+import { builtEntry } from '../base/paths.js';
 
 /** A watcher the caller has synced with: its journal holds every change made before the sync. */
 export interface WatchSync {
@@ -120,8 +121,8 @@ function restartable(row: WatcherRow): boolean {
 /** The bundle entry (dist/latch.cjs) beside this module's bundle, or the built one from the sources. */
 function latchEntry(): string | null {
   const here = path.dirname(fileURLToPath(import.meta.url));
-  for (const p of [path.join(here, 'latch.cjs'), path.join(here, '..', '..', 'dist', 'latch.cjs')]) if (existsSync(p)) return p;
-  return null;
+  const beside = path.join(here, 'latch.cjs');
+  return existsSync(beside) ? beside : builtEntry();
 }
 
 /** The node option the watcher process runs with (see startWatcher). */

@@ -1,6 +1,6 @@
 // The workspace watcher: one long-lived process per workspace (`latch __watch ROOT`, started by a hook)
 // that turns inotify events into a journal of paths that may have changed. A Close then stats only
-// those paths instead of every file (src/core/tree.ts, observeTree with a watch hint).
+// those paths instead of every file (src/tree/tree.ts, observeTree with a watch hint).
 //
 // How a hook knows the journal is complete up to "now" (the sync): it creates a cookie file in this
 // watcher's cookie directory ($LATCH_HOME/watch/<instance>/) and waits until the file is gone. All of
@@ -26,11 +26,11 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, lstatSync, mkdirSync, readdirSync, renameSync, rmSync, unlinkSync, watch, type Dirent, type FSWatcher } from 'node:fs';
 import path from 'node:path';
-import { isAlive, selfId } from '../core/ledger.js';
-import { cookieDir, dbPath } from '../core/paths.js';
-import { immediate, openStore } from '../core/store.js';
-import { configFiles } from '../core/tree.js';
-import { observeWorkspace } from '../core/observe.js';
+import { isAlive, selfId } from '../ledger/ledger.js';
+import { cookieDir, dbPath } from '../base/paths.js';
+import { immediate, openStore } from '../store/store.js';
+import { configFiles } from '../tree/tree.js';
+import { observeWorkspace } from '../ledger/observe.js';
 import { FAILED } from './client.js';
 import { ignoredDirs } from './ignored.js';
 

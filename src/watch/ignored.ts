@@ -1,7 +1,7 @@
 // The directories of a git work tree a watcher may leave unwatched: git's ignore rules match them and
 // they hold no tracked file (so nothing below them can be in the listing an observation stats).
 import { spawnSync } from 'node:child_process';
-import { safeGitEnv } from '../core/git.js';
+import { safeGitEnv } from '../base/git.js';
 
 const MAX_BUFFER = 64 * 1024 * 1024;
 

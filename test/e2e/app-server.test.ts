@@ -9,7 +9,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { FsckReport } from '../../src/core/fsck.js';
+import type { FsckReport } from '../../src/agents/codex/fsck/fsck.js';
 import { hookNotifications, runLatchedAppServer } from '../helpers/app-server-scenario.js';
 
 /** Findings that are not about the stream: whether this Codex release is qualified is another check. */

@@ -3,8 +3,8 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startFakeModel } from '../../src/fake-model/server.js';
-import { findRollout, runCodex, writeCodexConfig } from '../../src/codex/driver.js';
+import { startFakeModel } from '../../src/agents/codex/fake-model.js';
+import { findRollout, runCodex, writeCodexConfig } from '../../src/agents/codex/driver.js';
 
 test('real codex runs a Bash item from the fake model and writes a rollout', { timeout: 120_000 }, async () => {
   const base = mkdtempSync(join(tmpdir(), 'latch-smoke-'));

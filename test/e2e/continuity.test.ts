@@ -7,8 +7,8 @@ import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
-import type { FakeStep, RecordedRequest } from '../../src/fake-model/server.js';
-import { itemText } from '../../src/fake-model/server.js';
+import type { FakeStep, RecordedRequest } from '../../src/agents/codex/fake-model.js';
+import { itemText } from '../../src/agents/codex/fake-model.js';
 import { BIG, findRollout, setupEnv, type Env } from '../helpers/e2e.js';
 
 /** The page-read commands the delivered brief tells the agent to run (from what the model saw). */

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { appendFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { itemText, type FakeStep, type RecordedRequest } from '../../src/fake-model/server.js';
+import { itemText, type FakeStep, type RecordedRequest } from '../../src/agents/codex/fake-model.js';
 import { BIG, findRollout, outputsContaining, setupEnv, type Env } from '../helpers/e2e.js';
 
 const T = { timeout: 300_000 };

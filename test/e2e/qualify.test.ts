@@ -8,8 +8,8 @@ import { spawnSync } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { resolveCodexBin } from '../../src/codex/driver.js';
-import type { QualificationRecord } from '../../src/core/qualification.js';
+import { resolveCodexBin } from '../../src/agents/codex/driver.js';
+import type { QualificationRecord } from '../../src/agents/codex/qualification.js';
 import { LATCH } from '../helpers/e2e.js';
 
 /** The Codex release the tests pin (package.json devDependencies). */
@@ -75,7 +75,7 @@ test('a stand-in that drops PreCompact from the hooks is refused: hook-order and
   // written, but not qualifying: the machine's list is still only what the package shipped
   const onDisk = JSON.parse(readFileSync(join(home, 'qualified', `${PINNED}.json`), 'utf8')) as QualificationRecord;
   assert.equal(onDisk.qualified, false);
-  const st = spawnSync(process.execPath, ['--import', 'tsx', '-e', `import('./src/core/qualification.ts').then(m=>console.log(JSON.stringify(m.versionStatus(${JSON.stringify(PINNED)}, ${JSON.stringify(home)}))))`], { encoding: 'utf8' });
+  const st = spawnSync(process.execPath, ['--import', 'tsx', '-e', `import('./src/agents/codex/qualification.ts').then(m=>console.log(JSON.stringify(m.versionStatus(${JSON.stringify(PINNED)}, ${JSON.stringify(home)}))))`], { encoding: 'utf8' });
   const status = JSON.parse(st.stdout) as { qualified: boolean; by: { source: string }; rejected: { problem: string }[] };
   assert.equal(status.by.source, 'package', 'still qualified by the shipped record, not by this run');
   assert.match(status.rejected[0]!.problem, /failed check\(s\)/);

@@ -4,9 +4,9 @@
 // One turn whose fake-model steps write, pass the auto-compaction limit, then try a read and two
 // writes after the compaction. Used by test/e2e/app-server.test.ts and
 // scripts/capture-doctor-fixtures.ts (which saves the raw stream as a doctor fixture).
-import { AppServerSession, codexCommandFor, type AppServerMessage, type CodexHookInfo } from '../../src/codex/app-server.js';
-import { findRollout, resolveCodexBin } from '../../src/codex/driver.js';
-import type { FakeStep } from '../../src/fake-model/server.js';
+import { AppServerSession, codexCommandFor, type AppServerMessage, type CodexHookInfo } from '../../src/agents/codex/app-server.js';
+import { findRollout, resolveCodexBin } from '../../src/agents/codex/driver.js';
+import type { FakeStep } from '../../src/agents/codex/fake-model.js';
 import { BIG, PATCH, setupEnv, type Env } from './e2e.js';
 
 export const APP_SERVER_STEPS: FakeStep[] = [

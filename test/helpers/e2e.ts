@@ -4,8 +4,8 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { findRollout, runCodex, writeCodexConfig, type RunCodexResult } from '../../src/codex/driver.js';
-import { itemText, startFakeModel, type FakeModel, type FakeStep, type RecordedRequest } from '../../src/fake-model/server.js';
+import { findRollout, runCodex, writeCodexConfig, type RunCodexResult } from '../../src/agents/codex/driver.js';
+import { itemText, startFakeModel, type FakeModel, type FakeStep, type RecordedRequest } from '../../src/agents/codex/fake-model.js';
 import { stopWatchers } from './workspace.js';
 
 export const LATCH = resolve('dist', 'latch.cjs');

@@ -4,8 +4,8 @@ import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { runCodexHook } from '../../src/hook.js';
-import { ATTEMPT_TABLE, CLOSE_REASON, isAlive, type AttemptRow, type AttemptState } from '../../src/core/ledger.js';
-import { openStore } from '../../src/core/store.js';
+import { ATTEMPT_TABLE, CLOSE_REASON, isAlive, type AttemptRow, type AttemptState } from '../../src/ledger/ledger.js';
+import { openStore } from '../../src/store/store.js';
 
 export const LATCH_BIN = resolve('dist/latch.cjs');
 

@@ -3,8 +3,8 @@ import { execFileSync } from 'node:child_process';
 import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { isAlive, procStat } from '../../src/core/ledger.js';
-import { openStore } from '../../src/core/store.js';
+import { isAlive, procStat } from '../../src/ledger/ledger.js';
+import { openStore } from '../../src/store/store.js';
 
 export interface Sandbox {
   base: string;

@@ -1,4 +1,4 @@
-// AppServerSession (src/codex/app-server.ts) against a stand-in server: a node script speaking the
+// AppServerSession (src/agents/codex/app-server.ts) against a stand-in server: a node script speaking the
 // app-server's line protocol. Every stdout line is kept as written (a non-JSON line too), server
 // requests are answered with an error, error replies reject, and close() ends the server.
 import { test } from 'node:test';
@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { AppServerError, AppServerSession, type CodexCommand } from '../../src/codex/app-server.js';
+import { AppServerError, AppServerSession, type CodexCommand } from '../../src/agents/codex/app-server.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'latch-as-session-'));
 test.after(() => rmSync(dir, { recursive: true, force: true }));

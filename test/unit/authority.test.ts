@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { EVENTS, mayMutate, POLICIES, STATES, step, TABLE, compactionEvent, type AuthEvent, type AuthState } from '../../src/core/authority.js';
+import { EVENTS, mayMutate, POLICIES, STATES, step, TABLE, compactionEvent, type AuthEvent, type AuthState } from '../../src/session/authority.js';
 
 const event = fc.constantFrom(...EVENTS);
 const state = fc.constantFrom(...STATES);

@@ -26,12 +26,12 @@ import {
   verifyRead,
   type Brief,
   type BriefContent,
-} from '../../src/core/brief.js';
+} from '../../src/continuity/brief.js';
 import { briefPage, briefSet, briefShow, parseBriefMarkdown } from '../../src/commands/brief.js';
 import type { Io } from '../../src/commands/io.js';
-import { ExitError } from '../../src/core/errors.js';
-import { insertSession } from '../../src/core/records.js';
-import { openStore, type Db } from '../../src/core/store.js';
+import { ExitError } from '../../src/base/errors.js';
+import { insertSession } from '../../src/session/records.js';
+import { openStore, type Db } from '../../src/store/store.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const ROLLOUTS = join(ROOT, 'test', 'fixtures', 'rollouts');
@@ -510,7 +510,7 @@ Write the failing test first.
 });
 
 test('capture: a 0.153.4 compaction summary (no compaction_output marker) is not taken as the last agent message', async () => {
-  const { captureFromTranscript } = await import('../../src/core/brief.js');
+  const { captureFromTranscript } = await import('../../src/continuity/brief.js');
   // Captured from the real @openai/codex@0.153.4 over the loopback fake model: the agent said
   // "I did step one.", then the compaction wrote the summary as a plain assistant message (the
   // file ends at the `compacted` line, as it stands when the brief is captured after it).

@@ -12,8 +12,8 @@ import { execGuarded } from '../../src/commands/exec.js';
 import type { Io } from '../../src/commands/io.js';
 import { status } from '../../src/commands/status.js';
 import { resume, verify } from '../../src/commands/verify.js';
-import { ExitError } from '../../src/core/errors.js';
-import { openStore } from '../../src/core/store.js';
+import { ExitError } from '../../src/base/errors.js';
+import { openStore } from '../../src/store/store.js';
 import { runCodexHook } from '../../src/hook.js';
 import { appendCompaction, appendModelTurn, bash, payload, sandbox, type Sandbox } from '../helpers/workspace.js';
 

@@ -1,4 +1,4 @@
-// Process containment at a trip (src/core/contain.ts), with real processes: a fake agent (a copy of
+// Process containment at a trip (src/guard/contain.ts), with real processes: a fake agent (a copy of
 // bash named `codex`, so /proc/PID/exe says codex) starts the jobs a hostile agent would leave behind
 // (a live shell loop, nohup, setsid -f, a double fork, python and perl daemons, delayed `latch
 // verify` jobs), attempt rows cover their starts, and the "hook" (test/fixtures/contain/runner.ts,
@@ -12,9 +12,9 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { randomUUID } from 'node:crypto';
 import { hookCommand } from '../../src/commands/setup.js';
-import { attemptWindows, contain, environOf, listForSession, hookCommandText, isAgentProcess, isHookInvocation, listCandidates, procSupported, readProc, bootNs, type ContainResult } from '../../src/core/contain.js';
-import { nowNs } from '../../src/core/ledger.js';
-import { openStore } from '../../src/core/store.js';
+import { attemptWindows, contain, environOf, listForSession, hookCommandText, isAgentProcess, isHookInvocation, listCandidates, procSupported, readProc, bootNs, type ContainResult } from '../../src/guard/contain.js';
+import { nowNs } from '../../src/ledger/ledger.js';
+import { openStore } from '../../src/store/store.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const RUNNER = join(ROOT, 'test', 'fixtures', 'contain', 'runner.ts');

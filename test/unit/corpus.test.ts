@@ -1,5 +1,5 @@
 // The adversarial corpus of issue 10 with a real oracle. For every case (test/helpers/corpus/cases.ts)
-// the decision is computed by `heldShell` (src/core/held.ts), the one place that decides what a Bash
+// the decision is computed by `heldShell` (src/guard/held.ts), the one place that decides what a Bash
 // call of a held session may do, in two modes:
 //   sandbox     — with the real Codex read-only sandbox (`codex sandbox` from node_modules), as when a
 //                 sandbox runs;
@@ -11,7 +11,7 @@
 // and ctime; only atime is ignored), no marker appeared, and no canary planted in the store or the
 // registration shows in the output. A root whose snapshot did not change at all is reused as it is
 // (restoring it would be a no-op); any change, and every arm with background jobs, restores it. Latch's own exact reads
-// (`node <dist>/latch.cjs status`...) are replayed by the hook (src/core/guard.ts `latchReplay`): the
+// (`node <dist>/latch.cjs status`...) are replayed by the hook (src/guard/guard.ts `latchReplay`): the
 // agent's command becomes a printf, and that is what runs here too.
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -19,9 +19,9 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { classifierContext, heldShell } from '../../src/core/held.js';
-import { latchReadArgs, replayCommand } from '../../src/core/sandbox.js';
-import type { ClassifyContext } from '../../src/core/readonly.js';
+import { classifierContext, heldShell } from '../../src/guard/held.js';
+import { latchReadArgs, replayCommand } from '../../src/agents/codex/sandbox.js';
+import type { ClassifyContext } from '../../src/shell/readonly.js';
 import { CATEGORIES, caseKey, corpus, type Case } from '../helpers/corpus/cases.js';
 import { KNOWN, knownCause } from '../helpers/corpus/known.js';
 import { buildRoot, CANARY, diffSnapshots, endProcessesOf, resetRoot, runArm, runShell, snapshot, subst, type Root } from '../helpers/corpus/scratch.js';
@@ -258,7 +258,7 @@ describe('adversarial corpus (issue 10): heldShell decisions, run for real', () 
   });
 
   test('every program the classifier admits has GTFOBins-style payloads', () => {
-    const src = readFileSync(path.resolve('src/core/readonly.ts'), 'utf8');
+    const src = readFileSync(path.resolve('src/shell/readonly.ts'), 'utf8');
     const start = src.indexOf('const CHECKS');
     const block = src.slice(start, src.indexOf(']);', src.indexOf('new Map', start)));
     const admitted = new Set([...block.matchAll(/'([a-z0-9]+)'/g)].map((m) => m[1]!));

@@ -10,8 +10,8 @@ import { fileURLToPath } from 'node:url';
 import { doctor, leadingWords, parseHookCommand, runChecks, trustKey, type Check } from '../../src/commands/doctor.js';
 import { hookCommand, LATCH_EVENTS, setupCodex } from '../../src/commands/setup.js';
 import type { Io } from '../../src/commands/io.js';
-import { listCodexHooks, listCodexHooksIsolated, resolveCodex } from '../../src/codex/app-server.js';
-import { openStore } from '../../src/core/store.js';
+import { listCodexHooks, listCodexHooksIsolated, resolveCodex } from '../../src/agents/codex/app-server.js';
+import { openStore } from '../../src/store/store.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const ENTRY = join(ROOT, 'dist', 'latch.cjs');

@@ -12,8 +12,8 @@ import Ajv2020 from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { changedLineIndices, exportAgentTrace, type TraceRecord } from '../../src/commands/export.js';
 import type { Io } from '../../src/commands/io.js';
-import { ExitError } from '../../src/core/errors.js';
-import { openStore } from '../../src/core/store.js';
+import { ExitError } from '../../src/base/errors.js';
+import { openStore } from '../../src/store/store.js';
 import { runCodexHook } from '../../src/hook.js';
 import { assertValidReply } from '../helpers/schemas.js';
 import { bash, payload, sandbox, type Sandbox } from '../helpers/workspace.js';
@@ -24,7 +24,7 @@ addFormats.default(ajv);
 const validate = ajv.compile(schema);
 
 const SID = '01a22688-8615-7ef2-aa8c-b2ef65102b46';
-/** Clear of the attribution's 20 ms window-edge margin (src/core/observe.ts EDGE_NS). */
+/** Clear of the attribution's 20 ms window-edge margin (src/ledger/observe.ts EDGE_NS). */
 const GAP = 60;
 
 function assertValidTrace(data: unknown): TraceRecord {

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
-import { COMPACTION_MARKER, isCompactionRequest, startFakeModel } from '../../src/fake-model/server.js';
+import { COMPACTION_MARKER, isCompactionRequest, startFakeModel } from '../../src/agents/codex/fake-model.js';
 
 type Sse = { event: string; data: any };
 

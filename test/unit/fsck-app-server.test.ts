@@ -9,9 +9,9 @@ import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type Database from 'better-sqlite3';
-import { fsckFile, type FsckReport } from '../../src/core/fsck.js';
-import { callIdOfRun, commandOfItem } from '../../src/core/fsck-analyser.js';
-import { openStore } from '../../src/core/store.js';
+import { fsckFile, type FsckReport } from '../../src/agents/codex/fsck/fsck.js';
+import { callIdOfRun, commandOfItem } from '../../src/agents/codex/fsck/analyser.js';
+import { openStore } from '../../src/store/store.js';
 
 const DIR = join('test', 'fixtures', 'doctor');
 const STREAM = join(DIR, 'app-server-latched.jsonl');

@@ -1,4 +1,4 @@
-// The byte readers behind `latch doctor`'s fast path (src/core/fsck-bytes.ts) against the string-based
+// The byte readers behind `latch doctor`'s fast path (src/agents/codex/fsck/bytes.ts) against the string-based
 // readings they stand in for (JSON.parse, the regexes, a bounded search), and the analyser's
 // bookkeeping of calls waiting for their outputs on a file shaped to stress it.
 import { test } from 'node:test';
@@ -7,7 +7,7 @@ import fc from 'fast-check';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { classifyOutput, fsckFile } from '../../src/core/fsck.js';
+import { classifyOutput, fsckFile } from '../../src/agents/codex/fsck/fsck.js';
 import {
   DIGITS,
   digitsAt,
@@ -26,7 +26,7 @@ import {
   stringEnd,
   stringEndShort,
   turnIdAt,
-} from '../../src/core/fsck-bytes.js';
+} from '../../src/agents/codex/fsck/bytes.js';
 
 const REAL = join('test', 'fixtures', 'doctor', 'hooked-session.jsonl');
 const view = (b: Buffer) => new DataView(b.buffer, b.byteOffset, b.length);

@@ -1,4 +1,4 @@
-// `latch doctor FILE`: the streaming rollout / app-server analyser (src/core/fsck.ts) on fixtures
+// `latch doctor FILE`: the streaming rollout / app-server analyser (src/agents/codex/fsck/fsck.ts) on fixtures
 // captured from the real Codex 0.169.0 (scripts/capture-doctor-fixtures.ts) and damaged copies.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -8,8 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { decompress } from 'fzstd';
-import { fsckFile, MAX_KEEP, type FsckReport } from '../../src/core/fsck.js';
-import { openStore } from '../../src/core/store.js';
+import { fsckFile, MAX_KEEP, type FsckReport } from '../../src/agents/codex/fsck/fsck.js';
+import { openStore } from '../../src/store/store.js';
 import { transcriptDoctor } from '../../src/commands/transcript-doctor.js';
 import type { Io } from '../../src/commands/io.js';
 

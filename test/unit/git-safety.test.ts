@@ -6,8 +6,8 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { gitState, workspaceRoot } from '../../src/core/git.js';
-import { listGitPaths } from '../../src/core/tree.js';
+import { gitState, workspaceRoot } from '../../src/base/git.js';
+import { listGitPaths } from '../../src/tree/tree.js';
 import { ignoredDirs } from '../../src/watch/ignored.js';
 import { git, tmpDir } from '../helpers/git.js';
 
@@ -53,8 +53,8 @@ test('gitState, workspaceRoot, the tree listing and the watcher’s ignore query
 });
 
 test('a held git read (the held-read environment + the spelling the classifier accepts) runs none of them', async () => {
-  const { classifyCommand } = await import('../../src/core/readonly.js');
-  const { wrapClassifierOnly } = await import('../../src/core/sandbox.js');
+  const { classifyCommand } = await import('../../src/shell/readonly.js');
+  const { wrapClassifierOnly } = await import('../../src/agents/codex/sandbox.js');
   const { repo, marks } = armedRepo();
   // Arm what the held spelling leaves to the environment: hooks on index refresh, signatures, pagers.
   git(repo, 'config', 'core.hooksPath', path.join(repo, '.git', 'hooks'));

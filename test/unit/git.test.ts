@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto';
 import { mkdirSync, realpathSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { gitState, isInsideWorkTree, workspaceRoot } from '../../src/core/git.js';
+import { gitState, isInsideWorkTree, workspaceRoot } from '../../src/base/git.js';
 import { git, tmpDir as tmpDirIn } from '../helpers/git.js';
 
 const tmpDir = (): string => tmpDirIn('latch-git-');

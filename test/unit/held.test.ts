@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { classifierContext, patchPaths, patchTouchesLatch } from '../../src/core/held.js';
+import { classifierContext, patchPaths, patchTouchesLatch } from '../../src/guard/held.js';
 import { tmpDir } from '../helpers/git.js';
 
 const patch = (...lines: string[]) => `*** Begin Patch\n${lines.join('\n')}\n*** End Patch\n`;

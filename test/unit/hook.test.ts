@@ -5,10 +5,10 @@ import assert from 'node:assert/strict';
 import { chmodSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { runCodexHook } from '../../src/hook.js';
-import { openStore } from '../../src/core/store.js';
-import { dbPath } from '../../src/core/paths.js';
+import { openStore } from '../../src/store/store.js';
+import { dbPath } from '../../src/base/paths.js';
 import { assertValidReply } from '../helpers/schemas.js';
-import { shellQuote } from '../../src/core/sandbox.js';
+import { shellQuote } from '../../src/agents/codex/sandbox.js';
 import { appendCompaction, appendModelTurn, bash, payload, sandbox, type Sandbox } from '../helpers/workspace.js';
 
 async function hook(sb: Sandbox, p: Record<string, unknown>, expected: string | null = null) {

@@ -9,12 +9,12 @@ import assert from 'node:assert/strict';
 import { appendFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
-import { immediate, openStore } from '../../src/core/store.js';
-import { CLOSE_REASON, getAttempt } from '../../src/core/ledger.js';
-import { recoverOrphans } from '../../src/core/guard.js';
+import { immediate, openStore } from '../../src/store/store.js';
+import { CLOSE_REASON, getAttempt } from '../../src/ledger/ledger.js';
+import { recoverOrphans } from '../../src/guard/guard.js';
 import { appendCompaction, payload, rolloutLine, sandbox, type Sandbox } from '../helpers/workspace.js';
 import { crashClose, deadPid, hookInProcess, ledgerProblems, orphans, readLedger, reachable, sleep, type Reply } from '../helpers/ledger.js';
-import type { AttemptState } from '../../src/core/ledger.js';
+import type { AttemptState } from '../../src/ledger/ledger.js';
 
 type Sid = 'S' | 'T';
 const SESSIONS: Sid[] = ['S', 'T'];

@@ -6,8 +6,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { openStore, type Db } from '../../src/core/store.js';
-import { CLOSE_REASON } from '../../src/core/ledger.js';
+import { openStore, type Db } from '../../src/store/store.js';
+import { CLOSE_REASON } from '../../src/ledger/ledger.js';
 import { payload, rolloutLine, sandbox, type Sandbox } from '../helpers/workspace.js';
 import {
   assertFreshBuild,

@@ -1,14 +1,14 @@
 // observeTree / observeWorkspace: the compact observation state, the delta, and the rules that let an
-// observation reuse the previous `git ls-files` listing (src/core/tree.ts, "Observations").
+// observation reuse the previous `git ls-files` listing (src/tree/tree.ts, "Observations").
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { lstatSync, mkdirSync, renameSync, symlinkSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { MIGRATIONS } from '../../src/core/schema.js';
-import { observeTree, snapshotTree, SqliteStatCache, type TreeObservation } from '../../src/core/tree.js';
-import { attribute, observeWorkspace } from '../../src/core/observe.js';
-import { awaitFileClock, nowNs } from '../../src/core/ledger.js';
+import { MIGRATIONS } from '../../src/store/schema.js';
+import { observeTree, snapshotTree, SqliteStatCache, type TreeObservation } from '../../src/tree/tree.js';
+import { attribute, observeWorkspace } from '../../src/ledger/observe.js';
+import { awaitFileClock, nowNs } from '../../src/ledger/ledger.js';
 import { git, tmpDir as tmpDirIn } from '../helpers/git.js';
 
 const tmpDir = (): string => tmpDirIn('latch-observe-');

@@ -1,5 +1,5 @@
-// The one source of truth for qualified Codex versions (src/core/qualification.ts), the records
-// `latch qualify codex` writes, the hook-schema reader/validator (src/qualify/schemas.ts), the
+// The one source of truth for qualified Codex versions (src/agents/codex/qualification.ts), the records
+// `latch qualify codex` writes, the hook-schema reader/validator (src/agents/codex/qualify/schemas.ts), the
 // `latch qualify` usage errors, and `latch doctor FILE`'s exit codes (damage vs age).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -20,15 +20,15 @@ import {
   shippedQualifiedVersions,
   versionStatus,
   type QualificationRecord,
-} from '../../src/core/qualification.js';
-import { doctorExit, gradeFindings } from '../../src/core/qualification-doctor.js';
-import { QUALIFIED_VERSIONS, qualifiedVersionsOfStore } from '../../src/core/qualify.js';
-import { fsckFile } from '../../src/core/fsck.js';
+} from '../../src/agents/codex/qualification.js';
+import { doctorExit, gradeFindings } from '../../src/agents/codex/qualification-doctor.js';
+import { QUALIFIED_VERSIONS, qualifiedVersionsOfStore } from '../../src/agents/codex/qualify.js';
+import { fsckFile } from '../../src/agents/codex/fsck/fsck.js';
 import { transcriptDoctor } from '../../src/commands/transcript-doctor.js';
 import { cliMain } from '../../src/cli.js';
 import type { Io } from '../../src/commands/io.js';
-import { CHECKS } from '../../src/qualify/run.js';
-import { diffSchemas, extractHookSchemas, referenceSchemas, validate, type Schema } from '../../src/qualify/schemas.js';
+import { CHECKS } from '../../src/agents/codex/qualify/run.js';
+import { diffSchemas, extractHookSchemas, referenceSchemas, validate, type Schema } from '../../src/agents/codex/qualify/schemas.js';
 
 const created: string[] = [];
 test.after(() => {

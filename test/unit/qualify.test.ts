@@ -31,7 +31,7 @@ import {
   type QualifyInput,
   type QualifyOptions,
   type RecordedTranscript,
-} from '../../src/core/qualify.js';
+} from '../../src/agents/codex/qualify.js';
 
 // ---------------------------------------------------------------------------------------------
 // The real 0.169 rollout and lines in its shapes.

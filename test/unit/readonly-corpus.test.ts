@@ -10,7 +10,7 @@ import { mkdtempSync, mkdirSync, writeFileSync, readdirSync, readFileSync, rmSyn
 import { createHash } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { classifyCommand, type ClassifyContext } from '../../src/core/readonly.js';
+import { classifyCommand, type ClassifyContext } from '../../src/shell/readonly.js';
 
 process.env.GIT_CONFIG_SYSTEM = '/dev/null';
 process.env.XDG_CONFIG_HOME = '/nonexistent-xdg';

@@ -12,7 +12,7 @@ import { mkdtempSync, mkdirSync, writeFileSync, readdirSync, readFileSync, rmSyn
 import { createHash } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { classifyCommand, type ClassifyContext } from '../../src/core/readonly.js';
+import { classifyCommand, type ClassifyContext } from '../../src/shell/readonly.js';
 
 // Test isolation for the classifier's configuration check (it reads the system and XDG files).
 process.env.GIT_CONFIG_SYSTEM = '/dev/null';

@@ -3,8 +3,8 @@ import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { posix } from 'node:path';
 import fc from 'fast-check';
-import { classifyCommand, type ClassifyContext } from '../../src/core/readonly.js';
-import { parseCommandList, forbiddenCharacter } from '../../src/core/shell-words.js';
+import { classifyCommand, type ClassifyContext } from '../../src/shell/readonly.js';
+import { parseCommandList, forbiddenCharacter } from '../../src/shell/words.js';
 
 process.env.GIT_CONFIG_SYSTEM = '/dev/null';
 process.env.XDG_CONFIG_HOME = '/nonexistent-xdg';

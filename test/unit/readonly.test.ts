@@ -4,8 +4,8 @@ import { homedir, tmpdir } from 'node:os';
 import { mkdtempSync, realpathSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
-import { classifyCommand, type ClassifyContext } from '../../src/core/readonly.js';
-import { parseCommandList } from '../../src/core/shell-words.js';
+import { classifyCommand, type ClassifyContext } from '../../src/shell/readonly.js';
+import { parseCommandList } from '../../src/shell/words.js';
 
 const HOME = '/home/tester';
 const LATCH_HOME = `${HOME}/.local/state/latch`;

@@ -9,11 +9,11 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Io } from '../../src/commands/io.js';
 import { esc, mdCode, mdText, report } from '../../src/commands/report.js';
 import { verify } from '../../src/commands/verify.js';
-import { ExitError } from '../../src/core/errors.js';
+import { ExitError } from '../../src/base/errors.js';
 import { runCodexHook } from '../../src/hook.js';
 import { appendCompaction, appendModelTurn, bash, payload, sandbox, type Sandbox } from '../helpers/workspace.js';
 
-/** Clear of the attribution's 20 ms window-edge margin (src/core/observe.ts). */
+/** Clear of the attribution's 20 ms window-edge margin (src/ledger/observe.ts). */
 const GAP = 60;
 const WEIRD = 'we<ird>&"q\'.txt';
 const XSS_CMD = `echo '<script>window.__pwned = 1</script>' > '${WEIRD}' && echo "a&b" > notes.txt`;

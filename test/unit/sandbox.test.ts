@@ -7,8 +7,8 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import fc from 'fast-check';
-import { latchReadArgs, readOnlySandbox, replayCommand, shellQuote, wrapReadOnly } from '../../src/core/sandbox.js';
-import { codexReply } from '../../src/adapters/codex.js';
+import { latchReadArgs, readOnlySandbox, replayCommand, shellQuote, wrapReadOnly } from '../../src/agents/codex/sandbox.js';
+import { codexReply } from '../../src/agents/codex/hooks.js';
 import { assertValidReply } from '../helpers/schemas.js';
 import { tmpDir } from '../helpers/git.js';
 

@@ -11,10 +11,10 @@ import fc from 'fast-check';
 import { cliMain } from '../../src/cli.js';
 import type { Io } from '../../src/commands/io.js';
 import { hookCommand, isLatchHandler, LATCH_EVENTS, mergeLatchHooks, removeLatchHooks, setupCodex, uninstallCodex } from '../../src/commands/setup.js';
-import { listCodexHooks, resolveCodex } from '../../src/codex/app-server.js';
-import { TRACKED_TOOL_MATCHER } from '../../src/core/tools.js';
-import { openStore } from '../../src/core/store.js';
-import { loadRecorded } from '../../src/core/tamper.js';
+import { listCodexHooks, resolveCodex } from '../../src/agents/codex/app-server.js';
+import { TRACKED_TOOL_MATCHER } from '../../src/agents/codex/tools.js';
+import { openStore } from '../../src/store/store.js';
+import { loadRecorded } from '../../src/guard/tamper.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const ENTRY = join(ROOT, 'dist', 'latch.cjs');
@@ -570,7 +570,7 @@ test('uninstall keeps an emptied Latch group as a placeholder when someone else\
   assert.equal(file.hooks!.PreToolUse, undefined, 'an event with only Latch groups is removed');
 });
 
-describe('setup records the registration fingerprint (src/core/tamper.ts)', () => {
+describe('setup records the registration fingerprint (src/guard/tamper.ts)', () => {
   test('user setup: the hooks file, config.toml, the installed files; the output says how to re-record', async () => {
     const b = box();
     assert.equal(await setupCodex(b.io, { codexHome: b.codexHome, entry: ENTRY }), 0);

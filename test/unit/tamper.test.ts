@@ -1,4 +1,4 @@
-// Tamper evidence for Latch's registration (src/core/tamper.ts): what setup records, what each
+// Tamper evidence for Latch's registration (src/guard/tamper.ts): what setup records, what each
 // tier notices, and what a tamper does to the workspace's sessions. Every test runs on a throwaway
 // install (a copy of dist/ layout with small files), CODEX_HOME, HOME and PATH.
 import { test, describe, after } from 'node:test';
@@ -11,8 +11,8 @@ import { join } from 'node:path';
 import type { Io } from '../../src/commands/io.js';
 import { setupCodex, uninstallCodex } from '../../src/commands/setup.js';
 import { status } from '../../src/commands/status.js';
-import { openStore, type Db } from '../../src/core/store.js';
-import { getSession } from '../../src/core/records.js';
+import { openStore, type Db } from '../../src/store/store.js';
+import { getSession } from '../../src/session/records.js';
 import {
   checkRegistration,
   fullCheck,
@@ -24,7 +24,7 @@ import {
   tamperReasons,
   trustKeysOf,
   type Finding,
-} from '../../src/core/tamper.js';
+} from '../../src/guard/tamper.js';
 
 type Json = any; // eslint-disable-line @typescript-eslint/no-explicit-any
 

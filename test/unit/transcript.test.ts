@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import { appendFileSync, mkdtempSync, readFileSync, renameSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { EMPTY_SCAN, scanTranscript, topLevelType, type ScanState } from '../../src/core/transcript.js';
+import { EMPTY_SCAN, scanTranscript, topLevelType, type ScanState } from '../../src/agents/codex/rollout.js';
 
 const REAL = join('test', 'fixtures', 'rollouts', 'auto-compaction.jsonl');
 const FORK = join('test', 'fixtures', 'rollouts', 'fork-of-compacted.jsonl');

@@ -32,7 +32,7 @@ import {
   type StatCache,
   type StatCacheEntry,
   type TreeEntry,
-} from '../../src/core/tree.js';
+} from '../../src/tree/tree.js';
 import { git, tmpDir as tmpDirIn } from '../helpers/git.js';
 
 const tmpDir = (): string => tmpDirIn('latch-tree-');

@@ -14,10 +14,10 @@ import { parse as parseToml } from 'smol-toml';
 import { runChecks, type Check } from '../../src/commands/doctor.js';
 import type { Io } from '../../src/commands/io.js';
 import { LATCH_EVENTS, setupCodex, withTrustEntries } from '../../src/commands/setup.js';
-import { listCodexHooks, resolveCodex, type CodexHookInfo } from '../../src/codex/app-server.js';
-import { resolveCodexBin } from '../../src/codex/driver.js';
-import { openStore } from '../../src/core/store.js';
-import { registrationReport } from '../../src/core/tamper.js';
+import { listCodexHooks, resolveCodex, type CodexHookInfo } from '../../src/agents/codex/app-server.js';
+import { resolveCodexBin } from '../../src/agents/codex/driver.js';
+import { openStore } from '../../src/store/store.js';
+import { registrationReport } from '../../src/guard/tamper.js';
 import { BIG, setupEnv } from '../helpers/e2e.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -319,7 +319,7 @@ interface ExecResult {
   stderr: string;
 }
 
-/** `codex exec --json` WITHOUT the trust bypass (src/codex/driver.ts always adds it). */
+/** `codex exec --json` WITHOUT the trust bypass (src/agents/codex/driver.ts always adds it). */
 function codexExecTrusted(codexHome: string, latchHome: string, cwd: string, prompt: string): Promise<ExecResult> {
   const bin = resolveCodexBin();
   const env: Record<string, string> = {};

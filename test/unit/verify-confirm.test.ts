@@ -10,9 +10,9 @@ import { chmodSync, copyFileSync, existsSync, readFileSync, writeFileSync } from
 import { join } from 'node:path';
 import type { Io } from '../../src/commands/io.js';
 import { verify, resume, type Confirmer } from '../../src/commands/verify.js';
-import { containAfterTrip, findAgent, procSupported } from '../../src/core/contain.js';
-import { nowNs } from '../../src/core/ledger.js';
-import { openStore } from '../../src/core/store.js';
+import { containAfterTrip, findAgent, procSupported } from '../../src/guard/contain.js';
+import { nowNs } from '../../src/ledger/ledger.js';
+import { openStore } from '../../src/store/store.js';
 import { runCodexHook } from '../../src/hook.js';
 import { assertFreshBuild, LATCH_BIN } from '../helpers/ledger.js';
 import { appendCompaction, appendModelTurn, bash, payload, sandbox, type Sandbox } from '../helpers/workspace.js';

@@ -1,5 +1,5 @@
 // The workspace watcher (src/watch/daemon.ts, a real process from dist/latch.cjs) and the observations
-// it lets skip (src/core/tree.ts with a watch hint): every hinted observation must report exactly
+// it lets skip (src/tree/tree.ts with a watch hint): every hinted observation must report exactly
 // what a full observation of the same tree reports, while stat-ing only what changed.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -8,13 +8,13 @@ import { chmodSync, linkSync, mkdirSync, readFileSync, renameSync, rmSync, symli
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import fc from 'fast-check';
-import { CLOSE_REASON, isAlive, procStat } from '../../src/core/ledger.js';
-import { MIGRATIONS } from '../../src/core/schema.js';
-import { openStore, type Db } from '../../src/core/store.js';
-import { observeTree, snapshotTree, type TreeObservation } from '../../src/core/tree.js';
+import { CLOSE_REASON, isAlive, procStat } from '../../src/ledger/ledger.js';
+import { MIGRATIONS } from '../../src/store/schema.js';
+import { openStore, type Db } from '../../src/store/store.js';
+import { observeTree, snapshotTree, type TreeObservation } from '../../src/tree/tree.js';
 import { syncWatcher, WATCHER_NODE_FLAG } from '../../src/watch/client.js';
 import { cliMain } from '../../src/cli.js';
-import { EXIT } from '../../src/core/errors.js';
+import { EXIT } from '../../src/base/errors.js';
 import { git, tmpDir } from '../helpers/git.js';
 import { bash, payload, sandbox } from '../helpers/workspace.js';
 

@@ -2,10 +2,10 @@
 // Reply formats are the ones Codex 0.169.0 accepts (see docs/codex-notes.md); tests check every reply
 // against the hook output schemas extracted from the binary.
 import * as v from 'valibot';
-import type { Decision, LatchEvent, Observation, StartSource } from '../core/guard.js';
+import type { Decision, LatchEvent, Observation, StartSource } from '../../guard/guard.js';
 
 const KNOWN_SOURCES: ReadonlySet<string> = new Set(['startup', 'resume', 'clear', 'compact', 'fork']);
-import { classifyTool } from '../core/tools.js';
+import { classifyTool } from './tools.js';
 
 const Str = v.string();
 const OptStr = v.optional(v.string());

@@ -4,11 +4,11 @@
 //   - shipped in the package: <package>/data/qualified/<version>.json (produced by `latch qualify
 //     codex` on the real binaries and committed), or
 //   - this machine's: $LATCH_HOME/qualified/<version>.json (written by `latch qualify codex` here).
-// Native resume (src/core/qualify.ts via continuity.ts), `latch doctor`'s version check and
-// `latch doctor FILE` (src/core/fsck.ts) all read this list; nothing else names a version.
+// Native resume (src/agents/codex/qualify.ts via continuity.ts), `latch doctor`'s version check and
+// `latch doctor FILE` (src/agents/codex/fsck/fsck.ts) all read this list; nothing else names a version.
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { packageRoot } from '../../base/paths.js';
 
 export const RECORD_SCHEMA = 'latch.qualification/1';
 
@@ -56,19 +56,10 @@ export function isVersion(v: unknown): v is string {
   return typeof v === 'string' && VERSION_RE.test(v);
 }
 
-/** <package>/data, found beside the running file (src/core → ../../data; dist → ../data). */
+/** <package>/data, found from the running file (the bundle in dist/, or the sources). */
 export function packageDataDir(): string | null {
-  let here: string;
-  try {
-    here = dirname(fileURLToPath(import.meta.url));
-  } catch {
-    return null;
-  }
-  for (const up of ['..', join('..', '..')]) {
-    const root = join(here, up);
-    if (existsSync(join(root, 'package.json')) && existsSync(join(root, 'data'))) return join(root, 'data');
-  }
-  return null;
+  const root = packageRoot();
+  return root && existsSync(join(root, 'data')) ? join(root, 'data') : null;
 }
 
 export function shippedRecordsDir(): string | null {

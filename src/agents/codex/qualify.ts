@@ -46,7 +46,7 @@ export interface QualifyInput {
   payload: { session_id: string; cwd: string; model: string | null; permission_mode: string | null };
   /**
    * Exact allowlist of session_meta.cli_version values (no ranges): the versions with a passing
-   * qualification record (src/core/qualification.ts), e.g. qualifiedVersionsOfStore(db).
+   * qualification record (src/agents/codex/qualification.ts), e.g. qualifiedVersionsOfStore(db).
    */
   qualifiedVersions: readonly string[];
   currentBrief: BriefDigest | null;

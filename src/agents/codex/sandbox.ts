@@ -10,7 +10,7 @@
 // was still mutable) can make the sandbox writable. With Latch's home no project is trusted.
 import { closeSync, fstatSync, lstatSync, mkdirSync, openSync, readFileSync, readlinkSync, rmSync, statSync, symlinkSync, unlinkSync, writeFileSync, constants } from 'node:fs';
 import { basename, join } from 'node:path';
-import { GIT_SAFE_CONFIG } from './readonly.js';
+import { GIT_SAFE_CONFIG } from '../../shell/readonly.js';
 
 export interface Sandbox {
   kind: 'codex';

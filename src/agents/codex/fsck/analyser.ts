@@ -1,7 +1,7 @@
 // The rollout / app-server analyser behind `latch doctor FILE`: it is fed lines (LineSplitter) and
 // keeps the counts, compactions, tool calls and attempts of the report. It touches no file and no
 // store: fsck.ts reads the file, opens the store, cross-checks and builds the report.
-import { errorMessage } from './errors.js';
+import { errorMessage } from '../../../base/errors.js';
 import {
   ARGS_KEY,
   CALL_ID_KEY,
@@ -27,8 +27,8 @@ import {
   timestampEnd,
   turnIdAt,
   walkFields,
-} from './fsck-bytes.js';
-import { classifyCommand } from './readonly.js';
+} from './bytes.js';
+import { classifyCommand } from '../../../shell/readonly.js';
 
 
 /** Top-level rollout record types written by Codex 0.169.0 (RolloutItem variants, read in the binary). */
@@ -1497,7 +1497,7 @@ export class Analyser {
 /**
  * The shell text of an app-server commandExecution item: its one command action's text (Codex's
  * `bash -lc` wrapper removed), else the item's command. A held read Latch rewrote (its clean shell,
- * inside `codex sandbox` or not: src/core/sandbox.ts) is reported as the command the model gave.
+ * inside `codex sandbox` or not: src/agents/codex/sandbox.ts) is reported as the command the model gave.
  */
 export function commandOfItem(item: Record<string, unknown>): string {
   const actions = Array.isArray(item.commandActions) ? (item.commandActions as unknown[]) : [];

@@ -1,4 +1,4 @@
-// Byte-level readers for `latch doctor` (src/core/fsck.ts): they read a line's fields in place in the
+// Byte-level readers for `latch doctor` (src/agents/codex/fsck/fsck.ts): they read a line's fields in place in the
 // read buffer, without making a string or a native call per line. Every one of them either returns
 // exactly what the string-based reading it replaces would (JSON.parse, a regex on the decoded text, a
 // search from the line start), or says it cannot (-1 / null / false) so the caller takes that path.

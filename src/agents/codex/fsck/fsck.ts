@@ -16,22 +16,22 @@
 // checkpoint hashed (its transcript path), and denials and compactions only with the store records
 // made while the stream was written (its emittedAtMs); its blocked calls are its PreToolUse runs
 // with status "blocked" (the analyser's hook/started / hook/completed handling).
-import { doctorExit, gradeFindings, qualifiedWriters, type DoctorExit, type DoctorSeverity } from './qualification-doctor.js';
+import { doctorExit, gradeFindings, qualifiedWriters, type DoctorExit, type DoctorSeverity } from '../qualification-doctor.js';
 import type { Hash } from 'node:crypto';
-import { nodeCrypto } from './lazy.js';
+import { nodeCrypto } from '../../../base/lazy.js';
 import { closeSync, existsSync, fstatSync, openSync, read, readSync, realpathSync, statSync } from 'node:fs';
 import { basename, resolve } from 'node:path';
-import { errorMessage } from './errors.js';
-import { Analyser, CHUNK, LineSplitter, LIST_CAP, obj, type Attempt, type CompactionReport, type Finding, type Format, type HeldInterval, type HookRunsReport, type Layout, type OutcomeCounts, type SessionInfo, type WriterInfo } from './fsck-analyser.js';
-import { openStore, type Db } from './store.js';
-import { dbPath } from './paths.js';
+import { errorMessage } from '../../../base/errors.js';
+import { Analyser, CHUNK, LineSplitter, LIST_CAP, obj, type Attempt, type CompactionReport, type Finding, type Format, type HeldInterval, type HookRunsReport, type Layout, type OutcomeCounts, type SessionInfo, type WriterInfo } from './analyser.js';
+import { openStore, type Db } from '../../../store/store.js';
+import { dbPath } from '../../../base/paths.js';
 
-export { classifyOutput, KNOWN_RECORD_TYPES, MAX_KEEP } from './fsck-analyser.js';
-export type { Attempt, CompactionReport, Finding, HookRunInfo, HookRunsReport, Outcome, OutcomeCounts, Severity } from './fsck-analyser.js';
+export { classifyOutput, KNOWN_RECORD_TYPES, MAX_KEEP } from './analyser.js';
+export type { Attempt, CompactionReport, Finding, HookRunInfo, HookRunsReport, Outcome, OutcomeCounts, Severity } from './analyser.js';
 
 /** The versions the package qualified (data/qualified); a report uses qualifiedWriters($LATCH_HOME), which adds this machine's. */
 export const QUALIFIED_WRITERS: readonly string[] = qualifiedWriters(null);
-export { DOCTOR_EXIT, doctorExit, type DoctorExit, type DoctorSeverity } from './qualification-doctor.js';
+export { DOCTOR_EXIT, doctorExit, type DoctorExit, type DoctorSeverity } from '../qualification-doctor.js';
 
 export interface StoreCrossCheck {
   home: string;
@@ -96,7 +96,7 @@ export interface FsckReport {
   findings: ReportFinding[];
 }
 
-/** A finding as reported: the analyser's, graded error | warning | notice (src/core/qualification-doctor.ts). */
+/** A finding as reported: the analyser's, graded error | warning | notice (src/agents/codex/qualification-doctor.ts). */
 export type ReportFinding = Omit<Finding, 'severity'> & { severity: DoctorSeverity };
 
 export interface FsckOptions {
@@ -688,7 +688,7 @@ function buildReport(a: Analyser, path: string, compression: FsckReport['compres
         : `the writer version is unknown (Latch qualifies: ${a.writer.allowlist.join(', ')})`,
     );
   }
-  // Damage vs age (src/core/qualification-doctor.ts): an unqualified writer's differences are notices (exit 3).
+  // Damage vs age (src/agents/codex/qualification-doctor.ts): an unqualified writer's differences are notices (exit 3).
   const findings = gradeFindings([...a.findings.values()], a.writer);
   const exit = doctorExit(unreadable !== null, findings);
   return {

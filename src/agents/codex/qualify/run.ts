@@ -17,14 +17,14 @@ import { chmodSync, closeSync, copyFileSync, existsSync, symlinkSync, mkdirSync,
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
-import { codexDeny, codexReply } from '../adapters/codex.js';
-import { findRollout, listRollouts, runCodex, writeCodexConfig, type RunCodexResult } from '../codex/driver.js';
-import { defaultEntry, LATCH_EVENTS } from '../commands/setup.js';
-import { itemText, startFakeModel, type FakeItem, type FakeStep, type RecordedRequest } from '../fake-model/server.js';
-import { fsckFile } from '../core/fsck.js';
-import { openStore } from '../core/store.js';
-import { KNOWN_RECORD_TYPES } from '../core/qualify.js';
-import { RECORD_SCHEMA, parseCodexVersion, type QualificationCheck, type QualificationRecord } from '../core/qualification.js';
+import { codexDeny, codexReply } from '../hooks.js';
+import { findRollout, listRollouts, runCodex, writeCodexConfig, type RunCodexResult } from '../driver.js';
+import { defaultEntry, LATCH_EVENTS } from '../../../commands/setup.js';
+import { itemText, startFakeModel, type FakeItem, type FakeStep, type RecordedRequest } from '../fake-model.js';
+import { fsckFile } from '../fsck/fsck.js';
+import { openStore } from '../../../store/store.js';
+import { KNOWN_RECORD_TYPES } from '../qualify.js';
+import { RECORD_SCHEMA, parseCodexVersion, type QualificationCheck, type QualificationRecord } from '../qualification.js';
 import { diffSchemas, EVENT_SCHEMA, extractHookSchemas, referenceSchemas, validate, type Schema } from './schemas.js';
 
 declare const __LATCH_VERSION__: string | undefined;

@@ -5,7 +5,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
-import { packageDataDir } from '../core/qualification.js';
+import { packageDataDir } from '../qualification.js';
 
 export type Schema = Record<string, unknown>;
 
