@@ -11,7 +11,10 @@ import { mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:
 import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { listGitPaths, snapshotTree, SqliteStatCache, TREE_CACHE_SQL } from '../src/tree/tree.js';
+import { TREE_CACHE_SQL } from '../src/store/schema.js';
+import { listGitPaths } from '../src/tree/enumerate.js';
+import { snapshotTree } from '../src/tree/snapshot.js';
+import { SqliteStatCache } from '../test/helpers/tree-cache.js';
 
 const FILES = Number(process.argv[2] ?? 50_000);
 const RUNS = Number(process.argv[3] ?? 5);

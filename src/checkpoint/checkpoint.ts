@@ -4,7 +4,7 @@ import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { gitState, type GitState } from '../base/git.js';
 import { observeWorkspace } from '../ledger/observe.js';
 import { immediate, type Db } from '../store/store.js';
-import { encodeListing, type TreeSnapshot } from '../tree/tree.js';
+import { encodeListing, type TreeSnapshot } from '../tree/listing.js';
 
 export interface TranscriptPrefix {
   path: string;

@@ -9,7 +9,7 @@ import type { Db } from '../store/store.js';
 import { orphanedClosings } from '../ledger/ledger.js';
 import { observeWorkspace } from '../ledger/observe.js';
 import { immediate } from '../store/store.js';
-import { decodeListing, diffTrees, type TreeEntry } from '../tree/tree.js';
+import { decodeListing, diffTrees, type TreeEntry } from '../tree/listing.js';
 
 export interface Check {
   name: 'checkpoint' | 'tree' | 'git' | 'transcript' | 'attempts' | 'brief';

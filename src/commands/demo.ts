@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { codexCommandFor, codexVersion, resolveCodex, type CodexCommand } from '../agents/codex/app-server.js';
 import { resolveCodexBin, runCodex, writeCodexConfig } from '../agents/codex/driver.js';
 import { ExitError, EXIT } from '../base/errors.js';
-import { snapshotTree } from '../tree/tree.js';
+import { snapshotTree } from '../tree/snapshot.js';
 import { itemText, startFakeModel, type FakeStep } from '../agents/codex/fake-model.js';
 import type { Io } from './io.js';
 import { setupCodex } from './setup.js';

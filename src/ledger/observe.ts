@@ -7,7 +7,8 @@ import { lstatSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { nowNs, type AttemptState } from './ledger.js';
 import type { Db } from '../store/store.js';
-import { observeTree, type TreeSnapshot, type WatchSyncHint } from '../tree/tree.js';
+import type { TreeSnapshot } from '../tree/listing.js';
+import { observeTree, type WatchSyncHint } from '../tree/observe-tree.js';
 
 /** Window edges closer than this to a change time make the attribution "unknown" (coarse kernel clock). */
 export const EDGE_NS = 20_000_000n;

@@ -29,7 +29,7 @@ import path from 'node:path';
 import { isAlive, selfId } from '../ledger/ledger.js';
 import { cookieDir, dbPath } from '../base/paths.js';
 import { immediate, openStore } from '../store/store.js';
-import { configFiles } from '../tree/tree.js';
+import { configFiles } from '../tree/enumerate.js';
 import { observeWorkspace } from '../ledger/observe.js';
 import { FAILED } from './client.js';
 import { ignoredDirs } from './ignored.js';

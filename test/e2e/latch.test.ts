@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { snapshotTree } from '../../src/tree/tree.js';
+import { snapshotTree } from '../../src/tree/snapshot.js';
 import { BIG, LATCH, PATCH, outputsContaining, setupEnv } from '../helpers/e2e.js';
 
 const T = { timeout: 300_000 };

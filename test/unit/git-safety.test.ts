@@ -7,7 +7,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { gitState, workspaceRoot } from '../../src/base/git.js';
-import { listGitPaths } from '../../src/tree/tree.js';
+import { listGitPaths } from '../../src/tree/enumerate.js';
 import { ignoredDirs } from '../../src/watch/ignored.js';
 import { git, tmpDir } from '../helpers/git.js';
 

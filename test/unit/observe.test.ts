@@ -6,7 +6,9 @@ import { lstatSync, mkdirSync, renameSync, symlinkSync, unlinkSync, utimesSync, 
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { MIGRATIONS } from '../../src/store/schema.js';
-import { observeTree, snapshotTree, SqliteStatCache, type TreeObservation } from '../../src/tree/tree.js';
+import { observeTree, type TreeObservation } from '../../src/tree/observe-tree.js';
+import { snapshotTree } from '../../src/tree/snapshot.js';
+import { SqliteStatCache } from '../helpers/tree-cache.js';
 import { attribute, observeWorkspace } from '../../src/ledger/observe.js';
 import { awaitFileClock, nowNs } from '../../src/ledger/ledger.js';
 import { git, tmpDir as tmpDirIn } from '../helpers/git.js';

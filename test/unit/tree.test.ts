@@ -17,23 +17,20 @@ import path from 'node:path';
 import { deflateSync } from 'node:zlib';
 import Database from 'better-sqlite3';
 import fc from 'fast-check';
+import { TREE_CACHE_SQL } from '../../src/store/schema.js';
+import type { StatCacheEntry } from '../../src/tree/hash.js';
 import {
   GITLINK_SHA256,
-  MemoryStatCache,
-  SqliteStatCache,
-  TREE_CACHE_SQL,
   canonicalListing,
   compareUtf8,
   decodeListing,
   diffTrees,
   encodeListing,
-  snapshotPaths,
-  snapshotTree,
-  type StatCache,
-  type StatCacheEntry,
   type TreeEntry,
-} from '../../src/tree/tree.js';
+} from '../../src/tree/listing.js';
+import { MemoryStatCache, snapshotTree, type StatCache } from '../../src/tree/snapshot.js';
 import { git, tmpDir as tmpDirIn } from '../helpers/git.js';
+import { snapshotPaths, SqliteStatCache } from '../helpers/tree-cache.js';
 
 const tmpDir = (): string => tmpDirIn('latch-tree-');
 
