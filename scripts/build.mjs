@@ -42,7 +42,7 @@ rmSync('dist', { recursive: true, force: true });
 await Promise.all([
   build({ ...common, entryPoints: ['src/loader.ts'], outfile: 'dist/latch.cjs', sourcemap: false, banner: {} }),
   build({ ...common, entryPoints: ['src/main.ts'], outfile: 'dist/main.cjs', plugins: [lazySlow], supported: { 'dynamic-import': false } }),
-  build({ ...common, entryPoints: ['src/guard/slow.ts'], outfile: 'dist/slow.cjs' }),
+  build({ ...common, entryPoints: ['src/slow.ts'], outfile: 'dist/slow.cjs' }),
   build({ ...common, entryPoints: ['src/ledger/observer.ts'], outfile: 'dist/observer.cjs' }),
   build({ ...common, entryPoints: ['src/cli.ts'], outfile: 'dist/cli.cjs' }),
 ]);

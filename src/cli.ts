@@ -2,8 +2,7 @@
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { ConfigError } from './session/policy.js';
-import { ExitError, EXIT, StoreError } from './base/errors.js';
+import { ExitError, EXIT, isLatchError } from './base/errors.js';
 import { processIo, type Io } from './commands/io.js';
 import { packageRoot } from './base/paths.js';
 
@@ -60,7 +59,7 @@ export const COMMANDS: Record<string, Command> = {
     async run(io, v, p) {
       if (p.length > 1) throw new ExitError(EXIT.usage, 'usage: latch doctor [FILE] [--json] [--full]');
       if (p.length === 1) {
-        const { transcriptDoctor } = await import('./commands/transcript-doctor.js');
+        const { transcriptDoctor } = await import('./agents/codex/fsck/command.js');
         return transcriptDoctor(io, { file: p[0]!, json: v.json === true, full: v.full === true });
       }
       const { doctor } = await import('./commands/doctor.js');
@@ -151,7 +150,7 @@ export const COMMANDS: Record<string, Command> = {
     summary: 'The evidence for people: one self-contained HTML file (timeline, per-file view), or Markdown tables for a pull request.',
     options: { ...cwdOpt, ...sessionOpt, html: { type: 'string' }, markdown: { type: 'boolean' }, out: { type: 'string', short: 'o' } },
     async run(io, v) {
-      const { report } = await import('./commands/report.js');
+      const { report } = await import('./commands/report/index.js');
       return report(io, { cwd: str(v.cwd), session: str(v.session), html: str(v.html), markdown: v.markdown === true, out: str(v.out) });
     },
   },
@@ -247,11 +246,11 @@ export async function cliMain(argv: string[], io: Io = processIo()): Promise<num
   try {
     return await cmd.run(io, parsed.values as Record<string, string | boolean | undefined>, parsed.positionals);
   } catch (err) {
-    if (err instanceof ExitError) {
+    if (isLatchError(err, 'E_EXIT')) {
       io.err(`latch ${name}: ${err.message}\n`);
-      return err.code;
+      return err.exitCode;
     }
-    if (err instanceof StoreError || err instanceof ConfigError) {
+    if (isLatchError(err, 'E_STORE') || isLatchError(err, 'E_CONFIG')) {
       io.err(`latch ${name}: ${err.message}\n${addonHint(err.message)}`);
       return EXIT.failure;
     }

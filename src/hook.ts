@@ -1,25 +1,26 @@
-// The hook hot path: `latch hook codex [--event NAME]`. Reads one payload on stdin, replies on stdout.
-// Fails closed: any internal error on a tracked tool's PreToolUse becomes a deny (Codex fails OPEN on
-// crashes, timeouts and invalid output, so this function must always produce a valid reply).
+// The hook hot path: `latch hook <agent> [--event NAME]`. Reads one payload on stdin, replies on stdout.
+// Fails closed: any internal error on a tracked tool's PreToolUse becomes a deny (the agents fail OPEN
+// on crashes, timeouts and invalid output, so this function must always produce a valid reply).
 import { readFileSync, writeSync } from 'node:fs';
-import { codexDeny, codexReply, parseCodexPayload, type HookReply } from './agents/codex/hooks.js';
+import type { Agent, HookReply } from './agents/agent.js';
+import { AGENTS, agentByName } from './agents/index.js';
 import { handle } from './guard/guard.js';
-import { errorMessage, StoreError } from './base/errors.js';
+import { errorMessage, isLatchError } from './base/errors.js';
 import { latchHome } from './base/paths.js';
 import { setDeadline } from './base/deadline.js';
 import { openStore } from './store/store.js';
-import { classifyTool } from './agents/codex/tools.js';
 
-export async function runCodexHook(stdin: string, expectedEvent: string | null, env: NodeJS.ProcessEnv = process.env): Promise<HookReply> {
-  const parsed = parseCodexPayload(stdin);
-  const eventName = parsed.ok ? parsed.payload.hook_event_name : (parsed.eventName ?? expectedEvent);
+/** One hook of `agent`: its payload (stdin) in, its reply out. Never throws. */
+export async function runHook(agent: Agent, stdin: string, expectedEvent: string | null, env: NodeJS.ProcessEnv = process.env): Promise<HookReply> {
+  const parsed = agent.parse(stdin);
+  const eventName = parsed.ok ? parsed.eventName : (parsed.eventName ?? expectedEvent);
   const isPreTool = eventName === 'PreToolUse' || expectedEvent === 'PreToolUse';
   const failure = (why: string): HookReply => {
     if (!isPreTool) return { stdout: null, exitCode: 0, stderr: `latch: ${why}\n` };
-    const toolName = parsed.ok ? ('tool_name' in parsed.payload ? String(parsed.payload.tool_name) : null) : parsed.toolName;
-    // Untracked tools keep working whatever is wrong with Latch.
-    if (toolName && classifyTool(toolName, null).kind === null) return { stdout: null, exitCode: 0, stderr: `latch: ${why}\n` };
-    return codexDeny(
+    const toolName = parsed.ok ? (parsed.event?.type === 'pre_tool' ? parsed.event.call.name : null) : parsed.toolName;
+    // Tools the agent knows to be read-only keep working whatever is wrong with Latch.
+    if (toolName && agent.classifyTool(toolName, null, null).kind === null) return { stdout: null, exitCode: 0, stderr: `latch: ${why}\n` };
+    return agent.deny(
       `Latch blocked this call because it could not check it (fail closed): ${why}. A human should run \`latch doctor\`.`,
     );
   };
@@ -29,11 +30,11 @@ export async function runCodexHook(stdin: string, expectedEvent: string | null, 
     setDeadline(hookDeadline(eventName, env));
     const home = latchHome(env);
     const decision = await handle(
-      { home, openDb: () => openStore(home, { create: false, busyTimeoutMs: busyTimeout(env) }), now: () => new Date().toISOString(), env },
+      { home, openDb: () => openStore(home, { create: false, busyTimeoutMs: busyTimeout(env) }), now: () => new Date().toISOString(), env, agent },
       parsed.obs,
       parsed.event,
     );
-    return codexReply(parsed.payload.hook_event_name, decision);
+    return agent.reply(parsed.eventName, decision);
   } catch (err) {
     return failure(describeFailure(err));
   }
@@ -51,9 +52,9 @@ function hookDeadline(eventName: string | null, env: NodeJS.ProcessEnv): number 
 }
 
 function describeFailure(err: unknown): string {
-  if (err instanceof Error && err.name === 'DeadlineError') return `Latch ${err.message}`;
-  if (err instanceof StoreError) return `the Latch state store is unusable: ${err.message}`;
-  if (err instanceof Error && err.name === 'ConfigError') return `the Latch configuration is invalid: ${err.message}`;
+  if (isLatchError(err, 'E_DEADLINE')) return `Latch ${err.message}`;
+  if (isLatchError(err, 'E_STORE')) return `the Latch state store is unusable: ${err.message}`;
+  if (isLatchError(err, 'E_CONFIG')) return `the Latch configuration is invalid: ${err.message}`;
   const code = (err as { code?: unknown }).code;
   if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED') return `the Latch state store is locked by another process (waited too long): ${errorMessage(err)}`;
   if (typeof code === 'string' && code.startsWith('SQLITE_')) return `the Latch state store failed (${code}): ${errorMessage(err)}`;
@@ -68,12 +69,13 @@ function busyTimeout(env: NodeJS.ProcessEnv): number {
 
 /** Process entry for the hook. Exit 2 with a reason on stderr if even writing the reply fails. */
 export async function hookMain(argv: string[]): Promise<void> {
-  const agent = argv[0];
+  const name = argv[0];
   const evIdx = argv.indexOf('--event');
   const expected = evIdx >= 0 ? (argv[evIdx + 1] ?? null) : null;
   try {
-    if (agent !== 'codex') {
-      process.stderr.write(`latch hook: unknown agent ${agent ?? '(none)'}; expected \`latch hook codex\`\n`);
+    const agent = agentByName(name);
+    if (!agent) {
+      process.stderr.write(`latch hook: unknown agent ${name ?? '(none)'}; expected one of: ${Object.keys(AGENTS).map((a) => `\`latch hook ${a}\``).join(', ')}\n`);
       process.exitCode = 2;
       return;
     }
@@ -84,7 +86,7 @@ export async function hookMain(argv: string[]): Promise<void> {
       input = '';
       void err;
     }
-    const reply = await runCodexHook(input, expected);
+    const reply = await runHook(agent, input, expected);
     if (reply.stderr) process.stderr.write(reply.stderr);
     if (reply.stdout !== null) writeSync(1, reply.stdout + '\n');
     process.exitCode = reply.exitCode;
@@ -92,4 +94,9 @@ export async function hookMain(argv: string[]): Promise<void> {
     process.stderr.write(`Latch blocked this call: internal error (${errorMessage(err)})\n`);
     process.exitCode = 2;
   }
+}
+
+/** `runHook` for Codex (the tests' entry; `latch hook codex`). */
+export function runCodexHook(stdin: string, expectedEvent: string | null, env: NodeJS.ProcessEnv = process.env): Promise<HookReply> {
+  return runHook(AGENTS.codex, stdin, expectedEvent, env);
 }

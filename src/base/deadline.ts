@@ -1,12 +1,18 @@
 // A process-wide deadline for a hook's slow work (tree observations, git). Codex fails OPEN when a
 // hook exceeds its timeout, so the hook must stop first and deny. Kept on globalThis because the
-// hook bundle and the lazily loaded slow bundle each carry their own copy of this module.
+// hook bundle and the lazily loaded slow bundle each carry their own copy of this module (so a
+// DeadlineError is recognised by its code: isLatchError(err, 'E_DEADLINE')).
+import { LatchError } from './errors.js';
+
 const KEY = Symbol.for('agent-latch.deadline');
 
 type Holder = { [KEY]?: number };
 
-export class DeadlineError extends Error {
-  override name = 'DeadlineError';
+export class DeadlineError extends LatchError {
+  constructor(message: string) {
+    super('E_DEADLINE', message);
+    this.name = 'DeadlineError';
+  }
 }
 
 /** From now on, work checked with checkDeadline() must finish within `ms` (null: no deadline). */

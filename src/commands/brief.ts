@@ -7,7 +7,7 @@ import { ExitError, EXIT, errorMessage } from '../base/errors.js';
 import { getSession, sessionsIn, type SessionRow } from '../session/records.js';
 import { openStore, type Db } from '../store/store.js';
 import { homeOf, json, withStore, type Io } from './io.js';
-import { resolveWorkspace, type TargetOptions } from './status.js';
+import { resolveWorkspace, type TargetOptions } from './shared/target.js';
 
 const Text = v.pipe(v.string(), v.maxLength(20_000, 'is longer than 20,000 characters'));
 const List = v.pipe(v.array(v.pipe(v.string(), v.maxLength(5_000, 'has an item longer than 5,000 characters'))), v.maxLength(200, 'has more than 200 items'));

@@ -26,7 +26,7 @@ import {
 import { INSTALL_SCOPE, RERECORD_FIX, registrationLines, registrationReport, type Finding, type InstallScope, type RegistrationReport } from '../guard/tamper.js';
 import { homeOf, type Io } from './io.js';
 import { defaultEntry, hookCommand, hooksFilePath, isLatchHandler, LATCH_EVENTS } from './setup.js';
-import { listWatchers, type WatcherJson } from './watch.js';
+import { listWatchers, type WatcherJson } from './shared/watchers.js';
 
 declare const __LATCH_VERSION__: string | undefined;
 const VERSION = typeof __LATCH_VERSION__ === 'string' ? __LATCH_VERSION__ : '0.0.0-dev';

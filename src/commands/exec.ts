@@ -4,7 +4,7 @@ import { constants } from 'node:os';
 import { ExitError, EXIT } from '../base/errors.js';
 import { blockers } from '../guard/guard.js';
 import { withStore, type Io } from './io.js';
-import { targetSessions } from './status.js';
+import { targetSessions } from './shared/target.js';
 
 export async function execGuarded(io: Io, opts: { cwd?: string; command: string[] }): Promise<number> {
   if (opts.command.length === 0) throw new ExitError(EXIT.usage, 'usage: latch exec [--cwd DIR] -- CMD [ARGS...]');

@@ -44,7 +44,7 @@ import { gitState, runGit } from '../base/git.js';
 import { getSession, type SessionRow } from '../session/records.js';
 import type { Db } from '../store/store.js';
 import { json, withStore, type Io } from './io.js';
-import { resolveWorkspace, targetSessions } from './status.js';
+import { resolveWorkspace, targetSessions } from './shared/target.js';
 
 declare const __LATCH_VERSION__: string | undefined;
 const VERSION = typeof __LATCH_VERSION__ === 'string' ? __LATCH_VERSION__ : '0.0.0-dev';
@@ -325,7 +325,7 @@ export function agentTrace(db: Db, workspace: string, sessions: SessionRow[], on
     timestamp: now,
     ...(git.head ? { vcs: { type: 'git' as const, revision: git.head } } : {}),
     // One tool per record: the version only when the sessions agree on one (each is in metadata).
-    tool: { name: 'codex', ...(versions.length === 1 ? { version: versions[0] } : {}) },
+    tool: { name: toolName(toolRows), ...(versions.length === 1 ? { version: versions[0] } : {}) },
     files,
     metadata: {
       'agent-latch': {
@@ -360,4 +360,10 @@ export async function exportAgentTrace(io: Io, opts: { cwd?: string; session?: s
     json(io, agentTrace(db, ws, sessions, Boolean(opts.session), io.now()));
     return EXIT.ok;
   });
+}
+
+/** The agent the exported sessions belong to (`codex + claude` when they differ; `codex` for none, as before the column). */
+function toolName(rows: readonly { agent: string }[]): string {
+  const agents = [...new Set(rows.map((r) => r.agent))].sort();
+  return agents.length > 0 ? agents.join(' + ') : 'codex';
 }

@@ -1,103 +1,12 @@
 // `latch status`: sessions, their authority state, checkpoints and why.
-import { resolve } from 'node:path';
-import { mayMutate } from '../session/authority.js';
-import { ExitError, EXIT } from '../base/errors.js';
-import { workspaceRoot } from '../base/git.js';
-import { blockers } from '../guard/guard.js';
-import { compactionsOf, getSession, sessionsIn, type SessionRow } from '../session/records.js';
+import { EXIT } from '../base/errors.js';
 import type { Db } from '../store/store.js';
 import { readsReport } from '../agents/codex/sandbox.js';
 import { latchHome } from '../base/paths.js';
 import { registrationLines, registrationReport, RERECORD_FIX, type RegistrationReport } from '../guard/tamper.js';
 import { json, withStore, type Io } from './io.js';
-
-export interface TargetOptions {
-  cwd?: string;
-  session?: string;
-}
-
-export function resolveWorkspace(io: Io, cwd: string | undefined): string {
-  const dir = resolve(io.cwd, cwd ?? '.');
-  try {
-    return workspaceRoot(dir);
-  } catch {
-    return dir;
-  }
-}
-
-/** The sessions a command acts on: --session ID, else every session in the workspace of --cwd. */
-export function targetSessions(db: Db, io: Io, opts: TargetOptions): { workspace: string | null; sessions: SessionRow[] } {
-  if (opts.session) {
-    const row = getSession(db, opts.session);
-    if (!row) throw new ExitError(EXIT.usage, `no session ${opts.session} in the Latch store`);
-    return { workspace: row.workspace, sessions: [row] };
-  }
-  const workspace = resolveWorkspace(io, opts.cwd);
-  return { workspace, sessions: sessionsIn(db, workspace) };
-}
-
-interface CheckpointJson {
-  id: string;
-  compaction_seq: number;
-  trigger: string | null;
-  observed_via: string[];
-  created_at: string;
-  tree: { sha256: string; files: number };
-  git: { head: string | null; branch: string | null };
-  transcript: { path: string | null; size: number | null; sha256: string | null };
-}
-
-export function sessionJson(db: Db, row: SessionRow) {
-  const cps = db.prepare('SELECT * FROM checkpoints WHERE session_id = ? ORDER BY compaction_seq, created_at').all(row.session_id) as Record<string, unknown>[];
-  const compactions = compactionsOf(db, row.session_id);
-  const viaOf = new Map(compactions.map((c) => [c.seq, JSON.parse(c.observed_via) as string[]]));
-  const held = blockers(db, row).filter((s) => s.session_id !== row.session_id);
-  const denials = (db.prepare('SELECT COUNT(*) AS n FROM denials WHERE session_id = ?').get(row.session_id) as { n: number }).n;
-  const checkpoints: CheckpointJson[] = cps.map((c) => ({
-    id: c.id as string,
-    compaction_seq: c.compaction_seq as number,
-    trigger: (c.trigger as string | null) ?? compactions.find((k) => k.seq === c.compaction_seq)?.trigger ?? null,
-    observed_via: viaOf.get(c.compaction_seq as number) ?? (JSON.parse(c.observed_via as string) as string[]),
-    created_at: c.created_at as string,
-    tree: { sha256: c.tree_sha256 as string, files: c.tree_files as number },
-    git: { head: c.git_head as string | null, branch: c.git_branch as string | null },
-    transcript: { path: c.transcript_path as string | null, size: c.transcript_size as number | null, sha256: c.transcript_sha256 as string | null },
-  }));
-  const lastResume = db.prepare('SELECT at, decision, checks_json FROM resume_decisions WHERE session_id = ? ORDER BY id DESC LIMIT 1').get(row.session_id) as
-    | { at: string; decision: string; checks_json: string }
-    | undefined;
-  const resume = lastResume
-    ? {
-        at: lastResume.at,
-        decision: lastResume.decision,
-        failed: (JSON.parse(lastResume.checks_json) as { name: string; ok: boolean; reason: string }[]).filter((c) => !c.ok).map((c) => ({ name: c.name, reason: c.reason })),
-      }
-    : null;
-  const reason = row.state_reason ?? (held.length ? `held by the workspace-scoped latch of session ${held.map((h) => h.session_id).join(', ')}` : null);
-  // The processes the agent had left running, stopped and killed at a trip (src/guard/contain.ts).
-  const contained = db
-    .prepare('SELECT compaction_seq, pid, cmdline, why, action, at FROM contained_processes WHERE session_id = ? ORDER BY id')
-    .all(row.session_id) as { compaction_seq: number; pid: number; cmdline: string; why: string; action: string; at: string }[];
-  return {
-    session_id: row.session_id,
-    state: row.state,
-    may_mutate: mayMutate(row.state) && held.length === 0,
-    held_by: held.map((h) => h.session_id),
-    policy: row.policy,
-    scope: row.scope,
-    workspace: row.workspace,
-    parent_session_id: row.parent_session_id,
-    latched_since: row.episode_started_at,
-    reason,
-    compactions: compactions.length,
-    denials,
-    checkpoints,
-    last_resume: resume,
-    contained,
-    created_at: row.created_at,
-    updated_at: row.updated_at,
-  };
-}
+import { sessionJson } from './shared/session.js';
+import { resolveWorkspace, targetSessions, type TargetOptions } from './shared/target.js';
 
 export async function status(io: Io, opts: TargetOptions & { json?: boolean }): Promise<number> {
   const none = (home: string): number => {

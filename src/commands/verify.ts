@@ -19,7 +19,7 @@ import type { Db } from '../store/store.js';
 import { getSession, RefusedTransition, transition, type SessionRow } from '../session/records.js';
 import { immediate } from '../store/store.js';
 import { json, withStore, type Io } from './io.js';
-import { targetSessions, type TargetOptions } from './status.js';
+import { targetSessions, type TargetOptions } from './shared/target.js';
 
 export interface VerifyOptions extends TargetOptions {
   yes?: boolean;

@@ -2,19 +2,21 @@
 // receipts proven from the transcript, native-resume qualification, and evidence-based re-verification.
 // Slow path (loaded through slow.ts): it hashes transcripts and reads briefs.
 import { lstatSync, realpathSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { mayMutate } from '../session/authority.js';
 import { pageCommand } from '../base/command.js';
 import { fitContext, getBrief, latestBrief, recordAutoBrief, verifyRead, CONTEXT_CHARS, type Brief } from './brief.js';
 import { hashPrefix } from '../checkpoint/checkpoint.js';
 import { evaluateEvidence, type Evidence } from '../checkpoint/evidence.js';
-import { qualifyResume, qualifiedVersionsOfStore, type QualifyDecision, type RecordedTranscript } from '../agents/codex/qualify.js';
+import type { QualifyDecision, RecordedTranscript } from './qualify.js';
+import type { AgentParts } from '../agents/agent.js';
 import type { SessionRow } from '../session/records.js';
 import type { Db } from '../store/store.js';
-import type { BriefOutput, TurnIdentity } from '../agents/codex/rollout.js';
+import type { BriefOutput, TurnIdentity } from '../session/transcript.js';
 
 /** Captures (or refreshes) the brief at a compaction. */
-export function captureBrief(db: Db, row: SessionRow, transcriptPath: string | null, now: string): Brief {
-  return recordAutoBrief(db, row.session_id, transcriptPath, now);
+export function captureBrief(db: Db, row: SessionRow, transcriptPath: string | null, now: string, agent: AgentParts): Brief {
+  return recordAutoBrief(db, row.session_id, transcriptPath, now, agent.capture);
 }
 
 /** The newest compaction seq of a session (0: none). */
@@ -26,7 +28,7 @@ export function latestCompaction(db: Db, sessionId: string): { seq: number; firs
 }
 
 /** Records read receipts for brief-page outputs found by the transcript scan (idempotent per call). */
-export function recordReads(db: Db, row: SessionRow, outputs: BriefOutput[], now: string): number {
+export function recordReads(db: Db, row: SessionRow, outputs: BriefOutput[], now: string, agent: Pick<AgentParts, 'toolOutput'>): number {
   const brief = latestBrief(db, row.session_id);
   const insert = db.prepare(
     `INSERT OR IGNORE INTO brief_reads (session_id, call_id, version, page, ok, reasons_json, compaction_seq, transcript_offset, at)
@@ -35,7 +37,7 @@ export function recordReads(db: Db, row: SessionRow, outputs: BriefOutput[], now
   let n = 0;
   for (const o of outputs) {
     if (!o.callId) continue;
-    const v = brief ? verifyRead(o.output, brief) : { ok: false, page: null, reasons: ['no brief is recorded for this session'] };
+    const v = brief ? verifyRead(o.output, brief, agent.toolOutput) : { ok: false, page: null, reasons: ['no brief is recorded for this session'] };
     const r = insert.run(row.session_id, o.callId, brief?.version ?? null, v.page, v.ok ? 1 : 0, JSON.stringify(v.reasons), o.compactionsBefore, o.endOffset, now);
     n += r.changes;
   }
@@ -148,12 +150,14 @@ export function qualify(
   row: SessionRow & { identity_json?: string | null; transcript_record_json?: string | null },
   payload: { session_id: string; cwd: string; model: string | null; permission_mode: string | null; transcriptPath: string | null },
   now: string,
+  agent: AgentParts,
 ): QualifyDecision {
   const identity = row.identity_json ? (JSON.parse(row.identity_json) as TurnIdentity) : null;
   const recorded = row.transcript_record_json ? (JSON.parse(row.transcript_record_json) as RecordedTranscript) : null;
   const brief = latestBrief(db, row.session_id);
   const decision = payload.transcriptPath
-    ? qualifyResume({
+    ? agent.qualifyResume(
+        {
         transcriptPath: payload.transcriptPath,
         recorded,
         expected: {
@@ -165,10 +169,11 @@ export function qualify(
           permission_profile: identity?.permission_profile ?? null,
         },
         payload: { session_id: payload.session_id, cwd: payload.cwd, model: payload.model, permission_mode: payload.permission_mode },
-        qualifiedVersions: qualifiedVersionsOfStore(db),
         currentBrief: brief ? { session: brief.session_id, version: brief.version, pages: brief.page_digests.map((sha256, i) => ({ n: i + 1, sha256 })) } : null,
         lastCompactionOffset: latestCompaction(db, row.session_id).transcript_offset,
-      })
+        },
+        dirname(db.name),
+      )
     : { decision: 'full' as const, checks: [{ name: 'file', ok: false, reason: 'the resuming session has no transcript' }] };
   db.prepare('INSERT INTO resume_decisions (session_id, at, decision, checks_json) VALUES (?, ?, ?, ?)').run(row.session_id, now, decision.decision, JSON.stringify(decision.checks));
   return decision;

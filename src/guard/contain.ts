@@ -1,7 +1,7 @@
 // Process containment at a trip (issue 10, "nothing started before the compaction acts after it").
 //
 // When a session latches, processes the agent left running (background jobs, nohup, setsid, double
-// forks, live exec_command shells that write_stdin could still type into) must not act afterwards.
+// forks, live interactive shells the agent could still type into) must not act afterwards.
 // Linux only (/proc); elsewhere every entry point answers `supported: false` and says so.
 //
 // Candidates (same real uid as this process only):

@@ -1,8 +1,8 @@
 // The guard: one agent-neutral core that turns hook observations into records and decisions.
-// Adapters (src/adapters/*) translate an agent's payloads into an Observation + LatchEvent and the
-// Decision back into the agent's reply format.
-import { closeSync, openSync, readdirSync, readSync } from 'node:fs';
-import { basename, dirname, join, resolve } from 'node:path';
+// An agent (src/agents/<name>, the port in src/agents/agent.ts) translates its payloads into an
+// Observation + LatchEvent and the Decision back into its reply; the guard asks it, through
+// GuardContext.agent, for everything format-specific (transcript, lineage, sandbox, tool outputs).
+import { resolve } from 'node:path';
 import { compactionEvent, mayMutate, type AuthState } from '../session/authority.js';
 import type { WorkspaceEvidence } from '../checkpoint/checkpoint.js';
 import type { ResolvedPolicy } from '../session/policy.js';
@@ -26,52 +26,16 @@ import {
   type SessionRow,
 } from '../session/records.js';
 import { immediate, type Db } from '../store/store.js';
-import { summarizeCall, type ToolCall } from '../agents/codex/tools.js';
+import { summarizeCall, type Decision, type LatchEvent, type Observation, type Reason, type ToolCall } from './events.js';
+import type { Agent, ReadSandbox } from '../agents/agent.js';
 import { latchCommand, latchEntry, pageCommand } from '../base/command.js';
-import { abandonAttempts, attemptId, awaitFileClock, beginClose, claimRecovery, CLOSE_REASON, endClose, getAttempt, isAlive, laneOf, orphanedClosings, selfId, startAttempt } from '../ledger/ledger.js';
-import { EMPTY_SCAN, scanTranscript, type ScanResult, type ScanState } from '../agents/codex/rollout.js';
+import { abandonAttempts, attemptId, awaitFileClock, beginClose, claimRecovery, CLOSE_REASON, endClose, getAttempt, isAlive, laneOf, markUntimed, orphanedClosings, selfId, startAttempt } from '../ledger/ledger.js';
+import { EMPTY_SCAN, type ScanResult, type ScanState } from '../session/transcript.js';
 import { observeByWatcher } from '../watch/client.js';
 import { childProcess } from '../base/lazy.js';
-import { isWrapped, latchReadArgs, readOnlySandbox, replayCommand, type SandboxStatus } from '../agents/codex/sandbox.js';
+import { latchReadArgs, replayCommand } from './read-shell.js';
 
-export interface Observation {
-  sessionId: string;
-  turnId: string | null;
-  cwd: string;
-  transcriptPath: string | null;
-  model: string | null;
-  permissionMode: string | null;
-  agentId: string | null;
-}
-
-export type StartSource = 'startup' | 'resume' | 'clear' | 'compact' | 'fork' | 'unknown';
-
-export type TurnEnd = 'stop' | 'subagent_stop' | 'interrupt' | 'session_end';
-
-export type LatchEvent =
-  | { type: 'session_start'; source: StartSource; /** The source as the agent sent it, when Latch does not know it ('unknown'). */ raw?: string }
-  | { type: 'pre_compact'; trigger: string | null }
-  | { type: 'post_compact'; trigger: string | null }
-  | { type: 'pre_tool'; call: ToolCall }
-  | { type: 'post_tool'; call: ToolCall }
-  | { type: 'turn_end'; kind: TurnEnd };
-
-export interface Reason {
-  code: string;
-  message: string;
-}
-
-export interface Decision {
-  verdict: 'allow' | 'deny' | 'observe';
-  reasons: Reason[];
-  /** For deny: the text the agent sees. For session_start: context to hand the agent. */
-  message: string | null;
-  state: AuthState | null;
-  /** For an allowed PreToolUse: the tool input to run instead (a read wrapped in the read-only sandbox). */
-  updatedInput?: Record<string, unknown>;
-  /** For the human, not the model (Codex's `systemMessage`): what happened and the command to run. */
-  notice?: string;
-}
+export type { Decision, LatchEvent, Observation, Reason, StartSource, TurnEnd } from './events.js';
 
 type Slow = typeof import('./slow.js');
 type Observer = typeof import('../ledger/observer.js');
@@ -92,6 +56,8 @@ export interface GuardContext {
   now(): string;
   /** The hook's environment (LATCH_SANDBOX, LATCH_CODEX_BIN); process.env when absent. */
   env?: NodeJS.ProcessEnv;
+  /** The agent whose hook this is: its transcript, lineage, sandbox and tool outputs. */
+  agent: Agent;
 }
 
 const allow = (reasons: Reason[] = [], state: AuthState | null = null): Decision => ({ verdict: 'allow', reasons, message: null, state });
@@ -122,7 +88,7 @@ export async function handle(ctx: GuardContext, obs: Observation, ev: LatchEvent
 function preToolShortcut(ctx: GuardContext, obs: Observation, call: ToolCall): Decision | null {
   if (call.kind === null) return allow([{ code: 'untracked', message: `${call.name} is a read-only tool.` }]);
   if (call.kind === 'patch') {
-    const why = patchTouchesLatch(call.command ?? '', classifyContextOf(ctx, obs));
+    const why = patchTouchesLatch(call.name, call.paths ?? [], classifyContextOf(ctx, obs));
     if (why.length > 0) {
       return denyDecision([{ code: 'touches_latch', message: `This patch would change Latch’s own state or registration (${why.slice(0, 2).join('; ')}); only a human may do that, outside the agent.` }]);
     }
@@ -157,7 +123,7 @@ async function handleWithDb(ctx: GuardContext, db: Db, obs: Observation, ev: Lat
 
   // Phase 1, outside any transaction: read the new transcript bytes, and take the workspace
   // evidence if a checkpoint will be needed (the slow part: hashing).
-  const scan = readTranscript(obs, row, ev);
+  const scan = readTranscript(ctx, obs, row, ev);
   const hookSource = hookSourceOf(ev);
   const hookSeq = hookSource ? row[SEEN_COLUMN[hookSource]] + 1 : null;
   const newTranscript = scan.result?.compactions.filter((c) => c.index > row.transcript_compactions) ?? [];
@@ -178,9 +144,10 @@ async function handleWithDb(ctx: GuardContext, db: Db, obs: Observation, ev: Lat
   const continuity =
     ev.type === 'pre_compact' || (ev.type === 'session_start' && (ev.source === 'compact' || ev.source === 'resume' || ev.source === 'unknown')) || (ev.type === 'turn_end' && ev.kind === 'stop');
   const slow = needEvidence || continuity || briefOutputs.length > 0 ? await loadSlow() : null;
+  const parts = slow ? await ctx.agent.slow() : null;
   const evidence = needEvidence && slow ? slow.collectEvidence(db, row.workspace, null) : null;
   // Read receipts: brief pages the transcript shows the agent read (exit 0, complete, digest ok).
-  if (slow && briefOutputs.length > 0) immediate(db, () => slow.recordReads(db, row, briefOutputs, ctx.now()));
+  if (slow && parts && briefOutputs.length > 0) immediate(db, () => slow.recordReads(db, row, briefOutputs, ctx.now(), parts));
   // reverify = "evidence": a complete read + a clean workspace + no live attempt give authority back.
   if (tracked && !mayMutate(row.state) && policyOf(row).reverify === 'evidence' && !row.state_reason?.startsWith(TAMPER_CODE)) {
     const s = slow ?? (await loadSlow());
@@ -227,10 +194,10 @@ async function handleWithDb(ctx: GuardContext, db: Db, obs: Observation, ev: Lat
         if (trip(db, row, comp.seq, 'transcript', now)) contained.push(comp.seq);
       }
       saveScanState(db, row.session_id, mergeScan(row, scan.result.state), now);
-      // The identity a later resume must match: the newest turn_context (main lane only).
+      // The identity a later resume must match: the newest turn identity (main lane only).
       if (scan.result.turnContext && !obs.agentId) db.prepare('UPDATE sessions SET identity_json = ? WHERE session_id = ?').run(JSON.stringify(scan.result.turnContext), row.session_id);
       // A tool output in the transcript while its attempt is still `started`: Codex wrote the result
-      // without a PostToolUse (failed apply_patch, MCP error, a call another hook denied): a sure signal.
+      // without a PostToolUse (a failed patch, an MCP error, a call another hook denied): a sure signal.
       const ids = scan.result.outputs.map((callId) => attemptId(row.session_id, callId));
       if (ids.length > 0) abandonAttempts(db, { ids }, 'tool output recorded without PostToolUse', now);
       row = getSession(db, obs.sessionId)!;
@@ -246,8 +213,8 @@ async function handleWithDb(ctx: GuardContext, db: Db, obs: Observation, ev: Lat
       if (hookSource !== 'pre_compact' && trip(db, row, seq, hookSource, now)) contained.push(seq);
       row = getSession(db, obs.sessionId)!;
       // The brief is captured when the compaction is first announced (PreCompact, else SessionStart).
-      if (slow && (hookSource === 'pre_compact' || (hookSource === 'session_start' && !briefSince(db, row.session_id, comp.first_seen_at)))) {
-        slow.captureBrief(db, row, obs.transcriptPath ?? row.transcript_path, now);
+      if (slow && parts && (hookSource === 'pre_compact' || (hookSource === 'session_start' && !briefSince(db, row.session_id, comp.first_seen_at)))) {
+        slow.captureBrief(db, row, obs.transcriptPath ?? row.transcript_path, now, parts);
       }
     }
 
@@ -276,8 +243,8 @@ async function handleWithDb(ctx: GuardContext, db: Db, obs: Observation, ev: Lat
           const text = slow.deliveryText(db, row, [why, status].filter(Boolean).join('\n'), 'resume', now, 'full');
           return { verdict: 'observe', reasons: [{ code: 'unknown_source', message: why }], message: text, state: row.state, notice: why };
         }
-        if (slow && ev.source === 'resume') {
-          const q = slow.qualify(db, row, { session_id: obs.sessionId, cwd: obs.cwd, model: obs.model, permission_mode: obs.permissionMode, transcriptPath: obs.transcriptPath }, now);
+        if (slow && parts && ev.source === 'resume') {
+          const q = slow.qualify(db, row, { session_id: obs.sessionId, cwd: obs.cwd, model: obs.model, permission_mode: obs.permissionMode, transcriptPath: obs.transcriptPath }, now, parts);
           return { verdict: 'observe', reasons: [], message: slow.deliveryText(db, row, status, 'resume', now, q.decision), state: row.state };
         }
         return { verdict: 'observe', reasons: [], message: status, state: row.state };
@@ -331,7 +298,7 @@ async function closeAttempt(ctx: GuardContext, db: Db, row: SessionRow, obs: Obs
     if (!getAttempt(db, id)) {
       // No Start on record (Latch installed mid-call): record the attempt; its changes cannot be timed.
       startAttempt(db, { sessionId: row.session_id, workspace: row.workspace, turnId: obs.turnId, agentId: obs.agentId, toolName: call.name, toolUseId: call.toolUseId!, summary: summarizeCall(call) + ' (no Start recorded)' }, ctx.now());
-      db.prepare("UPDATE attempts SET started_ns = '0' WHERE id = ?").run(id);
+      markUntimed(db, id);
     }
     return beginClose(db, id, owner);
   });
@@ -339,7 +306,7 @@ async function closeAttempt(ctx: GuardContext, db: Db, row: SessionRow, obs: Obs
   // A command the read-only classifier accepts cannot change files: its Close skips the workspace
   // scan. Should it have changed something after all, the next observation times that change into
   // this attempt's window [started, closing] like any other (attribution is by time, not by observer).
-  if (call.kind === 'shell' && a.started_ns !== '0' && (isWrapped(call.command ?? '') || verdictOf(ctx, obs, call).readOnly)) {
+  if (call.kind === 'shell' && a.started_ns !== '0' && (ctx.agent.isRewrittenRead(call.command ?? '') || verdictOf(ctx, obs, call).readOnly)) {
     immediate(db, () => endClose(db, id, ctx.now(), CLOSE_REASON.readOnly));
     return;
   }
@@ -367,7 +334,7 @@ async function observe(ctx: GuardContext, db: Db, workspace: string, by: string)
 }
 
 /** The recovery barrier: finish the closes whose hook process died, one claim (generation) each. */
-export async function recoverOrphans(ctx: GuardContext, db: Db, workspace: string): Promise<number> {
+export async function recoverOrphans(ctx: Pick<GuardContext, 'now'>, db: Db, workspace: string): Promise<number> {
   const observer = await loadObserver();
   const owner = selfId();
   let done = 0;
@@ -411,7 +378,7 @@ interface TranscriptRead {
   problem: string | null;
 }
 
-function readTranscript(obs: Observation, row: SessionRow, ev: LatchEvent): TranscriptRead {
+function readTranscript(ctx: GuardContext, obs: Observation, row: SessionRow, ev: LatchEvent): TranscriptRead {
   // A sub-agent's hooks carry the root session_id and agent_id, with transcript_path = the sub-agent's
   // own rollout. The session's scan state belongs to the root rollout: scan that one (a sub-agent's
   // compaction arrives through its PreCompact/PostCompact hooks). Scanning the sub-agent's file here
@@ -420,14 +387,14 @@ function readTranscript(obs: Observation, row: SessionRow, ev: LatchEvent): Tran
   if (!path) return { result: null, problem: 'the session has no transcript (transcript_path is null), so compaction cannot be ruled out' };
   if (row.transcript_path && resolve(path) !== resolve(row.transcript_path)) {
     // A resumed session may get a new rollout file; the scan then starts over for that file.
-    return safeScan(path, { ...EMPTY_SCAN, compactions: row.transcript_compactions }, row, ev);
+    return safeScan(ctx, path, { ...EMPTY_SCAN, compactions: row.transcript_compactions }, row, ev);
   }
-  return safeScan(path, scanStateOf(row), row, ev);
+  return safeScan(ctx, path, scanStateOf(row), row, ev);
 }
 
-function safeScan(path: string, prev: ScanState, row: SessionRow, ev: LatchEvent): TranscriptRead {
+function safeScan(ctx: GuardContext, path: string, prev: ScanState, row: SessionRow, ev: LatchEvent): TranscriptRead {
   try {
-    return { result: scanTranscript(path, prev), problem: null };
+    return { result: ctx.agent.transcript.scan(path, prev), problem: null };
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     // Codex writes the rollout lazily: a file that never existed holds no compaction yet.
@@ -501,7 +468,7 @@ async function createSession(ctx: GuardContext, db: Db, obs: Observation, ev: La
   let initial: ScanResult | null = null;
   if (obs.transcriptPath) {
     try {
-      initial = scanTranscript(obs.transcriptPath, EMPTY_SCAN);
+      initial = ctx.agent.transcript.scan(obs.transcriptPath, EMPTY_SCAN);
     } catch {
       initial = null;
     }
@@ -511,7 +478,7 @@ async function createSession(ctx: GuardContext, db: Db, obs: Observation, ev: La
   const parent = parentId ? getSession(db, parentId) : undefined;
   const policy: ResolvedPolicy = parent ? (JSON.parse(parent.policy_json) as ResolvedPolicy) : slow.resolvePolicy(ctx.home, workspace);
   // A fork of a session Latch never saw: its inherited history may hold compactions nobody verified.
-  const unseen = parentId && !parent && obs.transcriptPath ? unseenInheritedCompaction(db, obs.transcriptPath, parentId) : null;
+  const unseen = parentId && !parent && obs.transcriptPath ? unseenInheritedCompaction(ctx.agent, db, obs.transcriptPath, parentId) : null;
 
   // Compactions already in the transcript when Latch first sees the session. A fork inherits its
   // parent's decisions about them; otherwise the transcript scan will trip on them (fail closed).
@@ -526,6 +493,7 @@ async function createSession(ctx: GuardContext, db: Db, obs: Observation, ev: La
       db,
       {
         session_id: obs.sessionId,
+        agent: ctx.agent.name,
         workspace,
         cwd: obs.cwd,
         policy,
@@ -555,13 +523,12 @@ async function createSession(ctx: GuardContext, db: Db, obs: Observation, ev: La
 }
 
 /**
- * Why a fork of a session Latch never saw must start latched, or null. Codex 0.169 does not copy the
- * parent's history into the fork's rollout: session_meta.history_base points at the parent's rollout
- * (same $CODEX_HOME/sessions tree, file name ending `-<thread id>.jsonl`) up to end_byte_offset.
+ * Why a fork of a session Latch never saw must start latched, or null. A fork's history may live in
+ * its parent's transcript (the agent's reader says up to where: TranscriptReader.inheritedEnd).
  * Walks up through unseen ancestors and counts the compactions in each inherited prefix; an
  * ancestor Latch knows decides by its own state. Unreadable or missing history counts (fail closed).
  */
-function unseenInheritedCompaction(db: Db, forkTranscript: string, parentId: string): { ancestor: string; detail: string } | null {
+function unseenInheritedCompaction(agent: Agent, db: Db, forkTranscript: string, parentId: string): { ancestor: string; detail: string } | null {
   let child = forkTranscript;
   let id: string | null = parentId;
   for (let depth = 0; id !== null && depth < 32; depth++) {
@@ -570,10 +537,10 @@ function unseenInheritedCompaction(db: Db, forkTranscript: string, parentId: str
     if (known) return mayMutate(known.state) ? null : { ancestor: cur, detail: `its history comes from session ${cur}, which is ${known.state}` };
     const what = `the history it inherits from session ${cur}, which Latch never saw,`;
     try {
-      const end = historyBaseEnd(child);
-      const path = findRolloutOf(child, cur);
-      if (!path) return { ancestor: cur, detail: `${what} cannot be checked for compaction (its rollout was not found)` };
-      const scan = scanTranscript(path, EMPTY_SCAN);
+      const end = agent.transcript.inheritedEnd(child);
+      const path = agent.transcript.find(child, cur);
+      if (!path) return { ancestor: cur, detail: `${what} cannot be checked for compaction (its transcript was not found)` };
+      const scan = agent.transcript.scan(path, EMPTY_SCAN);
       const n = scan.compactions.filter((c) => end === null || c.endOffset <= end).length;
       if (n > 0) return { ancestor: cur, detail: `${what} contains ${n} context compaction(s) that no one verified` };
       child = path;
@@ -583,53 +550,6 @@ function unseenInheritedCompaction(db: Db, forkTranscript: string, parentId: str
     }
   }
   return null;
-}
-
-/** session_meta.history_base.end_byte_offset of a rollout (its first line), or null. */
-function historyBaseEnd(path: string): number | null {
-  const fd = openSync(path, 'r');
-  try {
-    const chunks: Buffer[] = [];
-    const buf = Buffer.allocUnsafe(1 << 16);
-    for (let pos = 0, total = 0; total < 16 << 20; ) {
-      const n = readSync(fd, buf, 0, buf.length, pos);
-      if (n <= 0) break;
-      const nl = buf.subarray(0, n).indexOf(0x0a);
-      chunks.push(Buffer.from(buf.subarray(0, nl >= 0 ? nl : n)));
-      if (nl >= 0) break;
-      pos += n;
-      total += n;
-    }
-    const first = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { type?: unknown; payload?: { history_base?: { end_byte_offset?: unknown } } };
-    const end = first.type === 'session_meta' ? first.payload?.history_base?.end_byte_offset : undefined;
-    return typeof end === 'number' && Number.isSafeInteger(end) && end >= 0 ? end : null;
-  } finally {
-    closeSync(fd);
-  }
-}
-
-/** The rollout of thread `id` in the sessions tree holding `near` (its own directory first). */
-function findRolloutOf(near: string, id: string): string | null {
-  const suffix = `-${id}.jsonl`;
-  let root = dirname(near);
-  for (let d = root, i = 0; i < 5; i++, d = dirname(d)) {
-    if (basename(d) === 'sessions') {
-      root = d;
-      break;
-    }
-  }
-  const walk = (dir: string, depth: number): string | null => {
-    const entries = readdirSync(dir, { withFileTypes: true });
-    for (const e of entries) if (e.isFile() && e.name.startsWith('rollout-') && e.name.endsWith(suffix)) return join(dir, e.name);
-    if (depth >= 4) return null;
-    for (const e of entries.filter((x) => x.isDirectory()).sort((a, b) => b.name.localeCompare(a.name))) {
-      const hit = walk(join(dir, e.name), depth + 1);
-      if (hit) return hit;
-    }
-    return null;
-  };
-  const here = dirname(near);
-  return walk(here, 4) ?? (root !== here ? walk(root, 0) : null);
 }
 
 function safeWorkspaceRoot(slow: Slow, cwd: string): string {
@@ -700,9 +620,9 @@ function denialNotice(db: Db, row: SessionRow, call: ToolCall, reasons: Reason[]
 }
 
 /** The sandbox for reads while held, or why there is none (then the classifier alone guards them). */
-function readSandbox(ctx: GuardContext): SandboxStatus {
+function readSandbox(ctx: GuardContext): ReadSandbox {
   try {
-    return readOnlySandbox(ctx.home, ctx.env ?? process.env, (bin, args, env) => {
+    return ctx.agent.readSandbox(ctx.home, ctx.env ?? process.env, (bin, args, env) => {
       const r = childProcess().spawnSync(bin, args, { env, encoding: 'utf8', stdio: ['ignore', 'ignore', 'pipe'], timeout: 20_000 });
       return { status: r.status, stderr: r.stderr ?? String(r.error ?? '') };
     });
@@ -732,7 +652,7 @@ function latchReplay(ctx: GuardContext, obs: Observation, call: ToolCall): strin
 
 /** What a held read needs, found before the write lock. */
 interface HeldRead {
-  sandbox: SandboxStatus | null;
+  sandbox: ReadSandbox | null;
   /** A Latch read the hook already ran: the command that replays its output. */
   replay: string | null;
   classify: ClassifyContext;
@@ -749,7 +669,7 @@ function sandboxedRead(call: ToolCall, readOnly: Reason, held: HeldRead, state: 
   if (held.replay !== null) return { ...allow([readOnly, { code: 'latch_read', message: 'Latch ran this read itself.' }], state), updatedInput: { ...input, command: held.replay } };
   const sb = held.sandbox;
   // The same decision the adversarial corpus checks (src/guard/held.ts), on the verdict already made.
-  const run = heldShell(call.command ?? '', held.classify, sb?.ok ? sb.sandbox : null);
+  const run = heldShell(call.command ?? '', held.classify, sb?.ok ? sb.wrap : null);
   if (!run.allow) return denyDecision([{ code: 'not_read_only', message: run.reasons[0] ?? 'not a read' }], state);
   const how = run.sandboxed
     ? { code: 'sandboxed', message: 'It runs inside the agent’s read-only sandbox.' }
@@ -758,7 +678,8 @@ function sandboxedRead(call: ToolCall, readOnly: Reason, held: HeldRead, state: 
 }
 
 function classifyContextOf(ctx: GuardContext, obs: Observation): ClassifyContext {
-  return classifierContext({ latchHome: ctx.home, cwd: obs.cwd, latchEntry: latchEntry(), env: ctx.env ?? process.env });
+  const env = ctx.env ?? process.env;
+  return classifierContext({ latchHome: ctx.home, cwd: obs.cwd, latchEntry: latchEntry(), env, registration: ctx.agent.registrationPaths(env, obs.cwd) });
 }
 
 const verdicts = new WeakMap<ToolCall, CommandVerdict>();

@@ -1,11 +1,16 @@
 // The mutation-scope ledger: write-ahead attempts (Start -> Close | Abandon), workspace observations
 // and the attribution of every file change to the attempt that made it (or "outside" / "unknown").
 //
-// Attempt states (one table, like the authority machine):
-//   started  --PostToolUse-->            closing --scan recorded--> closed
-//   started  --sure signal-->            abandoned   (Stop, SubagentStop, Interrupt, SessionEnd, the
-//                                                     tool's output in the transcript without a Post)
-//   closing  --closer died, recovered--> closed      (recovery barrier, generation-claimed)
+// Attempt states (ATTEMPT_TABLE below is the one authority: every write of the attempts table is in
+// this file, and each one is an event the table allows from the row's current state):
+//   absent   --start (PreToolUse)-->      started
+//   started  --mark_untimed-->            started     (recorded at its PostToolUse: no Start time)
+//   started  --close_begin (PostToolUse)--> closing --close_end (observation recorded)--> closed
+//   started  --abandon (sure signal)-->   abandoned   (Stop, SubagentStop, Interrupt, SessionEnd, a
+//                                                     later turn in the lane, the tool's output in
+//                                                     the transcript without a Post)
+//   closing  --claim (closer died)-->     closing     (recovery barrier: generation-claimed)
+//   closing  --recover (claimed, observed)--> closed
 // A Start is written before the hook replies allow; if it cannot be written, the call is denied.
 //
 // Attribution (src/ledger/observe.ts) compares each changed file's time with the attempts' windows.
@@ -14,18 +19,56 @@ import { join } from 'node:path';
 import type { Db } from '../store/store.js';
 
 export type AttemptState = 'started' | 'closing' | 'closed' | 'abandoned';
-export type AttemptEvent = 'close_begin' | 'close_end' | 'abandon' | 'recover';
+/** An attempt's place in the state table: a row's state, or `absent` before its Start (no row). */
+export type AttemptPlace = AttemptState | 'absent';
+/**
+ * What happens to an attempt, each applied by one writer below: start (startAttempt), mark_untimed
+ * (markUntimed), close_begin (beginClose), close_end and recover (endClose), abandon
+ * (abandonAttempts), claim (claimRecovery).
+ */
+export const ATTEMPT_EVENTS = ['start', 'mark_untimed', 'close_begin', 'close_end', 'abandon', 'claim', 'recover'] as const;
+export type AttemptEvent = (typeof ATTEMPT_EVENTS)[number];
 
-/** The attempt state machine: state x event -> next state; anything else is ignored (idempotent). */
-export const ATTEMPT_TABLE: Readonly<Record<AttemptState, Partial<Record<AttemptEvent, AttemptState>>>> = {
-  started: { close_begin: 'closing', abandon: 'abandoned' },
-  closing: { close_end: 'closed', recover: 'closed' },
+/**
+ * The attempt state machine: place x event -> next state. The one authority for every write of the
+ * attempts table: each writer below applies its event through it (a pair not listed is refused: the
+ * row is left as it is), and the conditional UPDATEs take their `state IN (...)` from it.
+ */
+export const ATTEMPT_TABLE: Readonly<Record<AttemptPlace, Partial<Record<AttemptEvent, AttemptState>>>> = {
+  absent: { start: 'started' },
+  started: { mark_untimed: 'started', close_begin: 'closing', abandon: 'abandoned' },
+  closing: { claim: 'closing', close_end: 'closed', recover: 'closed' },
   closed: {},
   abandoned: {},
 };
 
-export function attemptStep(s: AttemptState, e: AttemptEvent): AttemptState | null {
+export function attemptStep(s: AttemptPlace, e: AttemptEvent): AttemptState | null {
   return ATTEMPT_TABLE[s][e] ?? null;
+}
+
+/** The (row state -> next state) moves of an event, read from ATTEMPT_TABLE at each call. */
+function movesOf(e: AttemptEvent): [AttemptState, AttemptState][] {
+  const moves: [AttemptState, AttemptState][] = [];
+  for (const [from, row] of Object.entries(ATTEMPT_TABLE) as [AttemptPlace, Partial<Record<AttemptEvent, AttemptState>>][]) {
+    const to = row[e];
+    if (from !== 'absent' && to) moves.push([from, to]);
+  }
+  return moves;
+}
+
+/**
+ * The one writer of an existing attempt row: applies `event` where the table allows it from the
+ * row's current state, in one conditional UPDATE (a row another process moved meanwhile is left
+ * alone), with the event's own columns (`set`, evaluated against the row before the update) and an
+ * optional extra condition. Returns whether the row changed.
+ */
+function applyEvent(db: Db, id: string, event: AttemptEvent, set: string, setParams: unknown[], also = '', alsoParams: unknown[] = []): boolean {
+  const moves = movesOf(event);
+  if (moves.length === 0) return false;
+  const sql =
+    `UPDATE attempts SET state = CASE state${' WHEN ? THEN ?'.repeat(moves.length)} END${set ? `, ${set}` : ''}` +
+    ` WHERE id = ? AND state IN (${moves.map(() => '?').join(', ')})${also ? ` AND ${also}` : ''}`;
+  return db.prepare(sql).run(...moves.flat(), ...setParams, id, ...moves.map(([from]) => from), ...alsoParams).changes === 1;
 }
 
 export const LIVE: readonly AttemptState[] = ['started', 'closing'];
@@ -68,7 +111,7 @@ export function nowNs(): bigint {
  * Returns once the kernel's file timestamps have passed `ns` (giving up after maxMs): a file changed
  * after this returns has a ctime above ns. File timestamps come from a coarse clock that lags the one
  * nowNs() reads by up to a tick, so a tool that writes within a tick of its Start (Codex's
- * apply_patch writes 1-4 ms after the PreToolUse recorded it) would show a change time before its
+ * patch tool writes 1-4 ms after the PreToolUse recorded it) would show a change time before its
  * window and be attributed "unknown". Touching a file of Latch's own until its ctime is past ns
  * closes that gap: on Linux >= 6.13 (multigrain timestamps) reading a ctime makes the next one
  * fine-grained and every later one at least as late, so two touches do (~12 µs); on older kernels
@@ -123,30 +166,35 @@ export interface StartInput {
 export function startAttempt(db: Db, s: StartInput, now: string): { attempt: AttemptRow; duplicate: boolean } {
   const id = attemptId(s.sessionId, s.toolUseId);
   const existing = getAttempt(db, id);
+  // A row already there: the same call delivered again (no state has a `start` move: nothing is written).
   if (existing) return { attempt: existing, duplicate: true };
+  const state = attemptStep('absent', 'start');
+  if (!state) throw new Error(`attempt ${id}: the attempt state table has no Start (absent --start-->): not recorded`);
   db.prepare(
     `INSERT INTO attempts (id, session_id, workspace, turn_id, agent_id, lane, tool_name, tool_use_id, summary, state, started_at, started_ns, scan_gen)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'started', ?, ?, ?)`,
-  ).run(id, s.sessionId, s.workspace, s.turnId, s.agentId, laneOf(s.sessionId, s.agentId), s.toolName, s.toolUseId, s.summary, now, nowNs().toString(), scanGen(db, s.workspace));
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  ).run(id, s.sessionId, s.workspace, s.turnId, s.agentId, laneOf(s.sessionId, s.agentId), s.toolName, s.toolUseId, s.summary, state, now, nowNs().toString(), scanGen(db, s.workspace));
   return { attempt: getAttempt(db, id)!, duplicate: false };
+}
+
+/**
+ * A PostToolUse found no Start on record (Latch was installed mid-call) and recorded the attempt
+ * then: its Start time is unknown, so its window cannot time any change (started_ns = 0: the
+ * attribution makes whatever it may cover "unknown"). Only while started; returns whether it was marked.
+ */
+export function markUntimed(db: Db, id: string): boolean {
+  return applyEvent(db, id, 'mark_untimed', "started_ns = '0'", []);
 }
 
 /** PostToolUse, phase 1 (own short transaction): started -> closing, owned by this process. */
 export function beginClose(db: Db, id: string, owner: ProcessId): AttemptRow | undefined {
   const a = getAttempt(db, id);
   if (!a) return undefined;
-  const next = attemptStep(a.state, 'close_begin');
-  if (!next) return a;
-  db.prepare("UPDATE attempts SET state = 'closing', closing_ns = ?, closer_pid = ?, closer_start = ? WHERE id = ? AND state = 'started'").run(
-    nowNs().toString(),
-    owner.pid,
-    owner.start,
-    id,
-  );
+  if (!attemptStep(a.state, 'close_begin')) return a;
+  applyEvent(db, id, 'close_begin', 'closing_ns = ?, closer_pid = ?, closer_start = ?', [nowNs().toString(), owner.pid, owner.start]);
   return getAttempt(db, id);
 }
 
-/** Phase 2 (inside the observation transaction): closing -> closed. */
 /** Why a Close ended (attempts.end_reason of a closed attempt). */
 export const CLOSE_REASON = {
   /** The PostToolUse hook observed the workspace. */
@@ -159,30 +207,31 @@ export const CLOSE_REASON = {
   recovered: 'recovered after the closing hook died',
 } as const;
 
-export function endClose(db: Db, id: string, now: string, reason: (typeof CLOSE_REASON)[keyof typeof CLOSE_REASON]): void {
-  db.prepare("UPDATE attempts SET state = 'closed', ended_at = ?, ended_ns = COALESCE(closing_ns, ?), end_reason = ? WHERE id = ? AND state = 'closing'").run(
-    now,
-    nowNs().toString(),
-    reason,
-    id,
-  );
+/**
+ * Phase 2 (inside the observation transaction): closing -> closed; the recovery barrier's reason is
+ * the `recover` event, any other reason `close_end`. Returns whether the attempt was closed.
+ */
+export function endClose(db: Db, id: string, now: string, reason: (typeof CLOSE_REASON)[keyof typeof CLOSE_REASON]): boolean {
+  const event: AttemptEvent = reason === CLOSE_REASON.recovered ? 'recover' : 'close_end';
+  return applyEvent(db, id, event, 'ended_at = ?, ended_ns = COALESCE(closing_ns, ?), end_reason = ?', [now, nowNs().toString(), reason]);
 }
 
-/** Abandons the live (started) attempts selected by `where` (inside the caller's transaction). */
+/**
+ * Abandons the live (started) attempts selected by `where` (inside the caller's transaction): by ids,
+ * else by session and/or lane (neither: every attempt the table lets abandon). Returns how many.
+ */
 export function abandonAttempts(db: Db, where: { session?: string; lane?: string; ids?: string[] }, reason: string, now: string): number {
-  const rows = (
-    where.ids
-      ? where.ids.map((id) => getAttempt(db, id)).filter((a): a is AttemptRow => !!a)
-      : (db.prepare("SELECT * FROM attempts WHERE state = 'started' AND (session_id = ? OR ? IS NULL) AND (lane = ? OR ? IS NULL)").all(
-          where.session ?? null,
-          where.session ?? null,
-          where.lane ?? null,
-          where.lane ?? null,
-        ) as AttemptRow[])
-  ).filter((a) => a.state === 'started');
-  const st = db.prepare("UPDATE attempts SET state = 'abandoned', ended_at = ?, ended_ns = ?, end_reason = ? WHERE id = ? AND state = 'started'");
-  for (const a of rows) st.run(now, nowNs().toString(), reason, a.id);
-  return rows.length;
+  const from = movesOf('abandon').map(([state]) => state);
+  const ids =
+    where.ids ??
+    (
+      db
+        .prepare(`SELECT id FROM attempts WHERE state IN (${from.map(() => '?').join(', ')}) AND (session_id = ? OR ? IS NULL) AND (lane = ? OR ? IS NULL)`)
+        .all(...from, where.session ?? null, where.session ?? null, where.lane ?? null, where.lane ?? null) as { id: string }[]
+    ).map((r) => r.id);
+  let n = 0;
+  for (const id of ids) if (applyEvent(db, id, 'abandon', 'ended_at = ?, ended_ns = ?, end_reason = ?', [now, nowNs().toString(), reason])) n++;
+  return n;
 }
 
 // ---------------------------------------------------------------------------
@@ -239,9 +288,5 @@ export function orphanedClosings(db: Db, workspace: string): AttemptRow[] {
  * generation); a crashed recoverer is itself orphaned and reclaimed by the next one.
  */
 export function claimRecovery(db: Db, a: AttemptRow, owner: ProcessId): boolean {
-  const r = db
-    .prepare("UPDATE attempts SET recovery_gen = recovery_gen + 1, closer_pid = ?, closer_start = ? WHERE id = ? AND state = 'closing' AND recovery_gen = ?")
-    .run(owner.pid, owner.start, a.id, a.recovery_gen);
-  return r.changes === 1;
+  return applyEvent(db, a.id, 'claim', 'recovery_gen = recovery_gen + 1, closer_pid = ?, closer_start = ?', [owner.pid, owner.start], 'recovery_gen = ?', [a.recovery_gen]);
 }
-

@@ -8,6 +8,7 @@ import * as v from 'valibot';
 import { parse as parseToml } from 'smol-toml';
 import type { Policy } from './authority.js';
 import { PROJECT_CONFIG, userConfigPath } from '../base/paths.js';
+import { LatchError } from '../base/errors.js';
 
 export type Scope = 'session' | 'workspace';
 export type TranscriptRequirement = 'required' | 'optional';
@@ -52,8 +53,11 @@ export const DEFAULT_POLICY: ResolvedPolicy = {
 
 const STRICTNESS: Record<Policy, number> = { continue: 0, pause: 1, fail_closed: 2 };
 
-export class ConfigError extends Error {
-  override name = 'ConfigError';
+export class ConfigError extends LatchError {
+  constructor(message: string) {
+    super('E_CONFIG', message);
+    this.name = 'ConfigError';
+  }
 }
 
 function readToml(file: string): unknown | undefined {

@@ -3,10 +3,12 @@ import type { AuthEvent, AuthState, Policy } from './authority.js';
 import { step } from './authority.js';
 import type { ResolvedPolicy, Scope } from './policy.js';
 import type { Db } from '../store/store.js';
-import type { MarkerGroup, ScanState } from '../agents/codex/rollout.js';
+import type { ScanState } from './transcript.js';
 
 export interface SessionRow {
   session_id: string;
+  /** The agent the session belongs to (src/agents/index.ts). */
+  agent: string;
   workspace: string;
   cwd: string;
   policy: Policy;
@@ -72,12 +74,13 @@ export function scanStateOf(row: SessionRow): ScanState {
     dev: row.transcript_dev,
     ino: row.transcript_ino,
     compactions: row.transcript_compactions,
-    group: row.transcript_group ? (JSON.parse(row.transcript_group) as MarkerGroup) : null,
+    group: row.transcript_group ? (JSON.parse(row.transcript_group) as unknown) : null,
   };
 }
 
 export interface NewSession {
   session_id: string;
+  agent: string;
   workspace: string;
   cwd: string;
   policy: ResolvedPolicy;
@@ -94,12 +97,13 @@ export interface NewSession {
 export function insertSession(db: Db, s: NewSession, now: string): boolean {
   const r = db
     .prepare(
-      `INSERT OR IGNORE INTO sessions (session_id, workspace, cwd, policy, scope, policy_json, state, parent_session_id, agent_id,
+      `INSERT OR IGNORE INTO sessions (session_id, agent, workspace, cwd, policy, scope, policy_json, state, parent_session_id, agent_id,
          transcript_path, seen_pre_compact, seen_post_compact, seen_start_compact, cli_version, model, permission_mode, created_at, updated_at)
-       VALUES (?, ?, ?, ?, ?, ?, 'mutable', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+       VALUES (?, ?, ?, ?, ?, ?, ?, 'mutable', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     )
     .run(
       s.session_id,
+      s.agent,
       s.workspace,
       s.cwd,
       s.policy.policy,

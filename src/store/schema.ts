@@ -216,7 +216,7 @@ export const MIGRATIONS: readonly string[] = [
     decision    TEXT NOT NULL,                 -- native | full
     checks_json TEXT NOT NULL
   );
-  ALTER TABLE sessions ADD COLUMN identity_json TEXT;          -- the latest turn_context identity seen
+  ALTER TABLE sessions ADD COLUMN identity_json TEXT;          -- the latest turn identity seen
   ALTER TABLE sessions ADD COLUMN transcript_record_json TEXT; -- transcript identity + prefix hash at the last Stop
   `,
   `
@@ -321,5 +321,10 @@ export const MIGRATIONS: readonly string[] = [
     findings_json TEXT NOT NULL,
     at            TEXT NOT NULL
   );
+  `,
+  `
+  -- Which agent a session belongs to (src/agents/index.ts): the reader of its transcript, the tool an
+  -- export names. Sessions recorded before this column were all Codex's.
+  ALTER TABLE sessions ADD COLUMN agent TEXT NOT NULL DEFAULT 'codex';
   `,
 ];

@@ -12,7 +12,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { pathToFileURL } from 'node:url';
 import { inflateSync } from 'node:zlib';
 import type { Io } from '../../src/commands/io.js';
-import { report } from '../../src/commands/report.js';
+import { report } from '../../src/commands/report/index.js';
 import { verify } from '../../src/commands/verify.js';
 import { runCodexHook } from '../../src/hook.js';
 import { appendCompaction, appendModelTurn, bash, payload, sandbox, type Sandbox } from '../helpers/workspace.js';

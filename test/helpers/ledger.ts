@@ -32,7 +32,7 @@ export function assertFreshBuild(): void {
   if (!existsSync(LATCH_BIN) || !existsSync(main) || !existsSync(slow)) throw new Error('dist/latch.cjs is missing: run `npm run build` first');
   if (checked) return;
   checked = true;
-  const src = Math.max(newestMtime(resolve('src/core')), newestMtime(resolve('src/adapters')), statSync(resolve('src/hook.ts')).mtimeMs);
+  const src = newestMtime(resolve('src'));
   if (Math.min(statSync(main).mtimeMs, statSync(slow).mtimeMs) < src) console.log('# warning: dist/ is older than src/ (run `npm run build`): testing the older build');
 }
 

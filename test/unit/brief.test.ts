@@ -11,7 +11,6 @@ import {
   amendBrief,
   autoContent,
   buildBrief,
-  captureFromTranscript,
   emptyContent,
   fitContext,
   latestBrief,
@@ -32,6 +31,8 @@ import type { Io } from '../../src/commands/io.js';
 import { ExitError } from '../../src/base/errors.js';
 import { insertSession } from '../../src/session/records.js';
 import { openStore, type Db } from '../../src/store/store.js';
+import { captureFromTranscript } from '../../src/agents/codex/capture.js';
+import { codexToolOutput } from '../../src/agents/codex/outputs.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const ROLLOUTS = join(ROOT, 'test', 'fixtures', 'rollouts');
@@ -255,11 +256,11 @@ describe('verifyRead', () => {
   const p2 = pageText(b, 2);
 
   test('a good page', () => {
-    assert.deepEqual(verifyRead(execOutput(p2), b), { ok: true, page: 2, reasons: [] });
+    assert.deepEqual(verifyRead(execOutput(p2), b, codexToolOutput), { ok: true, page: 2, reasons: [] });
   });
 
   test('non-zero exit', () => {
-    const r = verifyRead(execOutput(p2, 1), b);
+    const r = verifyRead(execOutput(p2, 1), b, codexToolOutput);
     assert.equal(r.ok, false);
     assert.match(r.reasons.join(), /exited with code 1/);
   });
@@ -271,7 +272,7 @@ describe('verifyRead', () => {
       execOutput(`Warning: truncated output (original token count: 72234)\nTotal output lines: 50002\n\n${cut}`),
       execOutput(`${p2}1\n2…252152 tokens truncated…\n`),
     ]) {
-      const r = verifyRead(out, b);
+      const r = verifyRead(out, b, codexToolOutput);
       assert.equal(r.ok, false);
       assert.match(r.reasons.join(), /truncat/);
     }
@@ -280,37 +281,37 @@ describe('verifyRead', () => {
   test('wrong digest, old version, other session, two pages, half a page', () => {
     const tampered = p2.replace('decision 80', 'decision 8O');
     assert.notEqual(tampered, p2);
-    assert.match(verifyRead(execOutput(tampered), b).reasons.join(), /does not match its sha256/);
+    assert.match(verifyRead(execOutput(tampered), b, codexToolOutput).reasons.join(), /does not match its sha256/);
     const old = brief({ decisions: Array.from({ length: 100 }, (_, i) => `decision ${i} ${'z'.repeat(40)}`) }, 2);
-    const r = verifyRead(execOutput(pageText(old, 2)), b);
+    const r = verifyRead(execOutput(pageText(old, 2)), b, codexToolOutput);
     assert.equal(r.ok, false);
     assert.match(r.reasons.join(), /version 2; the current version is 3/);
     const other = buildBrief(content({ decisions: b.decisions }), { session_id: 'sess-2', source: 'auto', version: 3, created_at: b.created_at });
-    assert.match(verifyRead(execOutput(pageText(other, 2)), b).reasons.join(), /session sess-2/);
-    assert.match(verifyRead(execOutput(pageText(b, 1) + p2), b).reasons.join(), /2 page blocks/);
-    assert.match(verifyRead(execOutput(p2.slice(0, 500)), b).reasons.join(), /incomplete/);
+    assert.match(verifyRead(execOutput(pageText(other, 2)), b, codexToolOutput).reasons.join(), /session sess-2/);
+    assert.match(verifyRead(execOutput(pageText(b, 1) + p2), b, codexToolOutput).reasons.join(), /2 page blocks/);
+    assert.match(verifyRead(execOutput(p2.slice(0, 500)), b, codexToolOutput).reasons.join(), /incomplete/);
     // A digest that is self-consistent but not the recorded page (a forged body).
     const forged = `<<<LATCH-BRIEF session=sess-1 version=3 page=2/${b.page_digests.length} sha256=${sha256('short')}>>>\nshort\n<<<END-LATCH-BRIEF page=2/${b.page_digests.length} version=3>>>\n`;
-    assert.match(verifyRead(execOutput(forged), b).reasons.join(), /differs from the recorded page/);
+    assert.match(verifyRead(execOutput(forged), b, codexToolOutput).reasons.join(), /differs from the recorded page/);
   });
 
   test('an isError wrapper around a valid page', () => {
     const wrapped = JSON.stringify({ isError: true, content: [{ type: 'text', text: execOutput(p2) }] });
-    assert.equal(verifyRead(wrapped, b).ok, false);
+    assert.equal(verifyRead(wrapped, b, codexToolOutput).ok, false);
     const raw = `{"isError": true, "content": "\n${execOutput(p2)}\n"}`;
-    const r = verifyRead(raw, b);
+    const r = verifyRead(raw, b, codexToolOutput);
     assert.equal(r.ok, false);
     assert.match(r.reasons.join(), /isError/);
     const inside = execOutput(`${p2}{"is_error": true}\n`);
-    assert.equal(verifyRead(inside, b).ok, false);
+    assert.equal(verifyRead(inside, b, codexToolOutput).ok, false);
   });
 
   test('a hook denial and a still-running command', () => {
-    const r = verifyRead(`Command blocked by PreToolUse hook: latched. Command: latch brief --page 2\n${p2}`, b);
+    const r = verifyRead(`Command blocked by PreToolUse hook: latched. Command: latch brief --page 2\n${p2}`, b, codexToolOutput);
     assert.equal(r.ok, false);
     assert.match(r.reasons.join(), /denied by a PreToolUse hook/);
     const running = `Chunk ID: 1\nWall time: 10.0 seconds\nProcess running with session ID 7\nOriginal token count: 10\nOutput:\n${p2}`;
-    assert.match(verifyRead(running, b).reasons.join(), /still running/);
+    assert.match(verifyRead(running, b, codexToolOutput).reasons.join(), /still running/);
   });
 });
 
@@ -345,7 +346,7 @@ const POLICY = { policy: 'fail_closed', scope: 'session', transcript: 'optional'
 function addSession(db: Db, id: string, workspace: string, state = 'mutable', at = '2026-11-29T09:00:00.000Z'): void {
   insertSession(
     db,
-    { session_id: id, workspace, cwd: workspace, policy: { ...POLICY, readOnlyMcpServers: [], sources: ['test'] }, parent_session_id: null, agent_id: null, transcript_path: null, cli_version: '0.169.0', model: 'gpt-5.5', permission_mode: null, hookBaseline: { pre: 0, post: 0, start: 0 } },
+    { session_id: id, agent: 'codex', workspace, cwd: workspace, policy: { ...POLICY, readOnlyMcpServers: [], sources: ['test'] }, parent_session_id: null, agent_id: null, transcript_path: null, cli_version: '0.169.0', model: 'gpt-5.5', permission_mode: null, hookBaseline: { pre: 0, post: 0, start: 0 } },
     at,
   );
   db.prepare('UPDATE sessions SET state = ?, updated_at = ? WHERE session_id = ?').run(state, at, id);
@@ -389,7 +390,7 @@ describe('store', () => {
       files_changed_since_checkpoint: ['other.txt', 'x.txt'],
     });
 
-    const v1 = recordAutoBrief(db, 's1', AUTO, '2026-11-29T10:00:00.000Z');
+    const v1 = recordAutoBrief(db, 's1', AUTO, '2026-11-29T10:00:00.000Z', captureFromTranscript);
     assert.equal(v1.version, 1);
     assert.equal(v1.source, 'auto');
     assert.match(v1.objective, /^Write hello\.txt and notes\.txt\./);
@@ -397,7 +398,7 @@ describe('store', () => {
     const v2 = amendBrief(db, 's1', { objective: 'Human objective', stop_conditions: ['ask first'] }, '2026-11-29T10:01:00.000Z');
     assert.deepEqual([v2.version, v2.source, v2.objective, v2.stop_conditions, v2.human_fields], [2, 'human', 'Human objective', ['ask first'], ['objective', 'stop_conditions']]);
     assert.equal(v2.next_action, v1.next_action, 'fields not set are kept');
-    const v3 = recordAutoBrief(db, 's1', FORK, '2026-11-29T10:02:00.000Z', { followParent: false });
+    const v3 = recordAutoBrief(db, 's1', FORK, '2026-11-29T10:02:00.000Z', captureFromTranscript, { followParent: false });
     assert.deepEqual([v3.version, v3.source, v3.objective, v3.stop_conditions], [3, 'auto', 'Human objective', ['ask first']]);
     assert.match(v3.next_action, /fork done/);
     const latest = latestBrief(db, 's1')!;
@@ -476,7 +477,7 @@ Write the failing test first.
     const b = latestBrief(db2, 'held')!;
     db2.close();
     assert.equal(p.out(), pageText(b, 1));
-    assert.equal(verifyRead(execOutput(p.out()), b).ok, true);
+    assert.equal(verifyRead(execOutput(p.out()), b, codexToolOutput).ok, true);
     await assert.rejects(briefPage(io(home, work).io, { page: String(b.page_digests.length + 1) }), (e: unknown) => e instanceof ExitError && /has 1 page/.test(e.message));
     await assert.rejects(briefPage(io(home, work).io, { page: 'x' }), ExitError);
     // --session picks another session; that one has no brief.
@@ -510,7 +511,7 @@ Write the failing test first.
 });
 
 test('capture: a 0.153.4 compaction summary (no compaction_output marker) is not taken as the last agent message', async () => {
-  const { captureFromTranscript } = await import('../../src/continuity/brief.js');
+  const { captureFromTranscript } = await import('../../src/agents/codex/capture.js');
   // Captured from the real @openai/codex@0.153.4 over the loopback fake model: the agent said
   // "I did step one.", then the compaction wrote the summary as a plain assistant message (the
   // file ends at the `compacted` line, as it stands when the brief is captured after it).

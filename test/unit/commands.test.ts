@@ -175,7 +175,7 @@ describe('latch status', () => {
     assert.equal(JSON.parse(elsewhere.out()).sessions[0].session_id, 'S');
 
     const c = capture(sb);
-    await assert.rejects(status(c.io, { session: 'nope' }), (e: unknown) => e instanceof ExitError && e.code === 2 && /no session nope/.test(e.message));
+    await assert.rejects(status(c.io, { session: 'nope' }), (e: unknown) => e instanceof ExitError && e.exitCode === 2 && /no session nope/.test(e.message));
     const cli = capture(sb);
     assert.equal(await cliMain(['status', '--session', 'nope'], cli.io), 2);
     assert.match(cli.err(), /latch status: no session nope/);
@@ -467,7 +467,7 @@ describe('latch exec', () => {
     assert.equal(await execGuarded(c.io, { command: [NODE, '-e', "process.kill(process.pid, 'SIGKILL')"] }), 128 + 9);
     assert.equal(await execGuarded(c.io, { command: [join(sb.base, 'no-such-binary')] }), 127);
     assert.match(c.err(), /cannot run/);
-    await assert.rejects(execGuarded(c.io, { command: [] }), (e: unknown) => e instanceof ExitError && e.code === 2);
+    await assert.rejects(execGuarded(c.io, { command: [] }), (e: unknown) => e instanceof ExitError && e.exitCode === 2);
     const cli = capture(sb);
     assert.equal(await cliMain(['exec'], cli.io), 2);
     assert.match(cli.err(), /usage: latch exec/);

@@ -20,7 +20,9 @@ import { mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { classifierContext, heldShell } from '../../src/guard/held.js';
-import { latchReadArgs, replayCommand } from '../../src/agents/codex/sandbox.js';
+import { latchReadArgs, replayCommand } from '../../src/guard/read-shell.js';
+import { codex } from '../../src/agents/codex/index.js';
+import { wrapReadOnly } from '../../src/agents/codex/sandbox.js';
 import type { ClassifyContext } from '../../src/shell/readonly.js';
 import { CATEGORIES, caseKey, corpus, type Case } from '../helpers/corpus/cases.js';
 import { KNOWN, knownCause } from '../helpers/corpus/known.js';
@@ -59,7 +61,8 @@ let workers: Worker[] = [];
 const potency: Array<{ arm: string; cmd: string; changes: number; err: string | null }> = [];
 
 function ctxFor(root: Root): ClassifyContext {
-  return classifierContext({ latchHome: root.latchHome, cwd: root.ws, latchEntry: root.entry, env: { HOME: root.home, CODEX_HOME: root.codexHome } });
+  const env = { HOME: root.home, CODEX_HOME: root.codexHome };
+  return classifierContext({ latchHome: root.latchHome, cwd: root.ws, latchEntry: root.entry, env, registration: codex.registrationPaths(env, root.ws) });
 }
 
 interface Worker {
@@ -134,7 +137,8 @@ function asRewritten(command: string, allowedCommand: string, root: Root): strin
 }
 
 async function runMode(w: Worker, c: Case, mode: Mode, command: string): Promise<ModeResult> {
-  const sandbox = mode === 'sandbox' ? w.root.sandbox : null;
+  const sb = mode === 'sandbox' ? w.root.sandbox : null;
+  const sandbox = sb ? (cmd: string) => wrapReadOnly(cmd, sb) : null;
   const tc = Date.now();
   const d = heldShell(command, ctxFor(w.root), sandbox);
   w.classifyMs += Date.now() - tc;

@@ -243,7 +243,7 @@ test('callIdOfRun and commandOfItem', () => {
 });
 
 test('transcriptDoctor renders a stream: the hook runs, the blocked calls, the transcript the prefix was compared with', async () => {
-  const { transcriptDoctor } = await import('../../src/commands/transcript-doctor.js');
+  const { transcriptDoctor } = await import('../../src/agents/codex/fsck/command.js');
   const rollout = rolloutCopy();
   const home = storeHome({ rollout });
   let out = '';

@@ -10,7 +10,7 @@ import Database from 'better-sqlite3';
 import { decompress } from 'fzstd';
 import { fsckFile, MAX_KEEP, type FsckReport } from '../../src/agents/codex/fsck/fsck.js';
 import { openStore } from '../../src/store/store.js';
-import { transcriptDoctor } from '../../src/commands/transcript-doctor.js';
+import { transcriptDoctor } from '../../src/agents/codex/fsck/command.js';
 import type { Io } from '../../src/commands/io.js';
 
 const DIR = join('test', 'fixtures', 'doctor');

@@ -54,7 +54,7 @@ test('gitState, workspaceRoot, the tree listing and the watcher’s ignore query
 
 test('a held git read (the held-read environment + the spelling the classifier accepts) runs none of them', async () => {
   const { classifyCommand } = await import('../../src/shell/readonly.js');
-  const { wrapClassifierOnly } = await import('../../src/agents/codex/sandbox.js');
+  const { wrapClassifierOnly } = await import('../../src/guard/read-shell.js');
   const { repo, marks } = armedRepo();
   // Arm what the held spelling leaves to the environment: hooks on index refresh, signatures, pagers.
   git(repo, 'config', 'core.hooksPath', path.join(repo, '.git', 'hooks'));

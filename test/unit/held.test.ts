@@ -5,7 +5,13 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { classifierContext, patchPaths, patchTouchesLatch } from '../../src/guard/held.js';
+import { classifierContext, patchTouchesLatch as touches } from '../../src/guard/held.js';
+import { patchPaths } from '../../src/agents/codex/tools.js';
+import { codex } from '../../src/agents/codex/index.js';
+import type { ClassifyContext } from '../../src/shell/readonly.js';
+
+/** As the guard asks it: the paths the Codex adapter parsed from the patch. */
+const patchTouchesLatch = (text: string, ctx: ClassifyContext) => touches('apply_patch', patchPaths(text), ctx);
 import { tmpDir } from '../helpers/git.js';
 
 const patch = (...lines: string[]) => `*** Begin Patch\n${lines.join('\n')}\n*** End Patch\n`;
@@ -24,7 +30,8 @@ test('a patch reaching the store, the Codex registration or a startup file is re
   writeFileSync(path.join(latchHome, 'latch.db'), '');
   symlinkSync(latchHome, path.join(work, 'st'));
   symlinkSync(path.join(codexHome, 'hooks.json'), path.join(work, 'h.json'));
-  const ctx = classifierContext({ latchHome, cwd: work, latchEntry: '/opt/latch/dist/latch.cjs', env: { HOME: home, CODEX_HOME: codexHome } });
+  const env = { HOME: home, CODEX_HOME: codexHome };
+  const ctx = classifierContext({ latchHome, cwd: work, latchEntry: '/opt/latch/dist/latch.cjs', env, registration: codex.registrationPaths(env, work) });
   const refused = [
     `${latchHome}/latch.db`,
     '../home/.local/state/latch/latch.db',

@@ -8,7 +8,7 @@ import { runCodexHook } from '../../src/hook.js';
 import { openStore } from '../../src/store/store.js';
 import { dbPath } from '../../src/base/paths.js';
 import { assertValidReply } from '../helpers/schemas.js';
-import { shellQuote } from '../../src/agents/codex/sandbox.js';
+import { shellQuote } from '../../src/guard/read-shell.js';
 import { appendCompaction, appendModelTurn, bash, payload, sandbox, type Sandbox } from '../helpers/workspace.js';
 
 async function hook(sb: Sandbox, p: Record<string, unknown>, expected: string | null = null) {

@@ -10,7 +10,7 @@ import { appendFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { immediate, openStore } from '../../src/store/store.js';
-import { CLOSE_REASON, getAttempt } from '../../src/ledger/ledger.js';
+import { claimRecovery, CLOSE_REASON, getAttempt } from '../../src/ledger/ledger.js';
 import { recoverOrphans } from '../../src/guard/guard.js';
 import { appendCompaction, payload, rolloutLine, sandbox, type Sandbox } from '../helpers/workspace.js';
 import { crashClose, deadPid, hookInProcess, ledgerProblems, orphans, readLedger, reachable, sleep, type Reply } from '../helpers/ledger.js';
@@ -397,6 +397,19 @@ test('a crashed close is finished by the next tracked PreToolUse (claimed once) 
   assert.equal(l.attempt('S/c2')!.state, 'started', 'the Start after the barrier was admitted');
 });
 
+test('a PostToolUse with no Start on record records the attempt untimed (started_ns 0) and closes it', async (t) => {
+  const sb = sandbox({ git: false });
+  t.after(sb.cleanup);
+  writeFileSync(join(sb.work, 'b.txt'), 'b\n');
+  await hookInProcess(sb.env, payload('post-tool-use-bash', sb, { tool_input: { command: 'echo b > b.txt' }, tool_use_id: 'c9' }));
+  const a = readLedger(sb.home).attempt('S/c9')!;
+  assert.ok(a, 'the attempt is recorded at its PostToolUse');
+  assert.equal(a.started_ns, '0', 'its window cannot time changes');
+  assert.match(a.summary ?? '', /\(no Start recorded\)$/);
+  assert.equal(a.state, 'closed');
+  assert.equal(a.end_reason, CLOSE_REASON.hook);
+});
+
 test('a change made after a crashed close began is not attributed to the crashed call', async (t) => {
   const sb = sandbox({ git: false });
   t.after(sb.cleanup);
@@ -438,11 +451,7 @@ test('two recoverers racing for one orphan: only one claim wins, the generation 
             injected = true;
             const other = openStore(sb.home, { create: false });
             try {
-              immediate(other, () =>
-                other
-                  .prepare('UPDATE attempts SET recovery_gen = recovery_gen + 1, closer_pid = ?, closer_start = ? WHERE id = ?')
-                  .run(process.pid, 'unknown', 'S/c1'),
-              );
+              assert.ok(immediate(other, () => claimRecovery(other, getAttempt(other, 'S/c1')!, { pid: process.pid, start: 'unknown' })), 'A claims it');
             } finally {
               other.close();
             }

@@ -24,7 +24,7 @@ import {
 import { doctorExit, gradeFindings } from '../../src/agents/codex/qualification-doctor.js';
 import { QUALIFIED_VERSIONS, qualifiedVersionsOfStore } from '../../src/agents/codex/qualify.js';
 import { fsckFile } from '../../src/agents/codex/fsck/fsck.js';
-import { transcriptDoctor } from '../../src/commands/transcript-doctor.js';
+import { transcriptDoctor } from '../../src/agents/codex/fsck/command.js';
 import { cliMain } from '../../src/cli.js';
 import type { Io } from '../../src/commands/io.js';
 import { CHECKS } from '../../src/agents/codex/qualify/run.js';
@@ -99,7 +99,7 @@ test('the package ships a passing record for 0.169.0; QUALIFIED_VERSIONS is read
     assert.match(l.record!.binary.sha256, /^[0-9a-f]{64}$/);
     assert.notEqual(l.record!.provisional, true);
   }
-  const src = readFileSync(join('src', 'core', 'qualify.ts'), 'utf8');
+  const src = readFileSync(join('src', 'agents', 'codex', 'qualify.ts'), 'utf8');
   assert.doesNotMatch(src, /\[\s*'0\.\d+\.\d+'/, 'no hard-coded version list');
 });
 

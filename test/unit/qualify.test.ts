@@ -17,21 +17,10 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import {
-  QUALIFIED_VERSIONS,
-  QUALIFY_CHECKS,
-  approxTokens,
-  isTruncatedOutput,
-  outputTruncation,
-  parseBriefPage,
-  qualifyResume,
-  type BriefDigest,
-  type Identity,
-  type QualifyDecision,
-  type QualifyInput,
-  type QualifyOptions,
-  type RecordedTranscript,
-} from '../../src/agents/codex/qualify.js';
+import { QUALIFIED_VERSIONS, qualifyResume, type QualifyDecision, type QualifyInput, type RecordedTranscript } from '../../src/agents/codex/qualify.js';
+import { QUALIFY_CHECKS, type Identity, type QualifyOptions } from '../../src/continuity/qualify.js';
+import { parsePages, type BriefDigest } from '../../src/continuity/page-read.js';
+import { approxTokens, isTruncatedOutput, outputTruncation } from '../../src/agents/codex/outputs.js';
 
 // ---------------------------------------------------------------------------------------------
 // The real 0.169 rollout and lines in its shapes.
@@ -350,25 +339,25 @@ const rows: Row[] = [
     name: 'failed read: isError wrapper around a valid page',
     prefix: read(`{"isError": true, "content": ${JSON.stringify(execOutput(pageText({ n: 1, total: 1, body: BODY1 })))}}`),
     decision: 'full',
-    fails: { 'complete-read': 'wrapped in an error ({"isError": true})' },
+    fails: { 'complete-read': 'the output is an error result (isError: true)' },
   },
   {
     name: 'failed read: blocked by PreToolUse',
     prefix: read(`Command blocked by PreToolUse hook: latched. Command: latch brief --page 1\n${pageText({ n: 1, total: 1, body: BODY1 })}`),
     decision: 'full',
-    fails: { 'complete-read': 'Command blocked by PreToolUse hook' },
+    fails: { 'complete-read': 'the call was denied by a PreToolUse hook' },
   },
   {
     name: 'failed read: non-zero exit',
     prefix: read(execOutput(pageText({ n: 1, total: 1, body: BODY1 }), { exit: 1 })),
     decision: 'full',
-    fails: { 'complete-read': 'did not exit 0 (Process exited with code 1)' },
+    fails: { 'complete-read': 'the command exited with code 1' },
   },
   {
     name: 'failed read: still running',
     prefix: read(execOutput(pageText({ n: 1, total: 1, body: BODY1 }), { running: true })),
     decision: 'full',
-    fails: { 'complete-read': 'did not exit 0 (Process running with session ID 4242)' },
+    fails: { 'complete-read': 'the command had not finished (still running)' },
   },
   {
     name: 'failed read: truncated output (original token count above what was shown)',
@@ -401,25 +390,25 @@ const rows: Row[] = [
     name: 'failed read: body edited under the right header digest',
     prefix: read(execOutput(pageText({ n: 1, total: 1, body: BODY1.replace('tests', 'TESTS'), digest: sha(BODY1) }))),
     decision: 'full',
-    fails: { 'complete-read': 'does not match its header' },
+    fails: { 'complete-read': 'the body does not match its sha256' },
   },
   {
     name: 'failed read: page of an older brief version',
     prefix: read(execOutput(pageText({ n: 1, total: 1, body: BODY1, version: 2 }))),
     decision: 'full',
-    fails: { 'complete-read': 'page of brief version 2, not 3' },
+    fails: { 'complete-read': 'the page is of version 2; the current version is 3' },
   },
   {
     name: 'failed read: page of another session',
     prefix: read(execOutput(pageText({ n: 1, total: 1, body: BODY1, session: 'someone-else' }))),
     decision: 'full',
-    fails: { 'complete-read': 'page of session someone-else' },
+    fails: { 'complete-read': 'the page belongs to session someone-else' },
   },
   {
     name: 'failed read: two page blocks in one output',
     prefix: read(execOutput(pageText({ n: 1, total: 1, body: BODY1 }).repeat(2))),
     decision: 'full',
-    fails: { 'complete-read': 'expected exactly one page block, found 2 header(s)' },
+    fails: { 'complete-read': '2 page blocks in one output' },
   },
   {
     name: 'a failed read followed by a good one is fine',
@@ -643,13 +632,14 @@ test('page blocks: any body round-trips; a changed digest is refused', () => {
       // Lone surrogates do not survive UTF-8; the brief is UTF-8 text.
       fc.pre(Buffer.from(body, 'utf8').toString('utf8') === body);
       const text = pageText({ n: 1, total: 1, body, version: v });
-      const r = parseBriefPage(text);
-      assert.ok('page' in r, JSON.stringify(r));
-      assert.equal(r.page.body, body);
-      assert.equal(r.page.sha256, sha(body));
-      assert.equal(r.page.version, v);
-      const bad = parseBriefPage(pageText({ n: 1, total: 1, body, version: v, digest: sha(body + 'x') }));
-      assert.ok('reason' in bad);
+      const [r, ...more] = parsePages(text);
+      assert.ok(r && more.length === 0, JSON.stringify(parsePages(text)));
+      assert.equal(r.body, body);
+      assert.equal(r.sha256, sha(body));
+      assert.equal(r.bodyOk, true);
+      assert.equal(r.version, v);
+      const bad = parsePages(pageText({ n: 1, total: 1, body, version: v, digest: sha(body + 'x') }));
+      assert.equal(bad[0]?.bodyOk, false);
     }),
     { numRuns: 300 },
   );

@@ -7,7 +7,9 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Io } from '../../src/commands/io.js';
-import { esc, mdCode, mdText, report } from '../../src/commands/report.js';
+import { report } from '../../src/commands/report/index.js';
+import { esc } from '../../src/commands/report/html.js';
+import { mdCode, mdText } from '../../src/commands/report/markdown.js';
 import { verify } from '../../src/commands/verify.js';
 import { ExitError } from '../../src/base/errors.js';
 import { runCodexHook } from '../../src/hook.js';
@@ -127,13 +129,13 @@ describe('latch report', () => {
     const c = capture(sb);
     assert.equal(await report(c.io, {}), 2);
     assert.match(c.err(), /--html FILE or --markdown/);
-    await assert.rejects(report(c.io, { html: 'x.html', out: 'x.md' }), (e: unknown) => e instanceof ExitError && e.code === 2);
+    await assert.rejects(report(c.io, { html: 'x.html', out: 'x.md' }), (e: unknown) => e instanceof ExitError && e.exitCode === 2);
     assert.equal(existsSync(join(sb.work, 'x.html')), false);
   });
 
   test('an unknown --session is a usage error', async () => {
     const c = capture(sb);
-    await assert.rejects(report(c.io, { session: 'nope', markdown: true }), (e: unknown) => e instanceof ExitError && e.code === 2 && /no session nope/.test(e.message));
+    await assert.rejects(report(c.io, { session: 'nope', markdown: true }), (e: unknown) => e instanceof ExitError && e.exitCode === 2 && /no session nope/.test(e.message));
   });
 
   test('HTML: one self-contained document with no external resource', () => {

@@ -7,6 +7,7 @@ import { accessSync, constants, copyFileSync, existsSync, mkdtempSync, readFileS
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
+import { LatchError } from '../../base/errors.js';
 
 /** How to start Codex: `cmd ...args <codex args>`. */
 export interface CodexCommand {
@@ -164,9 +165,9 @@ export async function codexVersion(
 // ---------------------------------------------------------------------------------------------
 // app-server
 
-export class AppServerError extends Error {
+export class AppServerError extends LatchError {
   constructor(message: string) {
-    super(message);
+    super('E_APP_SERVER', message);
     this.name = 'AppServerError';
   }
 }

@@ -3,6 +3,7 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync, readdirSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join, dirname } from 'node:path';
+import { findRolloutIn } from './lineage.js';
 
 export interface CodexConfigOptions {
   /** Responses API base URL, e.g. the fake model's `url` (http://127.0.0.1:PORT/v1). */
@@ -166,7 +167,7 @@ export function listRollouts(codexHome: string): string[] {
 
 /** The rollout file of a thread (its name ends with the thread id). */
 export function findRollout(codexHome: string, threadId: string): string | undefined {
-  return listRollouts(codexHome).find((p) => p.endsWith(`-${threadId}.jsonl`));
+  return findRolloutIn(join(codexHome, 'sessions'), threadId) ?? undefined;
 }
 
 /** Writes $CODEX_HOME/hooks.json. `hooks` is the value of the top-level "hooks" key. */

@@ -2,7 +2,8 @@
 // Reply formats are the ones Codex 0.169.0 accepts (see docs/codex-notes.md); tests check every reply
 // against the hook output schemas extracted from the binary.
 import * as v from 'valibot';
-import type { Decision, LatchEvent, Observation, StartSource } from '../../guard/guard.js';
+import type { Decision, LatchEvent, Observation, StartSource } from '../../guard/events.js';
+import type { HookReply } from '../agent.js';
 
 const KNOWN_SOURCES: ReadonlySet<string> = new Set(['startup', 'resume', 'clear', 'compact', 'fork']);
 import { classifyTool } from './tools.js';
@@ -97,12 +98,7 @@ function toEvent(p: CodexPayload): LatchEvent | null {
   }
 }
 
-export interface HookReply {
-  /** JSON for stdout, or null for no output. */
-  stdout: string | null;
-  exitCode: 0 | 2;
-  stderr?: string;
-}
+export type { HookReply };
 
 export function codexDeny(reason: string, notice?: string): HookReply {
   const out: Record<string, unknown> = { hookSpecificOutput: { hookEventName: 'PreToolUse', permissionDecision: 'deny', permissionDecisionReason: reason } };

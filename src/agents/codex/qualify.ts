@@ -9,70 +9,12 @@ import { createHash } from 'node:crypto';
 import { closeSync, constants as FS, fstatSync, lstatSync, openSync, readSync, realpathSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { qualifiedVersions, shippedQualifiedVersions } from './qualification.js';
-
-export interface RecordedTranscript {
-  path: string;
-  realpath: string;
-  dev: string;
-  ino: string;
-  uid: number;
-  size: number;
-  /** SHA-256 (hex) of bytes [0, size). */
-  sha256: string;
-}
-
-export interface Identity {
-  session_id: string;
-  cwd: string;
-  model: string | null;
-  approval_policy: string | null;
-  sandbox_policy: unknown;
-  permission_profile: unknown;
-}
-
-export interface BriefDigest {
-  session: string;
-  version: number;
-  pages: { n: number; sha256: string }[];
-}
-
-export interface QualifyInput {
-  /** transcript_path of the resuming hook payload. */
-  transcriptPath: string;
-  /** What Latch recorded earlier (null: never recorded → full). */
-  recorded: RecordedTranscript | null;
-  /** Latch's record of the session (from the latest turn_context Latch saw). */
-  expected: Identity;
-  payload: { session_id: string; cwd: string; model: string | null; permission_mode: string | null };
-  /**
-   * Exact allowlist of session_meta.cli_version values (no ranges): the versions with a passing
-   * qualification record (src/agents/codex/qualification.ts), e.g. qualifiedVersionsOfStore(db).
-   */
-  qualifiedVersions: readonly string[];
-  currentBrief: BriefDigest | null;
-  /** Byte offset just past the session's latest compaction in this transcript (null: none known). */
-  lastCompactionOffset: number | null;
-}
-
-export interface QualifyCheck {
-  name: string;
-  ok: boolean;
-  reason: string;
-}
-
-export interface QualifyDecision {
-  decision: 'native' | 'full';
-  checks: QualifyCheck[];
-}
-
-export interface QualifyOptions {
-  /** The current user's uid (default: process.getuid()). Injectable so tests running as root can fail it. */
-  uid?: number;
-  /** Truncation predicate for a tool output: a reason when truncated, null when complete. */
-  truncation?: (output: string) => string | null;
-  /** Read size in bytes (default 1 MiB). */
-  chunkSize?: number;
-}
+import { pageRead, type BriefDigest, type PageRead } from '../../continuity/page-read.js';
+import type { ToolOutput } from '../agent.js';
+import { QUALIFY_CHECKS, type QualifyCheck, type QualifyCheckName, type QualifyDecision, type QualifyInput, type QualifyOptions } from '../../continuity/qualify.js';
+import { codexToolOutput } from './outputs.js';
+import { RESUMABLE_RECORD_TYPES } from './records.js';
+export type { QualifyDecision, QualifyInput, RecordedTranscript } from '../../continuity/qualify.js';
 
 /**
  * The versions the package itself qualified (data/qualified/*.json), read once at load. Native
@@ -86,25 +28,6 @@ export function qualifiedVersionsOfStore(db: { name: string }): string[] {
   return qualifiedVersions(dirname(db.name));
 }
 
-/** Check names, in report order. */
-export const QUALIFY_CHECKS = ['file', 'identity', 'writer', 'append-only', 'tail', 'complete-read', 'fork'] as const;
-export type QualifyCheckName = (typeof QUALIFY_CHECKS)[number];
-
-/**
- * Record types Latch understands well enough to resume natively (docs/codex-notes.md, test/fixtures/rollouts/).
- * Deliberately narrower than fsck.ts's KNOWN_RECORD_TYPES (everything 0.169 can write): a type Latch
- * only recognises, such as inter_agent_communication, still makes a resume `full`.
- */
-export const KNOWN_RECORD_TYPES: ReadonlySet<string> = new Set([
-  'session_meta',
-  'response_item',
-  'event_msg',
-  'turn_context',
-  'compacted',
-  'world_state',
-  'token_usage_record',
-]);
-
 const TOOL_OUTPUT_TYPES = new Set(['function_call_output', 'custom_tool_call_output']);
 const NL = 0x0a;
 const MARK_BRIEF = Buffer.from('LATCH-BRIEF');
@@ -112,159 +35,12 @@ const MARK_META = Buffer.from('session_meta');
 const MARK_TURN = Buffer.from('turn_context');
 const MARK_COMPACT = Buffer.from('ompact');
 
-// ---------------------------------------------------------------------------------------------
-// Tool output predicates (exported so the brief delivery and the guard can use the same rules).
-
-export interface ExecOutput {
-  /** The header lines before "Output:" (Chunk ID, Wall time, Process exited with code N, ...). */
-  header: string[];
-  /** Everything after "Output:\n": the command's (possibly truncated) output as the model saw it. */
-  body: string;
-}
-
-/** Splits a Codex exec_command tool output ("<header lines>\nOutput:\n<output>"); null if not that shape. */
-export function parseExecOutput(output: string): ExecOutput | null {
-  let at: number;
-  if (output.startsWith('Output:\n')) at = 0;
-  else {
-    const i = output.indexOf('\nOutput:\n');
-    if (i < 0) return null;
-    at = i + 1;
-  }
-  const head = output.slice(0, at === 0 ? 0 : at - 1);
-  return { header: head === '' ? [] : head.split('\n'), body: output.slice(at + 'Output:\n'.length) };
-}
-
-/** Codex's token estimate: ceil(UTF-8 bytes / 4). */
-export function approxTokens(text: string): number {
-  return Math.ceil(Buffer.byteLength(text, 'utf8') / 4);
-}
-
-const TRUNCATED_LINE = /tokens? truncated/i;
-const TRUNCATED_HEAD = 'Warning: truncated output';
-const OMITTED_LINE = /^\.\.\. \d+ bytes omitted \.\.\.$/;
-
 /**
- * Why a tool output is truncated, or null when it is complete. Codex 0.169 (docs/codex-notes.md):
- * the text after "Output:\n" starts with "Warning: truncated output (original token count: N)",
- * may hold "... N bytes omitted ..." and a mid-line "…N tokens truncated…". Truncated when any of
- * these is present (any line matching /tokens? truncated/i, in whatever wrapper), or when the
- * header's "Original token count: N" exceeds Codex's estimate (ceil(bytes/4)) of what was shown.
+ * The complete-read check's verdict on one tool output: the one page-read rule (the same the read
+ * receipts use: src/continuity/page-read.ts) with Codex's tool-output unwrapping.
  */
-export function outputTruncation(output: string): string | null {
-  const exec = parseExecOutput(output);
-  if (exec?.body.startsWith(TRUNCATED_HEAD)) return `truncated ("${TRUNCATED_HEAD}")`;
-  for (const line of output.split('\n')) {
-    if (TRUNCATED_LINE.test(line)) return `truncated (marker line ${JSON.stringify(clip(line, 60))})`;
-    if (OMITTED_LINE.test(line)) return `truncated (${JSON.stringify(line)})`;
-  }
-  if (exec) {
-    for (const line of exec.header) {
-      const m = /^Original token count: (\d+)$/.exec(line);
-      if (!m) continue;
-      const original = Number(m[1]);
-      const shown = approxTokens(exec.body);
-      if (original > shown) return `truncated (original token count ${original} > ${shown} shown)`;
-    }
-  }
-  return null;
-}
-
-export function isTruncatedOutput(output: string): boolean {
-  return outputTruncation(output) !== null;
-}
-
-/** Why a tool output reports an error (isError wrapper, hook denial), or null. */
-export function outputError(output: string): string | null {
-  if (/"isError"\s*:\s*true/.test(output)) return 'wrapped in an error ({"isError": true})';
-  if (output.includes('Command blocked by PreToolUse hook')) return 'Command blocked by PreToolUse hook';
-  return null;
-}
-
-export interface BriefPage {
-  session: string;
-  version: number;
-  n: number;
-  total: number;
-  sha256: string;
-  body: string;
-}
-
-const HEADER_RE = /^<<<LATCH-BRIEF session=(\S+) version=(\d+) page=(\d+)\/(\d+) sha256=([0-9a-f]{64})>>>$/;
-const END_RE = /^<<<END-LATCH-BRIEF page=(\d+)\/(\d+) version=(\d+)>>>$/;
-
-/**
- * The single brief page block in `text`, or a reason. Format:
- *   <<<LATCH-BRIEF session=<id> version=<v> page=<n>/<total> sha256=<hex>>>>\n<body>\n<<<END-LATCH-BRIEF page=<n>/<total> version=<v>>>>
- * The body is the exact text between the header line's newline and the newline before <<<END; its
- * UTF-8 SHA-256 must equal the header's digest.
- */
-export function parseBriefPage(text: string): { page: BriefPage } | { reason: string } {
-  const heads = occurrences(text, '<<<LATCH-BRIEF ');
-  const ends = occurrences(text, '<<<END-LATCH-BRIEF ');
-  if (heads.length !== 1 || ends.length !== 1) {
-    return { reason: `expected exactly one page block, found ${heads.length} header(s) and ${ends.length} end marker(s)` };
-  }
-  const h = heads[0]!;
-  const e = ends[0]!;
-  if (h !== 0 && text[h - 1] !== '\n') return { reason: 'page header is not at the start of a line' };
-  const headerEnd = text.indexOf('\n', h);
-  if (headerEnd < 0 || headerEnd >= e) return { reason: 'page header line is not followed by a body' };
-  const hm = HEADER_RE.exec(text.slice(h, headerEnd));
-  if (!hm) return { reason: `malformed page header ${JSON.stringify(clip(text.slice(h, headerEnd), 120))}` };
-  if (text[e - 1] !== '\n') return { reason: 'page end marker is not at the start of a line' };
-  let endLineEnd = text.indexOf('\n', e);
-  if (endLineEnd < 0) endLineEnd = text.length;
-  const em = END_RE.exec(text.slice(e, endLineEnd).replace(/\r$/, ''));
-  if (!em) return { reason: `malformed page end marker ${JSON.stringify(clip(text.slice(e, endLineEnd), 120))}` };
-  // Body: between the header's newline and the newline before <<<END (empty body: the two coincide).
-  const body = e - 1 > headerEnd ? text.slice(headerEnd + 1, e - 1) : '';
-  const page: BriefPage = {
-    session: hm[1]!,
-    version: Number(hm[2]),
-    n: Number(hm[3]),
-    total: Number(hm[4]),
-    sha256: hm[5]!,
-    body,
-  };
-  if (Number(em[1]) !== page.n || Number(em[2]) !== page.total || Number(em[3]) !== page.version) {
-    return { reason: `end marker page=${em[1]}/${em[2]} version=${em[3]} does not match header page=${page.n}/${page.total} version=${page.version}` };
-  }
-  const digest = sha256Hex(body);
-  if (digest !== page.sha256) return { reason: `page body digest ${short(digest)} does not match its header (${short(page.sha256)})` };
-  return { page };
-}
-
-/** Why `output` is not a complete, successful read of a page of `brief` (null: it is). */
-export function briefReadProblems(output: string, brief: BriefDigest, truncation = outputTruncation): { page: number | null; problems: string[] } {
-  const problems: string[] = [];
-  const attributed = /LATCH-BRIEF session=\S+ version=\d+ page=(\d+)\//.exec(output);
-  let page: number | null = attributed ? Number(attributed[1]) : null;
-  const err = outputError(output);
-  if (err) problems.push(err);
-  const exec = parseExecOutput(output);
-  if (!exec) problems.push('not an exec_command output (no "Output:" section)');
-  else if (!exec.header.includes('Process exited with code 0')) {
-    const status = exec.header.find((l) => l.startsWith('Process exited with code ') || l.startsWith('Process running'));
-    problems.push(status ? `did not exit 0 (${status})` : 'no "Process exited with code 0"');
-  }
-  const t = truncation(output);
-  if (t) problems.push(t);
-  if (exec) {
-    const parsed = parseBriefPage(exec.body);
-    if ('reason' in parsed) problems.push(parsed.reason);
-    else {
-      const p = parsed.page;
-      page = p.n;
-      if (p.session !== brief.session) problems.push(`page of session ${p.session}, not ${brief.session}`);
-      if (p.version !== brief.version) problems.push(`page of brief version ${p.version}, not ${brief.version}`);
-      if (p.total !== brief.pages.length) problems.push(`page ${p.n}/${p.total} but the brief has ${brief.pages.length} page(s)`);
-      const want = brief.pages.find((x) => x.n === p.n);
-      if (!want) problems.push(`page ${p.n} is not a page of the current brief`);
-      else if (want.sha256 !== p.sha256) problems.push(`page ${p.n} digest ${short(p.sha256)} differs from the current brief's ${short(want.sha256)}`);
-    }
-  }
-  return { page, problems };
+export function resumeRead(output: string, brief: BriefDigest, toolOutput: (output: string) => ToolOutput = codexToolOutput): PageRead {
+  return pageRead(output, brief, toolOutput);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -548,7 +324,7 @@ function scanRollout(fd: number, size: number, input: QualifyInput, opts: Qualif
   const hashPrefix = input.recorded !== null && size >= recordedSize;
   const hash = createHash('sha256');
   const tailStart = recordedSize;
-  const truncation = opts.truncation ?? outputTruncation;
+  const toolOutput = opts.toolOutput ?? codexToolOutput;
   const brief = input.currentBrief;
   const lastKnown = input.lastCompactionOffset ?? 0;
   const s: Scan = {
@@ -605,7 +381,7 @@ function scanRollout(fd: number, size: number, input: QualifyInput, opts: Qualif
     const rec = isObject(obj) ? obj : {};
     const type = rec.type;
     const payload = isObject(rec.payload) ? rec.payload : {};
-    if (inTail && (typeof type !== 'string' || !KNOWN_RECORD_TYPES.has(type))) {
+    if (inTail && (typeof type !== 'string' || !RESUMABLE_RECORD_TYPES.has(type))) {
       tailProblem(`unknown record type ${fmt(type)} at offset ${start}`);
     }
     if (first) {
@@ -641,8 +417,8 @@ function scanRollout(fd: number, size: number, input: QualifyInput, opts: Qualif
           s.candidates.push({ start, page: null, problems: ['tool output is not text'] });
           return;
         }
-        const r = briefReadProblems(output, brief, truncation);
-        s.candidates.push({ start, page: r.page, problems: r.problems });
+        const r = resumeRead(output, brief, toolOutput);
+        s.candidates.push({ start, page: r.page, problems: r.reasons });
         return;
       }
       default:
@@ -723,16 +499,6 @@ function clip(s: string, n: number): string {
 
 function short(hex: string): string {
   return hex.slice(0, 12);
-}
-
-function sha256Hex(text: string): string {
-  return createHash('sha256').update(text, 'utf8').digest('hex');
-}
-
-function occurrences(text: string, needle: string): number[] {
-  const out: number[] = [];
-  for (let i = text.indexOf(needle); i >= 0; i = text.indexOf(needle, i + 1)) out.push(i);
-  return out;
 }
 
 function message(err: unknown): string {

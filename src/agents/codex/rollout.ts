@@ -1,6 +1,7 @@
 // Incremental scan of a Codex rollout (transcript_path) for compaction markers.
 // Reads only the bytes appended since the last scan; consumes whole lines only.
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import { EMPTY_SCAN, type BriefOutput, type ScanResult, type ScanState, type SessionMeta, type TranscriptCompaction, type TurnIdentity } from '../../session/transcript.js';
 
 /** Markers of one compaction that may arrive as several lines (item started/completed, compacted, legacy). */
 export interface MarkerGroup {
@@ -10,64 +11,15 @@ export interface MarkerGroup {
   hasItem: boolean;
 }
 
-export interface ScanState {
-  offset: number;
-  dev: string | null;
-  ino: string | null;
-  compactions: number;
-  group: MarkerGroup | null;
-}
+export type { BriefOutput, ScanResult, ScanState, SessionMeta, TranscriptCompaction, TurnIdentity } from '../../session/transcript.js';
+export { EMPTY_SCAN };
 
-export interface TranscriptCompaction {
-  /** 1-based count of this compaction within the transcript. */
-  index: number;
-  /** Byte offset just past the line that first showed it. */
-  endOffset: number;
-  via: 'compacted' | 'context_compaction_item' | 'context_compacted';
-  summaryKind: 'local' | 'remote' | null;
+/** The carry-over this reader keeps in ScanState.group (stored as JSON: checked, not trusted). */
+function isMarkerGroup(g: unknown): g is MarkerGroup {
+  if (g === null || typeof g !== 'object') return false;
+  const o = g as Record<string, unknown>;
+  return (o.itemId === null || typeof o.itemId === 'string') && typeof o.hasCompacted === 'boolean' && typeof o.hasLegacy === 'boolean' && typeof o.hasItem === 'boolean';
 }
-
-export interface SessionMeta {
-  id: string | null;
-  cliVersion: string | null;
-  cwd: string | null;
-  forkedFrom: string | null;
-}
-
-/** The identity fields of the latest turn_context line (what a resume must match). */
-export interface TurnIdentity {
-  cwd: string | null;
-  model: string | null;
-  approval_policy: string | null;
-  sandbox_policy: unknown;
-  permission_profile: unknown;
-}
-
-/** A tool output that carries a Latch brief page, with the compaction count at its position. */
-export interface BriefOutput {
-  callId: string | null;
-  output: string;
-  compactionsBefore: number;
-  endOffset: number;
-}
-
-export interface ScanResult {
-  state: ScanState;
-  /** The newest turn_context in the bytes read (null if none). */
-  turnContext: TurnIdentity | null;
-  /** Tool outputs holding `<<<LATCH-BRIEF` page blocks, in file order. */
-  briefOutputs: BriefOutput[];
-  compactions: TranscriptCompaction[];
-  /** call_ids whose tool output was recorded (function_call_output / custom_tool_call_output). */
-  outputs: string[];
-  meta: SessionMeta | null;
-  /** The file was replaced or shrank since the last scan; it was rescanned from the start. */
-  reset: string | null;
-  badLines: number;
-  bytesRead: number;
-}
-
-export const EMPTY_SCAN: ScanState = { offset: 0, dev: null, ino: null, compactions: 0, group: null };
 
 const CHUNK = 1 << 16;
 const NL = 0x0a;
@@ -130,7 +82,7 @@ class LineScanner {
   constructor(s: ScanState) {
     this.offset = s.offset;
     this.count = s.compactions;
-    this.group = s.group ? { ...s.group } : null;
+    this.group = isMarkerGroup(s.group) ? { ...s.group } : null;
   }
 
   run(fd: number, size: number): number {

@@ -10,7 +10,7 @@
 // was still mutable) can make the sandbox writable. With Latch's home no project is trusted.
 import { closeSync, fstatSync, lstatSync, mkdirSync, openSync, readFileSync, readlinkSync, rmSync, statSync, symlinkSync, unlinkSync, writeFileSync, constants } from 'node:fs';
 import { basename, join } from 'node:path';
-import { GIT_SAFE_CONFIG } from '../../shell/readonly.js';
+import { readShell, shellQuote } from '../../guard/read-shell.js';
 
 export interface Sandbox {
   kind: 'codex';
@@ -27,57 +27,6 @@ export interface Sandbox {
 }
 
 export type SandboxStatus = { ok: true; sandbox: Sandbox } | { ok: false; why: string };
-
-/** The environment every held read gets: no pager, no startup files, no prompts, no optional locks. */
-const READ_ENV = ['PAGER=cat', 'GIT_PAGER=cat', 'MANPAGER=cat', 'SYSTEMD_PAGER=cat', 'LESSSECURE=1', 'GIT_TERMINAL_PROMPT=0', 'GIT_OPTIONAL_LOCKS=0'];
-
-/**
- * git config that runs a program, switched off for a held read (GIT_CONFIG_COUNT entries win over
- * every config file): the agent may have armed any of it while it was mutable. The classifier
- * (gitEnvHardened) relies on exactly this list.
- */
-function gitOverrides(): string[] {
-  const out = [`GIT_CONFIG_COUNT=${GIT_SAFE_CONFIG.length}`];
-  GIT_SAFE_CONFIG.forEach(([k, v], i) => out.push(shellQuote(`GIT_CONFIG_KEY_${i}=${k}`), shellQuote(`GIT_CONFIG_VALUE_${i}=${v}`)));
-  return out;
-}
-
-/** Variables that would make the shell or git read other files or run other programs. */
-const UNSET = ['BASH_ENV', 'ENV', 'CDPATH', 'GIT_CONFIG_PARAMETERS', 'GIT_CONFIG', 'GIT_CONFIG_GLOBAL', 'GIT_CONFIG_SYSTEM', 'GIT_EXEC_PATH', 'GIT_EXTERNAL_DIFF', 'GIT_DIR', 'GIT_WORK_TREE', 'RIPGREP_CONFIG_PATH', 'NODE_OPTIONS', 'LD_PRELOAD', 'LD_LIBRARY_PATH'];
-
-/** `env -u … <read env> bash --noprofile --norc -c '<command>'`: the read itself, in a clean shell. */
-function readShell(command: string, path?: string): string[] {
-  const p = path === undefined ? [] : [shellQuote(`PATH=${path}`)];
-  return ['/usr/bin/env', ...UNSET.flatMap((v) => ['-u', v]), ...READ_ENV, ...p, ...gitOverrides(), '/bin/bash', '--noprofile', '--norc', '-c', shellQuote(command)];
-}
-
-/**
- * Where no sandbox runs: the same clean shell, so that no pager, startup file or program from git's
- * config runs; only the classifier stands between the command and a write.
- */
-export function wrapClassifierOnly(command: string, path?: string): string {
-  return ['exec', ...readShell(command, path)].join(' ');
-}
-
-/**
- * PATH for a read outside any sandbox: without the directories the agent could have filled while it
- * was mutable (under $HOME, temp directories, relative entries), so that `cat` is not a script it
- * planted in ~/.local/bin. Inside the sandbox a planted program cannot write, so PATH stays as is.
- */
-export function trustedPath(path: string | undefined, home: string | undefined): string {
-  const h = home && home !== '/' ? home.replace(/\/+$/, '') : null;
-  const keep = (path ?? '').split(':').filter((d) => {
-    if (!d.startsWith('/')) return false;
-    if (h && (d === h || d.startsWith(h + '/'))) return false;
-    return !/^\/(tmp|var\/tmp|dev\/shm)(\/|$)/.test(d);
-  });
-  return keep.length > 0 ? [...new Set(keep)].join(':') : '/usr/local/bin:/usr/bin:/bin';
-}
-
-/** Quotes one word for a POSIX shell. */
-export function shellQuote(s: string): string {
-  return `'${s.replace(/'/g, `'\\''`)}'`;
-}
 
 /**
  * The command Codex runs instead of `command`: the same text, as one `bash -c` argument, inside
@@ -254,34 +203,6 @@ export function readOnlySandbox(latchHome: string, env: NodeJS.ProcessEnv, spawn
   } catch (err) {
     return { ok: false, why: `the sandbox cannot be prepared (${(err as Error).message})` };
   }
-}
-
-/** Latch's read-only subcommands the hook may run on the agent's behalf while it is held. */
-const LATCH_READS: ReadonlySet<string> = new Set(['status', 'brief', 'log', 'blame']);
-/** A plain word: nothing a shell would expand, quote or split. */
-const PLAIN = /^[A-Za-z0-9_./=:,@+-]+$/;
-
-/**
- * The arguments of `command` when it is exactly one call of this very Latch (`node <dist>/latch.cjs`
- * or the absolute `<dist>/latch.cjs`) with a read subcommand and plain words only; else null. The
- * classifier decides whether those arguments are a read; this only recognises the form the hook can
- * run itself (no shell, no PATH lookup, the hook's own node).
- */
-export function latchReadArgs(command: string, latchEntry: string): string[] | null {
-  const words = command.trim().split(/[ \t]+/);
-  if (words.some((w) => !PLAIN.test(w))) return null;
-  let i = 0;
-  if (words[0] === 'node' || words[0] === process.execPath) i = 1;
-  if (words[i] !== latchEntry) return null;
-  const args = words.slice(i + 1);
-  return args.length > 0 && LATCH_READS.has(args[0]!) ? args : null;
-}
-
-/** The command that prints `output` and exits with `code`: what the agent's Latch read becomes. */
-export function replayCommand(output: string, code: number): string {
-  const max = 96 * 1024;
-  const text = output.length > max ? output.slice(0, max) + `\n[latch: output cut at ${max} characters]\n` : output;
-  return `printf '%s' ${shellQuote(text)}; exit ${Number.isInteger(code) && code >= 0 && code < 256 ? code : 1}`;
 }
 
 export interface ReadsReport {

@@ -1,21 +1,5 @@
-// Which tool calls Latch tracks (may mutate) and what they are.
-
-/**
- * `unknown`: a tool name Latch has never seen (a newer agent release). It is tracked as if it could
- * change files: while held it is denied with a reason naming it, while mutable it gets a ledger attempt.
- */
-export type ToolKind = 'shell' | 'patch' | 'mcp' | 'agent' | 'unknown';
-
-export interface ToolCall {
-  name: string;
-  kind: ToolKind | null; // null: a tool known to be read-only, never blocked
-  /** Shell command text (Bash) or patch text (apply_patch). */
-  command: string | null;
-  mcpServer: string | null;
-  toolUseId: string | null;
-  /** The tool's input as the agent sent it (a rewrite keeps every field but the one it changes). */
-  input?: unknown;
-}
+// Codex's tools as Latch sees them: which calls may mutate, and what a patch names.
+import type { ToolCall } from '../../guard/events.js';
 
 const PATCH_TOOLS = new Set(['apply_patch', 'Write', 'Edit']);
 // Codex 0.169 (features.multi_agent_v2) offers spawn_agent in the `collaboration` namespace; hooks see
@@ -25,7 +9,10 @@ const AGENT_TOOLS = new Set(['Agent', 'spawn_agent', 'collaborationspawn_agent']
 export function classifyTool(name: string, input: unknown, toolUseId: string | null = null): ToolCall {
   const command = commandText(input);
   if (name === 'Bash') return { name, kind: 'shell', command, mcpServer: null, toolUseId, input };
-  if (PATCH_TOOLS.has(name)) return { name, kind: 'patch', command, mcpServer: null, toolUseId };
+  if (PATCH_TOOLS.has(name)) {
+    const text = command ?? '';
+    return { name, kind: 'patch', command, mcpServer: null, toolUseId, paths: patchPaths(text), summary: patchSummary(text) };
+  }
   if (AGENT_TOOLS.has(name)) return { name, kind: 'agent', command, mcpServer: null, toolUseId };
   if (name.startsWith('mcp__')) {
     const server = name.slice('mcp__'.length).split('__')[0] || null;
@@ -58,14 +45,14 @@ function commandText(input: unknown): string | null {
  */
 export const TRACKED_TOOL_MATCHER = null;
 
-/** A one-line summary of a call for records and messages. */
-export function summarizeCall(call: ToolCall, max = 120): string {
-  const text = call.command ?? '';
-  const first = call.kind === 'patch' ? patchSummary(text) : text.replace(/\s+/g, ' ').trim();
-  const s = first ? `${call.name}: ${first}` : call.name;
-  return s.length > max ? s.slice(0, max - 1) + '…' : s;
+/** The paths an apply_patch names (`*** Add|Update|Delete File:` and `*** Move to:`), as written. */
+export function patchPaths(patch: string): string[] {
+  const out: string[] = [];
+  for (const m of patch.matchAll(/^\*\*\* (?:Add File|Update File|Delete File|Move to): (.*)$/gm)) out.push(m[1]!.trim());
+  return out;
 }
 
+/** `add a.txt, update b.txt`: what an apply_patch does, for records and messages. */
 function patchSummary(patch: string): string {
   const files: string[] = [];
   for (const m of patch.matchAll(/^\*\*\* (Add|Update|Delete) File: (.+)$/gm)) files.push(`${m[1]!.toLowerCase()} ${m[2]}`);

@@ -13,7 +13,8 @@ import { spawn, spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { chmodSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { readOnlySandbox, shellQuote, type Sandbox } from '../../../src/agents/codex/sandbox.js';
+import { readOnlySandbox, type Sandbox } from '../../../src/agents/codex/sandbox.js';
+import { shellQuote } from '../../../src/guard/read-shell.js';
 
 export const CODEX_BIN = path.resolve('node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex');
 

@@ -29,21 +29,8 @@ import {
   walkFields,
 } from './bytes.js';
 import { classifyCommand } from '../../../shell/readonly.js';
+import { ROLLOUT_RECORD_TYPES } from '../records.js';
 
-
-/** Top-level rollout record types written by Codex 0.169.0 (RolloutItem variants, read in the binary). */
-export const KNOWN_RECORD_TYPES: ReadonlySet<string> = new Set([
-  'session_meta',
-  'response_item',
-  'event_msg',
-  'turn_context',
-  'compacted',
-  'world_state',
-  'token_usage_record',
-  'dynamic_tools_updated',
-  'inter_agent_communication',
-  'realtime_item',
-]);
 
 /** Server → client methods of the 0.169.0 app-server protocol (generate-ts: ServerNotification, ServerRequest). */
 const KNOWN_METHODS: ReadonlySet<string> = new Set(
@@ -283,7 +270,7 @@ const HEAD = 1024;
 interface NameEntry {
   readonly bytes: Needle;
   readonly str: string;
-  /** KNOWN_RECORD_TYPES.has(str) */
+  /** ROLLOUT_RECORD_TYPES.has(str) */
   readonly known: boolean;
   /** Lines counted with this record type (rollout fast path; flushed into records by finish()). */
   records: number;
@@ -358,7 +345,7 @@ class Names {
     }
     if (this.entries.length >= 10_000) return null;
     const str = interned(buf.toString('utf8', from, to));
-    const entry: NameEntry = { bytes: new Needle(buf.subarray(from, to)), str, known: KNOWN_RECORD_TYPES.has(str), records: 0, ri: 0, em: 0 };
+    const entry: NameEntry = { bytes: new Needle(buf.subarray(from, to)), str, known: ROLLOUT_RECORD_TYPES.has(str), records: 0, ri: 0, em: 0 };
     this.entries.push(entry);
     if (bucket) bucket.push(entry);
     else this.buckets.set(h, [entry]);
@@ -810,7 +797,7 @@ export class Analyser {
       this.ordLast = ord;
     }
 
-    if (!(typeE ? typeE.known : KNOWN_RECORD_TYPES.has(type))) {
+    if (!(typeE ? typeE.known : ROLLOUT_RECORD_TYPES.has(type))) {
       this.unknownType(type, n);
       return;
     }

@@ -21,12 +21,13 @@ import type { Hash } from 'node:crypto';
 import { nodeCrypto } from '../../../base/lazy.js';
 import { closeSync, existsSync, fstatSync, openSync, read, readSync, realpathSync, statSync } from 'node:fs';
 import { basename, resolve } from 'node:path';
-import { errorMessage } from '../../../base/errors.js';
+import { errorMessage, isLatchError, LatchError } from '../../../base/errors.js';
 import { Analyser, CHUNK, LineSplitter, LIST_CAP, obj, type Attempt, type CompactionReport, type Finding, type Format, type HeldInterval, type HookRunsReport, type Layout, type OutcomeCounts, type SessionInfo, type WriterInfo } from './analyser.js';
 import { openStore, type Db } from '../../../store/store.js';
 import { dbPath } from '../../../base/paths.js';
 
-export { classifyOutput, KNOWN_RECORD_TYPES, MAX_KEEP } from './analyser.js';
+export { classifyOutput, MAX_KEEP } from './analyser.js';
+export { ROLLOUT_RECORD_TYPES } from '../records.js';
 export type { Attempt, CompactionReport, Finding, HookRunInfo, HookRunsReport, Outcome, OutcomeCounts, Severity } from './analyser.js';
 
 /** The versions the package qualified (data/qualified); a report uses qualifiedWriters($LATCH_HOME), which adds this machine's. */
@@ -266,7 +267,13 @@ interface Reader {
   run(push: (b: Buffer) => void): Promise<void>;
 }
 
-class UnreadableError extends Error {}
+/** The rollout cannot be read or decoded; fsck reports it as the file's `unreadable` reason. */
+export class UnreadableError extends LatchError {
+  constructor(message: string) {
+    super('E_UNREADABLE', message);
+    this.name = 'UnreadableError';
+  }
+}
 
 function readAt(fd: number, buf: Buffer, pos: number): Promise<number> {
   return new Promise((done, fail) => read(fd, buf, 0, buf.length, pos, (err, n) => (err ? fail(err) : done(n))));
@@ -338,7 +345,7 @@ async function openReader(fd: number, size: number, path: string, onProgress?: (
         readAll((b) => d.push(new Uint8Array(b.buffer, b.byteOffset, b.byteLength)));
         d.push(new Uint8Array(0), true);
       } catch (err) {
-        if (err instanceof UnreadableError) throw err;
+        if (isLatchError(err, 'E_UNREADABLE')) throw err;
         throw new UnreadableError(`the zstd stream cannot be decoded: ${errorMessage(err)}`);
       }
     },
@@ -415,7 +422,7 @@ export async function fsckFile(file: string, opts: FsckOptions = {}): Promise<Fs
       store = a.format === 'app-server' ? crossCheck(a, store, session, new Map(), path) : crossCheck(a, store, session, prefixDigests(session, hashing, compression === null ? path : null), path);
     }
   } catch (err) {
-    unreadable = err instanceof UnreadableError ? err.message : `cannot read ${path}: ${errorMessage(err)}`;
+    unreadable = isLatchError(err, 'E_UNREADABLE') ? err.message : `cannot read ${path}: ${errorMessage(err)}`;
     a.finish();
   } finally {
     if (fd >= 0) closeSync(fd);

@@ -23,7 +23,7 @@ import { defaultEntry, LATCH_EVENTS } from '../../../commands/setup.js';
 import { itemText, startFakeModel, type FakeItem, type FakeStep, type RecordedRequest } from '../fake-model.js';
 import { fsckFile } from '../fsck/fsck.js';
 import { openStore } from '../../../store/store.js';
-import { KNOWN_RECORD_TYPES } from '../qualify.js';
+import { ROLLOUT_RECORD_TYPES } from '../records.js';
 import { RECORD_SCHEMA, parseCodexVersion, type QualificationCheck, type QualificationRecord } from '../qualification.js';
 import { diffSchemas, EVENT_SCHEMA, extractHookSchemas, referenceSchemas, validate, type Schema } from './schemas.js';
 
@@ -646,7 +646,7 @@ function recordTypesCheck(rollouts: string[], set: Setter): void {
         }
         const k = String(t);
         counts.set(k, (counts.get(k) ?? 0) + 1);
-        if (!KNOWN_RECORD_TYPES.has(k) && !unknown.has(k)) unknown.set(k, basename(f));
+        if (!ROLLOUT_RECORD_TYPES.has(k) && !unknown.has(k)) unknown.set(k, basename(f));
       }
     } finally {
       closeSync(fd);

@@ -3,8 +3,8 @@
 // ERROR or WARN finding), 2 unreadable, 3 healthy but written by a Codex release Latch has not
 // qualified (NOTE findings only: age, not damage).
 import { statSync } from 'node:fs';
-import { fsckFile, type FsckReport, type OutcomeCounts } from '../agents/codex/fsck/fsck.js';
-import { homeOf, json, type Io } from './io.js';
+import { fsckFile, type FsckReport, type OutcomeCounts } from './fsck.js';
+import { homeOf, json, type Io } from '../../../commands/io.js';
 
 export interface TranscriptDoctorOptions {
   file: string;

@@ -1,0 +1,76 @@
+// The agent port: everything Latch needs from one coding agent. The core (guard, ledger, continuity,
+// session, tree, store, shell) knows only this file's types; each agent implements it in its own
+// folder (src/agents/<name>/) and is listed once in src/agents/index.ts.
+//
+// Hot parts (payloads, replies, tools, the transcript scan, the sandbox) are plain members: they run in
+// every hook. Slow parts (brief capture, resume qualification, unwrapping a tool output) load on first use
+// through `slow()`, so the hook bundle stays small.
+import type { Decision, LatchEvent, Observation, ToolCall } from '../guard/events.js';
+import type { ProtectedPath } from '../guard/held.js';
+import type { TranscriptReader } from '../session/transcript.js';
+import type { CaptureOptions, TranscriptCapture } from '../continuity/capture.js';
+import type { QualifyDecision, QualifyInput } from '../continuity/qualify.js';
+
+export type AgentName = 'codex';
+
+/** One reply to the agent: JSON for stdout (null: print nothing), the exit code, and a stderr line. */
+export interface HookReply {
+  stdout: string | null;
+  exitCode: 0 | 2;
+  stderr?: string;
+}
+
+export type ParsedHook =
+  | { ok: true; eventName: string; obs: Observation; event: LatchEvent | null }
+  | { ok: false; error: string; eventName: string | null; toolName: string | null };
+
+/** The agent's read-only sandbox on this machine, or why there is none. */
+export type ReadSandbox =
+  | { ok: true; /** The command that runs `command` (a clean read shell) inside the sandbox. */ wrap(command: string): string; where: string }
+  | { ok: false; why: string };
+
+export type Spawn = (bin: string, args: string[], env: NodeJS.ProcessEnv) => { status: number | null; stderr: string };
+
+/** What reading one tool output tells: the command's own output, or why it is not a clean, whole one. */
+export type ToolOutput = { ok: true; body: string } | { ok: false; body: string | null; problems: string[] };
+
+export interface AgentSlow {
+  /** What the transcript says about the task (requests, plan, last message), for the brief. */
+  capture(path: string, opts?: CaptureOptions): TranscriptCapture;
+  /**
+   * Native or full brief for a resuming session, with every check and its evidence. The writer
+   * allowlist is the agent's own (Codex: the qualified releases recorded under `latchHome`).
+   */
+  qualifyResume(input: Omit<QualifyInput, 'qualifiedVersions'>, latchHome: string): QualifyDecision;
+  /** A tool output as the transcript records it, unwrapped: the agent's half of the page-read rule. */
+  toolOutput(output: string): ToolOutput;
+}
+
+/** What continuity needs of an agent: its slow parts, loaded. */
+export type AgentParts = AgentSlow;
+
+export interface Agent {
+  readonly name: AgentName;
+  /** As people write it: `Codex`. */
+  readonly title: string;
+
+  /** One hook payload (stdin) → the observation and event; never throws. */
+  parse(stdin: string): ParsedHook;
+  /** The agent's reply to `eventName` for a decision. */
+  reply(eventName: string, d: Decision): HookReply;
+  /** The agent's deny reply for a tool call (`notice`: for the human, when the agent can show one). */
+  deny(reason: string, notice?: string): HookReply;
+  /** What a tool call is: tracked kind, command, the paths a patch names. */
+  classifyTool(name: string, input: unknown, toolUseId: string | null): ToolCall;
+
+  /** The agent's own hook registration and configuration, which no tool call may reach. */
+  registrationPaths(env: NodeJS.ProcessEnv, cwd: string): ProtectedPath[];
+  /** The agent's read-only sandbox (probed once per binary; `spawn` runs the probe). */
+  readSandbox(latchHome: string, env: NodeJS.ProcessEnv, spawn: Spawn): ReadSandbox;
+  /** Is `text` a read Latch rewrote (so a transcript's command is recognised as a held read)? */
+  isRewrittenRead(text: string): boolean;
+
+  readonly transcript: TranscriptReader;
+  /** The slow parts, loaded on first use. */
+  slow(): Promise<AgentSlow>;
+}

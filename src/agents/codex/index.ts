@@ -1,0 +1,40 @@
+// OpenAI Codex as a Latch agent. Hot parts are imported here (they run in every hook); the brief's
+// capture and resume qualification load through slow() into dist/slow.cjs; setup, doctor and fsck
+// belong to the commands (src/commands/*), which import them directly.
+import { homedir } from 'node:os';
+import { join, resolve } from 'node:path';
+import type { Agent } from '../agent.js';
+import { codexDeny, codexReply, parseCodexPayload } from './hooks.js';
+import { historyBaseEnd, findRollout } from './lineage.js';
+import { scanTranscript } from './rollout.js';
+import { isWrapped, readOnlySandbox, wrapReadOnly } from './sandbox.js';
+import { classifyTool } from './tools.js';
+
+export const codex: Agent = {
+  name: 'codex',
+  title: 'Codex',
+  parse(stdin) {
+    const p = parseCodexPayload(stdin);
+    return p.ok ? { ok: true, eventName: p.payload.hook_event_name, obs: p.obs, event: p.event } : p;
+  },
+  reply: codexReply,
+  deny: codexDeny,
+  classifyTool,
+  registrationPaths(env, cwd) {
+    const codexHome = resolve(env.CODEX_HOME || join(env.HOME || homedir(), '.codex'));
+    return [
+      { path: join(codexHome, 'hooks.json'), reason: 'the Codex hook registration (hooks.json)' },
+      { path: join(codexHome, 'config.toml'), reason: 'the Codex configuration (hook trust and features)' },
+      { path: join(resolve(cwd), '.codex'), reason: 'the project’s Codex configuration (.codex/)' },
+    ];
+  },
+  readSandbox(latchHome, env, spawn) {
+    const st = readOnlySandbox(latchHome, env, spawn);
+    if (!st.ok) return st;
+    const sb = st.sandbox;
+    return { ok: true, wrap: (command) => wrapReadOnly(command, sb), where: `\`${sb.bin} sandbox\`` };
+  },
+  isRewrittenRead: isWrapped,
+  transcript: { scan: scanTranscript, find: findRollout, inheritedEnd: historyBaseEnd },
+  slow: () => import('./slow.js').then((m) => m.codexSlow),
+};

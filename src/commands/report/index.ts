@@ -1,0 +1,53 @@
+// `latch report`: what the store knows about a workspace (or some of its sessions), for people.
+//   --html FILE   one self-contained HTML file: header, sessions, the interleaved timeline (turns, tool
+//                 calls with the files they changed, compactions, latch trips, denials, verifications with
+//                 their evidence, outside edits) and a per-file view (every change, newest first, who made
+//                 it). Semantic HTML that reads without JavaScript; an inline script only adds filters
+//                 and expand/collapse. No external resource of any kind: inline CSS and JS, no fonts or
+//                 images, and a Content-Security-Policy that admits only this file's own style and script
+//                 (by hash), so even a record that escaped escaping could not run or load anything.
+//   --markdown    the evidence summary as Markdown tables for a pull request (stdout, or --out FILE).
+// Everything shown comes from the records (timeline() of shared/timeline.ts, sessionJson() of
+// shared/session.ts and the transitions' evidence); every record-derived string is escaped for its
+// output format. The data is read in data.ts; markdown.ts and html.ts render it.
+import { writeFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { EXIT, ExitError } from '../../base/errors.js';
+import { withStore, type Io } from '../io.js';
+import { collectReport } from './data.js';
+import { renderHtml } from './html.js';
+import { renderMarkdown } from './markdown.js';
+
+export interface ReportOptions {
+  cwd?: string;
+  session?: string;
+  html?: string;
+  markdown?: boolean;
+  out?: string;
+}
+
+export const REPORT_USAGE = 'usage: latch report [--cwd DIR] [--session ID] (--html FILE | --markdown [--out FILE])';
+
+export async function report(io: Io, opts: ReportOptions): Promise<number> {
+  if (!opts.html && !opts.markdown) {
+    io.err(`latch report: choose --html FILE or --markdown\n${REPORT_USAGE}\n`);
+    return EXIT.usage;
+  }
+  if (opts.html === '' || opts.out === '') throw new ExitError(EXIT.usage, REPORT_USAGE);
+  if (opts.out && !opts.markdown) throw new ExitError(EXIT.usage, `--out is the Markdown destination; add --markdown\n${REPORT_USAGE}`);
+  const data = withStore(io, (db) => collectReport(db, io, opts));
+  if (opts.html) {
+    const file = resolve(io.cwd, opts.html);
+    writeFileSync(file, renderHtml(data));
+    if (!opts.markdown) io.out(`Wrote ${file} (${data.entries.length} timeline entries, ${data.files.length} file changes).\n`);
+  }
+  if (opts.markdown) {
+    const md = renderMarkdown(data);
+    if (opts.out) {
+      const file = resolve(io.cwd, opts.out);
+      writeFileSync(file, md);
+      io.out(`Wrote ${file}.\n`);
+    } else io.out(md);
+  }
+  return EXIT.ok;
+}

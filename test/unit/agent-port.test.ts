@@ -1,0 +1,69 @@
+// The agent port holds: Codex's vocabulary lives in src/agents/codex/ only, and the core (everything
+// but the entries, the commands and src/agents/) imports no agent, only the port's types.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { AGENTS, agentByName } from '../../src/agents/index.js';
+
+/** Names only Codex's formats use (issue 12): its tools, rollout record types and fields. */
+const CODEX_ONLY = [
+  'apply_patch',
+  'exec_command',
+  'session_meta',
+  'turn_context',
+  'response_item',
+  'event_msg',
+  'function_call_output',
+  'custom_tool_call',
+  'history_base',
+  'ContextCompaction',
+  'collaborationspawn_agent',
+];
+
+function sources(dir: string): string[] {
+  return readdirSync(dir).flatMap((n) => {
+    const p = join(dir, n);
+    return statSync(p).isDirectory() ? sources(p) : p.endsWith('.ts') ? [p] : [];
+  });
+}
+
+const SRC = sources('src').map((p) => relative('.', p));
+/** Files that may know agents by name: the entries, the commands, the agents themselves. */
+const MAY_IMPORT_AGENTS = (p: string) => /^src\/(main|cli|hook|slow|loader)\.ts$/.test(p) || p.startsWith('src/commands/') || p.startsWith('src/agents/');
+
+test('no Codex-only name outside src/agents/codex/', () => {
+  const found: string[] = [];
+  for (const p of SRC.filter((f) => !f.startsWith('src/agents/codex/'))) {
+    const text = readFileSync(p, 'utf8');
+    for (const name of CODEX_ONLY) if (text.includes(name)) found.push(`${p}: ${name}`);
+  }
+  assert.deepEqual(found, []);
+});
+
+test('the grep would find a Codex-only name (the list is live)', () => {
+  const inCodex = SRC.filter((f) => f.startsWith('src/agents/codex/')).map((p) => readFileSync(p, 'utf8')).join('\n');
+  for (const name of CODEX_ONLY) assert.ok(inCodex.includes(name), `${name} is used by the Codex agent`);
+});
+
+test('the core imports no agent: only the port (src/agents/agent.ts), as types', () => {
+  const bad: string[] = [];
+  for (const p of SRC.filter((f) => !MAY_IMPORT_AGENTS(f))) {
+    for (const m of readFileSync(p, 'utf8').matchAll(/^(import|export)(\s+type)?\b[^;]*?from '([^']+)'/gms)) {
+      const spec = m[3]!;
+      if (!/\/agents\//.test(spec)) continue;
+      if (spec.endsWith('/agents/agent.js') && (m[2] || /^import\s+type|^export\s+type/.test(m[0]))) continue;
+      bad.push(`${p}: ${m[0].split('\n')[0]}`);
+    }
+  }
+  assert.deepEqual(bad, []);
+});
+
+test('the registry names each agent once, by its own name', () => {
+  for (const [name, agent] of Object.entries(AGENTS)) {
+    assert.equal(agent.name, name);
+    assert.equal(agentByName(name), agent);
+  }
+  assert.equal(agentByName('toString'), null, 'no prototype key is an agent');
+  assert.equal(agentByName('claude-next'), null);
+});
