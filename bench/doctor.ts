@@ -33,7 +33,11 @@ function have(cmd: string): boolean {
 }
 
 /** Wall seconds of one run; stdout discarded unless asked. */
-function timed(cmd: string, args: string[], env?: NodeJS.ProcessEnv): { s: number; status: number | null; stdout: string; stderr: string } {
+function timed(
+  cmd: string,
+  args: string[],
+  env?: NodeJS.ProcessEnv,
+): { s: number; status: number | null; stdout: string; stderr: string } {
   const t0 = process.hrtime.bigint();
   const r = spawnSync(cmd, args, { env, encoding: 'utf8', maxBuffer: 64 << 20, stdio: ['ignore', 'pipe', 'pipe'] });
   const s = Number(process.hrtime.bigint() - t0) / 1e9;
@@ -109,7 +113,11 @@ async function main(): Promise<void> {
     // Peak RSS as the kernel saw it, when GNU time is there (includes everything node mapped).
     let timeRssKb: number | null = null;
     if (existsSync('/usr/bin/time')) {
-      const t = spawnSync('/usr/bin/time', ['-v', process.execPath, LATCH, 'doctor', file, '--json'], { env, encoding: 'utf8', maxBuffer: 64 << 20 });
+      const t = spawnSync('/usr/bin/time', ['-v', process.execPath, LATCH, 'doctor', file, '--json'], {
+        env,
+        encoding: 'utf8',
+        maxBuffer: 64 << 20,
+      });
       const m = /Maximum resident set size \(kbytes\): (\d+)/.exec(t.stderr);
       if (m) timeRssKb = Number(m[1]);
     }
@@ -117,7 +125,10 @@ async function main(): Promise<void> {
     if (!have('jq')) jq = { seconds: null, note: 'jq is not installed: the jq ratio was skipped' };
     else {
       const j = timed('jq', ['-c', 'select(.type=="compacted")', file]);
-      jq = j.status === 0 ? { seconds: j.s, note: null } : { seconds: null, note: `jq exited ${j.status}: ${j.stderr.slice(0, 200)}` };
+      jq =
+        j.status === 0
+          ? { seconds: j.s, note: null }
+          : { seconds: null, note: `jq exited ${j.status}: ${j.stderr.slice(0, 200)}` };
     }
     const wcS = median(wc);
     const docS = median(doc);

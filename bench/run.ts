@@ -24,7 +24,10 @@ function time(cmd: string, args: string[], input: string, env: NodeJS.ProcessEnv
 }
 
 /** Interleaves the baseline and the subject so machine noise hits both alike. */
-function measure(subject: () => number, baseline: () => number): { subjectMs: number; baselineMs: number; ratio: number } {
+function measure(
+  subject: () => number,
+  baseline: () => number,
+): { subjectMs: number; baselineMs: number; ratio: number } {
   subject();
   baseline();
   const a: number[] = [];
@@ -45,7 +48,10 @@ function preToolUseSetup() {
   mkdirSync(work);
   spawnSync('git', ['init', '-q'], { cwd: work });
   const transcript = join(base, 'rollout.jsonl');
-  writeFileSync(transcript, JSON.stringify({ type: 'session_meta', payload: { id: 'B', cli_version: '0.169.0' } }) + '\n');
+  writeFileSync(
+    transcript,
+    JSON.stringify({ type: 'session_meta', payload: { id: 'B', cli_version: '0.169.0' } }) + '\n',
+  );
   const env = { ...process.env, LATCH_HOME: home };
   spawnSync(process.execPath, [LATCH, 'setup', 'codex', '--codex-home', join(base, 'codex')], { env });
   const payload = (n: number) =>
@@ -64,15 +70,27 @@ function preToolUseSetup() {
   let n = 0;
   // Each call sees a few new transcript lines, as in a real session.
   const grow = () =>
-    appendFileSync(transcript, JSON.stringify({ timestamp: 'x', type: 'response_item', payload: { type: 'function_call', name: 'exec_command', arguments: '{"cmd":"echo"}' } }) + '\n');
+    appendFileSync(
+      transcript,
+      JSON.stringify({
+        timestamp: 'x',
+        type: 'response_item',
+        payload: { type: 'function_call', name: 'exec_command', arguments: '{"cmd":"echo"}' },
+      }) + '\n',
+    );
   return { base, env, payload: () => (grow(), payload(++n)) };
 }
 
 /** Waits (up to 10 s) until the workspace's watcher reports ready; its pid. */
 function waitForWatcher(home: string, work: string): number {
   for (let i = 0; i < 100; i++) {
-    const r = spawnSync(process.execPath, [LATCH, 'watch', 'status', '--cwd', work, '--json'], { env: { ...process.env, LATCH_HOME: home }, encoding: 'utf8' });
-    const list = (JSON.parse(r.stdout || '{"watchers":[]}') as { watchers: { state: string; alive: boolean; pid: number }[] }).watchers;
+    const r = spawnSync(process.execPath, [LATCH, 'watch', 'status', '--cwd', work, '--json'], {
+      env: { ...process.env, LATCH_HOME: home },
+      encoding: 'utf8',
+    });
+    const list = (
+      JSON.parse(r.stdout || '{"watchers":[]}') as { watchers: { state: string; alive: boolean; pid: number }[] }
+    ).watchers;
     const ready = list.find((w) => w.state === 'ready' && w.alive);
     if (ready) return ready.pid;
     spawnSync('sleep', ['0.1']);
@@ -92,7 +110,12 @@ function usage(pid: number): { cpuMs: number; rssMb: number; anonMb: number; pea
     const status = readFileSync(`/proc/${pid}/status`, 'utf8');
     const kb = (k: string) => Number(new RegExp(`^${k}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN);
     // fields after the name: state is [0], utime [11], stime [12]
-    return { cpuMs: ((Number(f[11]) + Number(f[12])) * 1000) / tick, rssMb: kb('VmRSS') / 1024, anonMb: kb('RssAnon') / 1024, peakRssMb: kb('VmHWM') / 1024 };
+    return {
+      cpuMs: ((Number(f[11]) + Number(f[12])) * 1000) / tick,
+      rssMb: kb('VmRSS') / 1024,
+      anonMb: kb('RssAnon') / 1024,
+      peakRssMb: kb('VmHWM') / 1024,
+    };
   } catch {
     return null;
   }
@@ -105,11 +128,19 @@ const baseline = () => time(process.execPath, ['-e', '0'], '', process.env);
 
 if (want('pretool')) {
   const s = preToolUseSetup();
-  const direct = measure(() => time(process.execPath, [LATCH, 'hook', 'codex', '--event', 'PreToolUse'], s.payload(), s.env), baseline);
+  const direct = measure(
+    () => time(process.execPath, [LATCH, 'hook', 'codex', '--event', 'PreToolUse'], s.payload(), s.env),
+    baseline,
+  );
   results.push({ bench: 'PreToolUse hook, unlatched (node dist/latch.cjs)', runs: RUNS, ...direct, goal: '<= 1.25' });
   const cmd = hookCommand('PreToolUse', process.execPath, LATCH);
   const wrapped = measure(() => time('/bin/sh', ['-c', cmd], s.payload(), s.env), baseline);
-  results.push({ bench: 'PreToolUse hook, unlatched, as installed (/bin/sh wrapper)', runs: RUNS, ...wrapped, goal: '(informational)' });
+  results.push({
+    bench: 'PreToolUse hook, unlatched, as installed (/bin/sh wrapper)',
+    runs: RUNS,
+    ...wrapped,
+    goal: '(informational)',
+  });
   rmSync(s.base, { recursive: true, force: true });
 }
 
@@ -133,8 +164,13 @@ if (want('latched')) {
     const p = JSON.parse(s.payload()) as { tool_input: { command: string } };
     p.tool_input.command = 'cat README.md';
     const t0 = process.hrtime.bigint();
-    const r = spawnSync(process.execPath, [LATCH, 'hook', 'codex', '--event', 'PreToolUse'], { input: JSON.stringify(p), env, encoding: 'utf8' });
-    const rewritten = (JSON.parse(r.stdout) as { hookSpecificOutput: { updatedInput?: { command: string } } }).hookSpecificOutput.updatedInput?.command;
+    const r = spawnSync(process.execPath, [LATCH, 'hook', 'codex', '--event', 'PreToolUse'], {
+      input: JSON.stringify(p),
+      env,
+      encoding: 'utf8',
+    });
+    const rewritten = (JSON.parse(r.stdout) as { hookSpecificOutput: { updatedInput?: { command: string } } })
+      .hookSpecificOutput.updatedInput?.command;
     if (!rewritten) throw new Error(`the latched read was not rewritten: ${r.stdout}`);
     // `bash -c`, not Codex's `bash -lc`: the login profile's cost (pyenv here: ~0.3 s) is paid by every
     // Codex command, latched or not, and is not Latch's.
@@ -144,8 +180,22 @@ if (want('latched')) {
   };
   const r = measure(read, baseline);
   results.push({ bench: 'latched read: PreToolUse + sandboxed `cat README.md`', runs: RUNS, ...r, goal: '<= 3' });
-  const sandboxOnly = measure(() => time('/bin/bash', ['-c', `CODEX_HOME=${join(s.env.LATCH_HOME!, 'sandbox', 'codex-home')} ${codexBin} sandbox -- cat README.md`], '', { ...env, PWD: work }), baseline);
-  results.push({ bench: '  of which `codex sandbox -- cat` alone', runs: RUNS, ...sandboxOnly, goal: '(informational)' });
+  const sandboxOnly = measure(
+    () =>
+      time(
+        '/bin/bash',
+        ['-c', `CODEX_HOME=${join(s.env.LATCH_HOME!, 'sandbox', 'codex-home')} ${codexBin} sandbox -- cat README.md`],
+        '',
+        { ...env, PWD: work },
+      ),
+    baseline,
+  );
+  results.push({
+    bench: '  of which `codex sandbox -- cat` alone',
+    runs: RUNS,
+    ...sandboxOnly,
+    goal: '(informational)',
+  });
   rmSync(s.base, { recursive: true, force: true });
 }
 
@@ -155,14 +205,17 @@ if (want('pair')) {
   const work = join(s.base, 'work');
   for (let d = 0; d < 100; d++) {
     mkdirSync(join(work, `pkg${d}`, 'src'), { recursive: true });
-    for (let f = 0; f < 100; f++) writeFileSync(join(work, `pkg${d}`, 'src', `f${f}.ts`), `export const v${f} = ${d * 100 + f};\n`);
+    for (let f = 0; f < 100; f++)
+      writeFileSync(join(work, `pkg${d}`, 'src', `f${f}.ts`), `export const v${f} = ${d * 100 + f};\n`);
   }
   spawnSync('git', ['add', '-A'], { cwd: work });
   spawnSync('git', ['-c', 'user.name=b', '-c', 'user.email=b@example.invalid', 'commit', '-qm', 'init'], { cwd: work });
   let n = 0;
   const pair = (env: NodeJS.ProcessEnv) => () => {
     const pre = s.payload();
-    const post = pre.replace('"PreToolUse"', '"PostToolUse"').replace('"tool_use_id"', '"tool_response":"","tool_use_id"');
+    const post = pre
+      .replace('"PreToolUse"', '"PostToolUse"')
+      .replace('"tool_use_id"', '"tool_response":"","tool_use_id"');
     const t0 = process.hrtime.bigint();
     time(process.execPath, [LATCH, 'hook', 'codex', '--event', 'PreToolUse'], pre, env);
     writeFileSync(join(work, 'pkg7', 'src', 'f7.ts'), `export const v7 = ${++n};\n`);
@@ -177,7 +230,12 @@ if (want('pair')) {
   const u0 = usage(watcher);
   const r = measure(pair(s.env), baseline);
   const u1 = usage(watcher);
-  results.push({ bench: 'PreToolUse+PostToolUse pair, 10k-file repo, 1 file changed', runs: RUNS, ...r, goal: '<= 2.5' });
+  results.push({
+    bench: 'PreToolUse+PostToolUse pair, 10k-file repo, 1 file changed',
+    runs: RUNS,
+    ...r,
+    goal: '<= 2.5',
+  });
   // The watcher's own cost: CPU per Close it observed (RUNS + 2 measured pairs), memory, and CPU
   // while nothing happens in the workspace.
   spawnSync('sleep', ['2']);
@@ -195,7 +253,12 @@ if (want('pair')) {
   }
   // The same without a watcher: every Close stats the 10k files.
   const off = measure(pair({ ...s.env, LATCH_WATCH: 'off' }), baseline);
-  results.push({ bench: 'the same pair with LATCH_WATCH=off (no watcher)', runs: RUNS, ...off, goal: '(informational)' });
+  results.push({
+    bench: 'the same pair with LATCH_WATCH=off (no watcher)',
+    runs: RUNS,
+    ...off,
+    goal: '(informational)',
+  });
   spawnSync(process.execPath, [LATCH, 'watch', 'stop', '--cwd', work], { env: s.env });
   rmSync(s.base, { recursive: true, force: true });
 }
@@ -203,10 +266,17 @@ if (want('pair')) {
 console.log(`node ${process.version}, ${RUNS} runs each, medians; baseline = \`node -e 0\` in the same run`);
 for (const r of results) {
   if (r.subjectMs === undefined) {
-    console.log(`${String(r.bench).padEnd(62)} ${(r.cpu_ms_per_close as number).toFixed(2)} ms CPU per Close, ${(r.cpu_ms_idle_2s as number).toFixed(0)} ms CPU in 2 idle s, RSS ${(r.rss_mb as number).toFixed(1)} MB (private ${(r.rss_anon_mb as number).toFixed(1)} MB, peak ${(r.peak_rss_mb as number).toFixed(1)} MB)`);
+    console.log(
+      `${String(r.bench).padEnd(62)} ${(r.cpu_ms_per_close as number).toFixed(2)} ms CPU per Close, ${(r.cpu_ms_idle_2s as number).toFixed(0)} ms CPU in 2 idle s, RSS ${(r.rss_mb as number).toFixed(1)} MB (private ${(r.rss_anon_mb as number).toFixed(1)} MB, peak ${(r.peak_rss_mb as number).toFixed(1)} MB)`,
+    );
     continue;
   }
-  console.log(`${String(r.bench).padEnd(62)} ${(r.subjectMs as number).toFixed(1).padStart(7)} ms  baseline ${(r.baselineMs as number).toFixed(1)} ms  ratio ${(r.ratio as number).toFixed(2)}  goal ${r.goal}`);
+  console.log(
+    `${String(r.bench).padEnd(62)} ${(r.subjectMs as number).toFixed(1).padStart(7)} ms  baseline ${(r.baselineMs as number).toFixed(1)} ms  ratio ${(r.ratio as number).toFixed(2)}  goal ${r.goal}`,
+  );
 }
 mkdirSync(join('bench', 'out'), { recursive: true });
-writeFileSync(join('bench', 'out', 'results.json'), JSON.stringify({ node: process.version, runs: RUNS, at: new Date().toISOString(), results }, null, 2));
+writeFileSync(
+  join('bench', 'out', 'results.json'),
+  JSON.stringify({ node: process.version, runs: RUNS, at: new Date().toISOString(), results }, null, 2),
+);

@@ -41,7 +41,13 @@ const lazySlow = {
 rmSync('dist', { recursive: true, force: true });
 await Promise.all([
   build({ ...common, entryPoints: ['src/loader.ts'], outfile: 'dist/latch.cjs', sourcemap: false, banner: {} }),
-  build({ ...common, entryPoints: ['src/main.ts'], outfile: 'dist/main.cjs', plugins: [lazySlow], supported: { 'dynamic-import': false } }),
+  build({
+    ...common,
+    entryPoints: ['src/main.ts'],
+    outfile: 'dist/main.cjs',
+    plugins: [lazySlow],
+    supported: { 'dynamic-import': false },
+  }),
   build({ ...common, entryPoints: ['src/slow.ts'], outfile: 'dist/slow.cjs' }),
   build({ ...common, entryPoints: ['src/ledger/observer.ts'], outfile: 'dist/observer.cjs' }),
   build({ ...common, entryPoints: ['src/cli.ts'], outfile: 'dist/cli.cjs' }),
@@ -60,20 +66,36 @@ try {
   spawnSync('git', ['init', '-q'], { cwd: work });
   writeFileSync(join(work, 'a.txt'), 'a\n');
   const transcript = join(tmp, 'rollout.jsonl');
-  writeFileSync(transcript, JSON.stringify({ type: 'session_meta', payload: { id: 'warm', cli_version: '0.0.0' } }) + '\n');
+  writeFileSync(
+    transcript,
+    JSON.stringify({ type: 'session_meta', payload: { id: 'warm', cli_version: '0.0.0' } }) + '\n',
+  );
   const env = { ...process.env, LATCH_HOME: join(tmp, 'state') };
   const latch = (args, input, write, ok = [0]) => {
-    const r = spawnSync(process.execPath, ['dist/latch.cjs', ...args], { input, encoding: 'utf8', env: { ...env, LATCH_WRITE_CODE_CACHE: write } });
+    const r = spawnSync(process.execPath, ['dist/latch.cjs', ...args], {
+      input,
+      encoding: 'utf8',
+      env: { ...env, LATCH_WRITE_CODE_CACHE: write },
+    });
     if (!ok.includes(r.status)) throw new Error(`code-cache warm-up (${args.join(' ')}) failed: ${r.stderr}`);
     return r.stdout;
   };
   latch(['setup', 'codex', '--codex-home', join(tmp, 'codex')], '', '0');
   const pre = (id) =>
     JSON.stringify({
-      session_id: 'warm', turn_id: 't', transcript_path: transcript, cwd: work, hook_event_name: 'PreToolUse', model: 'm',
-      permission_mode: 'default', tool_name: 'Bash', tool_input: { command: 'ls -la && echo hi > a.txt' }, tool_use_id: id,
+      session_id: 'warm',
+      turn_id: 't',
+      transcript_path: transcript,
+      cwd: work,
+      hook_event_name: 'PreToolUse',
+      model: 'm',
+      permission_mode: 'default',
+      tool_name: 'Bash',
+      tool_input: { command: 'ls -la && echo hi > a.txt' },
+      tool_use_id: id,
     });
-  const post = (id) => pre(id).replace('"PreToolUse"', '"PostToolUse"').replace('"tool_use_id"', '"tool_response":"","tool_use_id"');
+  const post = (id) =>
+    pre(id).replace('"PreToolUse"', '"PostToolUse"').replace('"tool_use_id"', '"tool_response":"","tool_use_id"');
   const hook = (event, input, write) => latch(['hook', 'codex', '--event', event], input, write);
   hook('PreToolUse', pre('c'), '1'); // first sight: slow.cjs; the baseline observation starts a watcher
   for (let i = 0; i < 100; i++) {

@@ -1,7 +1,16 @@
 // Regenerates test/fixtures/codex-payloads/*.json and test/fixtures/rollouts/*.jsonl from the real
 // Codex binary (node_modules) driven over the loopback fake model.
 // Run: node --import tsx scripts/capture-codex-fixtures.ts
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync, chmodSync } from 'node:fs';
+import {
+  copyFileSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  writeFileSync,
+  chmodSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -11,7 +20,16 @@ import { findRollout, runCodex, writeCodexConfig, writeHooksJson } from '../src/
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const payloadDir = join(root, 'test', 'fixtures', 'codex-payloads');
 const rolloutDir = join(root, 'test', 'fixtures', 'rollouts');
-const EVENTS = ['SessionStart', 'UserPromptSubmit', 'PreToolUse', 'PostToolUse', 'PreCompact', 'PostCompact', 'Stop', 'SessionEnd'];
+const EVENTS = [
+  'SessionStart',
+  'UserPromptSubmit',
+  'PreToolUse',
+  'PostToolUse',
+  'PreCompact',
+  'PostCompact',
+  'Stop',
+  'SessionEnd',
+];
 
 const addPatch = '*** Begin Patch\n*** Add File: notes.txt\n+first line\n*** End Patch\n';
 const failingPatch = '*** Begin Patch\n*** Update File: does-not-exist.txt\n@@\n-old\n+new\n*** End Patch\n';
@@ -20,7 +38,12 @@ const steps: FakeStep[] = [
   { items: [{ type: 'bash', cmd: 'echo hello > hello.txt' }] },
   { items: [{ type: 'patch', patch: addPatch }], inputTokens: 5000 },
   // after compaction: parallel Bash + failing apply_patch in one response
-  { items: [{ type: 'bash', cmd: 'cat hello.txt' }, { type: 'patch', patch: failingPatch }] },
+  {
+    items: [
+      { type: 'bash', cmd: 'cat hello.txt' },
+      { type: 'patch', patch: failingPatch },
+    ],
+  },
   { items: [{ type: 'message', text: 'first run done' }] },
   // run 2 (resume)
   { items: [{ type: 'bash', cmd: 'echo resumed >> hello.txt' }] },
@@ -50,7 +73,10 @@ async function main() {
   const fake = await startFakeModel({ steps, summary: 'Summary: hello.txt written, notes.txt added.' });
   try {
     writeCodexConfig(home, { baseUrl: fake.url, autoCompactTokenLimit: 1000 });
-    writeHooksJson(home, Object.fromEntries(EVENTS.map((e) => [e, [{ matcher: '*', hooks: [{ type: 'command', command: hook }] }]])));
+    writeHooksJson(
+      home,
+      Object.fromEntries(EVENTS.map((e) => [e, [{ matcher: '*', hooks: [{ type: 'command', command: hook }] }]])),
+    );
 
     const run1 = await runCodex({ codexHome: home, cwd, prompt: 'Write hello.txt and notes.txt.' });
     if (run1.code !== 0 || !run1.threadId) throw new Error(`run 1 failed (${run1.code}): ${run1.stderr}`);
@@ -78,7 +104,9 @@ async function main() {
     };
     const ev = (e: string) => (p: any) => p.hook_event_name === e;
     const tool = (e: string, t: string, input?: string) => (p: any) =>
-      p.hook_event_name === e && p.tool_name === t && (input === undefined || String(p.tool_input?.command).includes(input));
+      p.hook_event_name === e &&
+      p.tool_name === t &&
+      (input === undefined || String(p.tool_input?.command).includes(input));
     rmSync(payloadDir, { recursive: true, force: true });
     mkdirSync(payloadDir, { recursive: true });
     const written = [
@@ -97,7 +125,8 @@ async function main() {
       pick('stop', ev('Stop')),
       pick('session-end', ev('SessionEnd')),
     ];
-    if (payloads.some(tool('PostToolUse', 'apply_patch', 'does-not-exist'))) console.warn('note: the failing apply_patch DID get PostToolUse');
+    if (payloads.some(tool('PostToolUse', 'apply_patch', 'does-not-exist')))
+      console.warn('note: the failing apply_patch DID get PostToolUse');
     console.log(`captured ${payloads.length} hook payloads; wrote ${written.length} fixtures to ${payloadDir}`);
     console.log(`rollouts: ${rolloutDir}/auto-compaction.jsonl, fork-of-compacted.jsonl`);
   } finally {

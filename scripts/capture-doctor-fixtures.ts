@@ -37,7 +37,13 @@ async function hookedSession(): Promise<void> {
     /* 0 */ { items: [{ type: 'bash', cmd: 'echo step1 > a.txt' }], inputTokens: 200 },
     // The reported context passes the auto-compaction limit: Codex compacts before the next request.
     /* 1 */ { items: [{ type: 'bash', cmd: 'echo step2 >> a.txt' }], inputTokens: BIG },
-    /* 2 */ { items: [{ type: 'bash', cmd: 'cat a.txt' }, { type: 'bash', cmd: 'echo again > a.txt' }, { type: 'patch', patch: PATCH('c.txt') }] },
+    /* 2 */ {
+      items: [
+        { type: 'bash', cmd: 'cat a.txt' },
+        { type: 'bash', cmd: 'echo again > a.txt' },
+        { type: 'patch', patch: PATCH('c.txt') },
+      ],
+    },
     /* 3 */ { items: [{ type: 'message', text: 'my writes were blocked' }] },
     // after `latch verify --yes`, the resumed session may write again
     /* 4 */ { items: [{ type: 'bash', cmd: 'echo verified > e.txt' }] },
@@ -45,7 +51,8 @@ async function hookedSession(): Promise<void> {
   ]);
   try {
     const first = await env.codex('do the task');
-    if (first.code !== 0 || !first.threadId) throw new Error(`codex exec failed (${first.code}): ${first.stderr.slice(-2000)}`);
+    if (first.code !== 0 || !first.threadId)
+      throw new Error(`codex exec failed (${first.code}): ${first.stderr.slice(-2000)}`);
     if (!env.fake.requests.some((r) => r.isCompaction)) throw new Error('Codex did not compact');
     const v = env.latch(['verify', '--yes']);
     if (v.code !== 0) throw new Error(`latch verify failed (${v.code}): ${v.stdout}${v.stderr}`);
@@ -82,7 +89,8 @@ function smallStore(latchHome: string, scratch: string, out: string): void {
 async function appServerLatched(): Promise<void> {
   const run = await runLatchedAppServer();
   try {
-    if (run.env.file('a.txt') !== 'step1\nstep2\n') throw new Error(`the post-compaction write was not denied: a.txt = ${JSON.stringify(run.env.file('a.txt'))}`);
+    if (run.env.file('a.txt') !== 'step1\nstep2\n')
+      throw new Error(`the post-compaction write was not denied: a.txt = ${JSON.stringify(run.env.file('a.txt'))}`);
     if (!run.rollout) throw new Error('no rollout file for the thread');
     writeFileSync(join(outDir, 'app-server-latched.jsonl'), run.stream);
     copyFileSync(run.rollout, join(outDir, 'app-server-latched.rollout.jsonl'));
@@ -109,9 +117,19 @@ async function appServer(): Promise<void> {
   writeCodexConfig(codexHome, { baseUrl: fake.url });
   let s: AppServerSession | null = null;
   try {
-    s = await AppServerSession.start(codexCommandFor(resolveCodexBin(), 'node_modules'), { env: process.env, codexHome, cwd: work, clientName: 'latch-fixtures', timeoutMs: 120_000 });
+    s = await AppServerSession.start(codexCommandFor(resolveCodexBin(), 'node_modules'), {
+      env: process.env,
+      codexHome,
+      cwd: work,
+      clientName: 'latch-fixtures',
+      timeoutMs: 120_000,
+    });
     const session = s;
-    const started = await session.request('thread/start', { cwd: work, approvalPolicy: 'never', sandbox: 'danger-full-access' });
+    const started = await session.request('thread/start', {
+      cwd: work,
+      approvalPolicy: 'never',
+      sandbox: 'danger-full-access',
+    });
     const threadId: string = started.thread.id;
     const turn = async (method: string, params: unknown, also?: (m: Record<string, unknown>) => boolean) => {
       const from = session.mark();
@@ -120,7 +138,12 @@ async function appServer(): Promise<void> {
       await session.waitFor((m) => m.method === 'turn/completed', 'turn/completed', { from });
     };
     await turn('turn/start', { threadId, input: [{ type: 'text', text: 'Write one.txt.', text_elements: [] }] });
-    await turn('thread/compact/start', { threadId }, (m) => m.method === 'item/completed' && (m.params as { item?: { type?: string } })?.item?.type === 'contextCompaction');
+    await turn(
+      'thread/compact/start',
+      { threadId },
+      (m) =>
+        m.method === 'item/completed' && (m.params as { item?: { type?: string } })?.item?.type === 'contextCompaction',
+    );
     await turn('turn/start', { threadId, input: [{ type: 'text', text: 'Write two.txt.', text_elements: [] }] });
     await session.close(500);
     writeFileSync(join(outDir, 'app-server.jsonl'), session.stream());
@@ -155,7 +178,15 @@ function damagedCopies(): void {
   // 3. an unknown record type
   const u = [...lines];
   const sample = JSON.parse(lines[4]!) as { timestamp: string };
-  u.splice(8, 0, JSON.stringify({ timestamp: sample.timestamp, type: 'memory_snapshot', payload: { note: 'a record type Latch does not know' } }));
+  u.splice(
+    8,
+    0,
+    JSON.stringify({
+      timestamp: sample.timestamp,
+      type: 'memory_snapshot',
+      payload: { note: 'a record type Latch does not know' },
+    }),
+  );
   write('unknown-record-type.jsonl', u.join('\n') + '\n');
   // 4. a rewritten prefix: an early command is changed in place (same length), the rest kept
   const idx = lines.findIndex((l) => l.includes('echo step1 > a.txt'));

@@ -38,7 +38,8 @@ function objectEnd(buf, start, limit) {
   for (let i = start; i < limit; i++) {
     const c = buf[i];
     if (inString) {
-      if (c === 0x5c) i++; // backslash: skip escaped char
+      if (c === 0x5c)
+        i++; // backslash: skip escaped char
       else if (c === 0x22) inString = false;
     } else if (c === 0x22) inString = true;
     else if (c === 0x7b) depth++;
@@ -74,7 +75,8 @@ function main() {
   const args = process.argv.slice(2);
   const checkAt = args.indexOf('--check');
   const refDir = checkAt >= 0 ? args.splice(checkAt, 2)[1] : undefined;
-  const outDir = args[0] ?? join(dirname(new URL(import.meta.url).pathname), '..', 'test', 'fixtures', 'codex-hook-schemas');
+  const outDir =
+    args[0] ?? join(dirname(new URL(import.meta.url).pathname), '..', 'test', 'fixtures', 'codex-hook-schemas');
   const bin = findCodexBinary();
   const schemas = extractSchemas(readFileSync(bin));
   if (schemas.size === 0) throw new Error(`no hook schemas found in ${bin}`);
@@ -84,13 +86,17 @@ function main() {
   console.log(`extracted ${schemas.size} hook schemas from ${bin} into ${outDir}`);
   if (refDir) {
     let bad = 0;
-    const refNames = readdirSync(refDir).filter((n) => n.endsWith('.json')).sort();
+    const refNames = readdirSync(refDir)
+      .filter((n) => n.endsWith('.json'))
+      .sort();
     for (const name of new Set([...refNames, ...[...schemas.keys()].map((t) => `${t}.json`)])) {
       const ref = existsSync(join(refDir, name)) ? JSON.parse(readFileSync(join(refDir, name), 'utf8')) : undefined;
       const got = schemas.get(name.replace(/\.json$/, ''))?.schema;
       if (!isDeepStrictEqual(ref, got)) {
         bad++;
-        console.error(`MISMATCH ${name}: ${ref === undefined ? 'not in reference' : got === undefined ? 'not extracted' : 'differs'}`);
+        console.error(
+          `MISMATCH ${name}: ${ref === undefined ? 'not in reference' : got === undefined ? 'not extracted' : 'differs'}`,
+        );
       }
     }
     console.log(bad ? `${bad} schema(s) differ from ${refDir}` : `all ${refNames.length} schemas equal ${refDir}`);

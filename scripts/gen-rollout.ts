@@ -10,7 +10,14 @@ import { closeSync, openSync, readFileSync, writeSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const FIXTURE = join(dirname(fileURLToPath(import.meta.url)), '..', 'test', 'fixtures', 'doctor', 'hooked-session.jsonl');
+const FIXTURE = join(
+  dirname(fileURLToPath(import.meta.url)),
+  '..',
+  'test',
+  'fixtures',
+  'doctor',
+  'hooked-session.jsonl',
+);
 
 type Line = { timestamp: string; ordinal: number; type: string; payload: any };
 
@@ -30,7 +37,10 @@ export interface GenResult {
 }
 
 function templates() {
-  const lines = readFileSync(FIXTURE, 'utf8').trimEnd().split('\n').map((l) => JSON.parse(l) as Line);
+  const lines = readFileSync(FIXTURE, 'utf8')
+    .trimEnd()
+    .split('\n')
+    .map((l) => JSON.parse(l) as Line);
   const pick = (name: string, pred: (l: Line) => boolean): Line => {
     const l = lines.find(pred);
     if (!l) throw new Error(`fixture ${FIXTURE} has no ${name} line`);
@@ -41,24 +51,62 @@ function templates() {
     session_meta: pick('session_meta', (l) => l.type === 'session_meta'),
     task_started: pick('task_started', (l) => l.type === 'event_msg' && pt(l) === 'task_started'),
     task_complete: pick('task_complete', (l) => l.type === 'event_msg' && pt(l) === 'task_complete'),
-    developer: pick('developer message', (l) => l.type === 'response_item' && pt(l) === 'message' && l.payload.role === 'developer'),
+    developer: pick(
+      'developer message',
+      (l) => l.type === 'response_item' && pt(l) === 'message' && l.payload.role === 'developer',
+    ),
     world_state: pick('world_state', (l) => l.type === 'world_state'),
     turn_context: pick('turn_context', (l) => l.type === 'turn_context'),
     settings: pick('thread_settings_applied', (l) => l.type === 'event_msg' && pt(l) === 'thread_settings_applied'),
-    user: pick('user message', (l) => l.type === 'response_item' && pt(l) === 'message' && l.payload.role === 'user' && !JSON.stringify(l.payload).includes('environment_context')),
-    user_item: pick('item_completed UserMessage', (l) => l.type === 'event_msg' && l.payload.item?.type === 'UserMessage'),
+    user: pick(
+      'user message',
+      (l) =>
+        l.type === 'response_item' &&
+        pt(l) === 'message' &&
+        l.payload.role === 'user' &&
+        !JSON.stringify(l.payload).includes('environment_context'),
+    ),
+    user_item: pick(
+      'item_completed UserMessage',
+      (l) => l.type === 'event_msg' && l.payload.item?.type === 'UserMessage',
+    ),
     function_call: pick('function_call', (l) => l.type === 'response_item' && pt(l) === 'function_call'),
-    function_call_output: pick('function_call_output', (l) => l.type === 'response_item' && pt(l) === 'function_call_output' && l.payload.output.includes('Process exited')),
+    function_call_output: pick(
+      'function_call_output',
+      (l) =>
+        l.type === 'response_item' && pt(l) === 'function_call_output' && l.payload.output.includes('Process exited'),
+    ),
     custom_tool_call: pick('custom_tool_call', (l) => l.type === 'response_item' && pt(l) === 'custom_tool_call'),
-    custom_tool_call_output: pick('custom_tool_call_output', (l) => l.type === 'response_item' && pt(l) === 'custom_tool_call_output'),
+    custom_tool_call_output: pick(
+      'custom_tool_call_output',
+      (l) => l.type === 'response_item' && pt(l) === 'custom_tool_call_output',
+    ),
     token_usage_record: pick('token_usage_record', (l) => l.type === 'token_usage_record'),
-    exec_item: pick('item_completed CommandExecution', (l) => l.type === 'event_msg' && l.payload.item?.type === 'CommandExecution'),
+    exec_item: pick(
+      'item_completed CommandExecution',
+      (l) => l.type === 'event_msg' && l.payload.item?.type === 'CommandExecution',
+    ),
     token_count: pick('token_count', (l) => l.type === 'event_msg' && pt(l) === 'token_count'),
-    assistant: pick('assistant message', (l) => l.type === 'response_item' && pt(l) === 'message' && l.payload.role === 'assistant'),
-    agent_item: pick('item_completed AgentMessage', (l) => l.type === 'event_msg' && l.payload.item?.type === 'AgentMessage'),
+    assistant: pick(
+      'assistant message',
+      (l) => l.type === 'response_item' && pt(l) === 'message' && l.payload.role === 'assistant',
+    ),
+    agent_item: pick(
+      'item_completed AgentMessage',
+      (l) => l.type === 'event_msg' && l.payload.item?.type === 'AgentMessage',
+    ),
     compacted: pick('compacted', (l) => l.type === 'compacted'),
-    compaction_item: pick('item_completed ContextCompaction', (l) => l.type === 'event_msg' && l.payload.item?.type === 'ContextCompaction'),
-    blocked_output: pick('blocked output', (l) => l.type === 'response_item' && /_call_output$/.test(pt(l)) && String(l.payload.output).startsWith('Command blocked')),
+    compaction_item: pick(
+      'item_completed ContextCompaction',
+      (l) => l.type === 'event_msg' && l.payload.item?.type === 'ContextCompaction',
+    ),
+    blocked_output: pick(
+      'blocked output',
+      (l) =>
+        l.type === 'response_item' &&
+        /_call_output$/.test(pt(l)) &&
+        String(l.payload.output).startsWith('Command blocked'),
+    ),
   };
 }
 
@@ -123,7 +171,8 @@ export function generateRollout(out: string, opts: GenOptions = {}): GenResult {
   };
   const emit = (t: Line, payload: any) => {
     clock += 1 + Math.floor(r() * 40);
-    const s = JSON.stringify({ timestamp: new Date(clock).toISOString(), ordinal: ordinal++, type: t.type, payload }) + '\n';
+    const s =
+      JSON.stringify({ timestamp: new Date(clock).toISOString(), ordinal: ordinal++, type: t.type, payload }) + '\n';
     pending.push(s);
     pendingBytes += s.length;
     bytes += Buffer.byteLength(s);
@@ -132,7 +181,10 @@ export function generateRollout(out: string, opts: GenOptions = {}): GenResult {
     if (pendingBytes > 4 << 20) flush();
   };
   const uuid = () => {
-    const h = () => Math.floor(r() * 0x10000).toString(16).padStart(4, '0');
+    const h = () =>
+      Math.floor(r() * 0x10000)
+        .toString(16)
+        .padStart(4, '0');
     return `01a2${h()}-${h()}-7${h().slice(1)}-${h()}-${h()}${h()}${h()}`;
   };
   const threadId = uuid();
@@ -219,7 +271,11 @@ export function generateRollout(out: string, opts: GenOptions = {}): GenResult {
           cp.previous_window_id = cp.window_id;
           cp.window_id = uuid();
           // replacement history grows a little with each window (realistic sizes: tens to hundreds of KB)
-          const extra = Array.from({ length: 20 + Math.floor(r() * 80) }, () => ({ type: 'message', role: 'user', content: [{ type: 'input_text', text: text(10) }] }));
+          const extra = Array.from({ length: 20 + Math.floor(r() * 80) }, () => ({
+            type: 'message',
+            role: 'user',
+            content: [{ type: 'input_text', text: text(10) }],
+          }));
           cp.replacement_history = [...cp.replacement_history, ...extra];
           emit(T.compacted, cp);
           emit(T.world_state, clone(T.world_state));
@@ -259,12 +315,18 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
     return i >= 0 ? Number(args[i + 1]) : undefined;
   };
   if (!out) {
-    console.error('usage: node --import tsx scripts/gen-rollout.ts OUT.jsonl [--mb 1024] [--seed 1] [--compact-every-mb 48]');
+    console.error(
+      'usage: node --import tsx scripts/gen-rollout.ts OUT.jsonl [--mb 1024] [--seed 1] [--compact-every-mb 48]',
+    );
     process.exit(2);
   }
   const mb = opt('mb') ?? 1024;
   const ce = opt('compact-every-mb');
   const t0 = Date.now();
-  const res = generateRollout(out, { bytes: Math.round(mb * 1024 * 1024), seed: opt('seed'), compactEvery: ce ? ce * 1024 * 1024 : undefined });
+  const res = generateRollout(out, {
+    bytes: Math.round(mb * 1024 * 1024),
+    seed: opt('seed'),
+    compactEvery: ce ? ce * 1024 * 1024 : undefined,
+  });
   console.log(JSON.stringify({ out, ...res, seconds: (Date.now() - t0) / 1000 }));
 }

@@ -24,7 +24,8 @@ const homeOpts = { 'codex-home': { type: 'string' }, project: { type: 'string' }
 const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
 
 function needAgent(positionals: string[], cmd: string): void {
-  if (positionals[0] !== 'codex') throw new ExitError(EXIT.usage, `usage: latch ${cmd} codex [options] (only Codex is supported for now)`);
+  if (positionals[0] !== 'codex')
+    throw new ExitError(EXIT.usage, `usage: latch ${cmd} codex [options] (only Codex is supported for now)`);
 }
 
 export const COMMANDS: Record<string, Command> = {
@@ -37,7 +38,12 @@ export const COMMANDS: Record<string, Command> = {
     async run(io, v, p) {
       needAgent(p, 'setup');
       const { setupCodex } = await import('./commands/setup.js');
-      return setupCodex(io, { codexHome: str(v['codex-home']), project: str(v.project), dryRun: v['dry-run'] === true, trust: v.trust === true });
+      return setupCodex(io, {
+        codexHome: str(v['codex-home']),
+        project: str(v.project),
+        dryRun: v['dry-run'] === true,
+        trust: v.trust === true,
+      });
     },
   },
   uninstall: {
@@ -48,12 +54,17 @@ export const COMMANDS: Record<string, Command> = {
     async run(io, v, p) {
       needAgent(p, 'uninstall');
       const { uninstallCodex } = await import('./commands/setup.js');
-      return uninstallCodex(io, { codexHome: str(v['codex-home']), project: str(v.project), dryRun: v['dry-run'] === true });
+      return uninstallCodex(io, {
+        codexHome: str(v['codex-home']),
+        project: str(v.project),
+        dryRun: v['dry-run'] === true,
+      });
     },
   },
   doctor: {
     usage: 'latch doctor [FILE] [--codex-home DIR] [--project DIR] [--json] [--full]',
-    summary: 'Without FILE: check the installation (hooks installed and trusted, binary, Codex version, store health). With FILE: fsck a Codex rollout (.jsonl or .jsonl.zst) or a captured app-server stream, cross-checked with the Latch store. Exit codes with FILE: 0 healthy (no finding); 1 damage (an ERROR: the file is damaged or contradicts Latch\'s record; or a WARN: something a healthy Codex does not write); 2 unreadable; 3 healthy but written by a Codex release Latch has not qualified (NOTE findings only: age, not damage; `latch qualify codex VERSION` qualifies it). The most serious applies (2, 1, 3, 0).',
+    summary:
+      "Without FILE: check the installation (hooks installed and trusted, binary, Codex version, store health). With FILE: fsck a Codex rollout (.jsonl or .jsonl.zst) or a captured app-server stream, cross-checked with the Latch store. Exit codes with FILE: 0 healthy (no finding); 1 damage (an ERROR: the file is damaged or contradicts Latch's record; or a WARN: something a healthy Codex does not write); 2 unreadable; 3 healthy but written by a Codex release Latch has not qualified (NOTE findings only: age, not damage; `latch qualify codex VERSION` qualifies it). The most serious applies (2, 1, 3, 0).",
     options: { ...homeOpts, ...jsonOpt, full: { type: 'boolean' } },
     positionals: true,
     async run(io, v, p) {
@@ -76,7 +87,13 @@ export const COMMANDS: Record<string, Command> = {
       const usage = 'usage: latch qualify codex [VERSION | --codex PATH] [--install] [--json] [--keep]';
       if (p[0] !== 'codex' || p.length > 2) throw new ExitError(EXIT.usage, usage);
       const { qualifyCodex } = await import('./commands/qualify.js');
-      return qualifyCodex(io, { version: p[1], codex: str(v.codex), json: v.json === true, install: v.install === true, keep: v.keep === true });
+      return qualifyCodex(io, {
+        version: p[1],
+        codex: str(v.codex),
+        json: v.json === true,
+        install: v.install === true,
+        keep: v.keep === true,
+      });
     },
   },
   status: {
@@ -92,15 +109,28 @@ export const COMMANDS: Record<string, Command> = {
     usage: 'latch verify [--cwd DIR] [--session ID] [--yes] [--accept-changes] [--json]',
     summary:
       'Check the evidence against the checkpoint and, with human confirmation (type back the code shown on the terminal, or --yes), restore authority. Refused when run by a process of the agent (its descendants, sandbox, or a job it started). Exit 0 restored, 65 evidence does not hold, 2 no confirmation, 77 refused: not a human.',
-    options: { ...cwdOpt, ...sessionOpt, ...jsonOpt, yes: { type: 'boolean', short: 'y' }, 'accept-changes': { type: 'boolean' } },
+    options: {
+      ...cwdOpt,
+      ...sessionOpt,
+      ...jsonOpt,
+      yes: { type: 'boolean', short: 'y' },
+      'accept-changes': { type: 'boolean' },
+    },
     async run(io, v) {
       const { verify } = await import('./commands/verify.js');
-      return verify(io, { cwd: str(v.cwd), session: str(v.session), yes: v.yes === true, json: v.json === true, acceptChanges: v['accept-changes'] === true });
+      return verify(io, {
+        cwd: str(v.cwd),
+        session: str(v.session),
+        yes: v.yes === true,
+        json: v.json === true,
+        acceptChanges: v['accept-changes'] === true,
+      });
     },
   },
   resume: {
     usage: 'latch resume [--cwd DIR] [--session ID] [--yes] [--json]',
-    summary: 'Lift a pause (policy `pause`), with human confirmation (the code shown on the terminal, or --yes); refused when run by a process of the agent (exit 77). A fail_closed latch needs `latch verify`.',
+    summary:
+      'Lift a pause (policy `pause`), with human confirmation (the code shown on the terminal, or --yes); refused when run by a process of the agent (exit 77). A fail_closed latch needs `latch verify`.',
     options: { ...cwdOpt, ...sessionOpt, ...jsonOpt, yes: { type: 'boolean', short: 'y' } },
     async run(io, v) {
       const { resume } = await import('./commands/verify.js');
@@ -109,7 +139,8 @@ export const COMMANDS: Record<string, Command> = {
   },
   log: {
     usage: 'latch log [--cwd DIR] [--session ID] [--json]',
-    summary: 'The mutation-attempt timeline with files changed, compactions, latch transitions and denials interleaved.',
+    summary:
+      'The mutation-attempt timeline with files changed, compactions, latch transitions and denials interleaved.',
     options: { ...cwdOpt, ...sessionOpt, ...jsonOpt },
     async run(io, v) {
       const { log } = await import('./commands/ledger.js');
@@ -128,30 +159,48 @@ export const COMMANDS: Record<string, Command> = {
     },
   },
   brief: {
-    usage: 'latch brief show [--session ID] [--cwd DIR] [--json] | latch brief set --file F [--session ID] [--cwd DIR] | latch brief --page N [--session ID] [--cwd DIR]',
-    summary: "The session's task brief: show it, set it (a human: markdown sections or JSON), or print page N (the agent reads every page after a compaction).",
+    usage:
+      'latch brief show [--session ID] [--cwd DIR] [--json] | latch brief set --file F [--session ID] [--cwd DIR] | latch brief --page N [--session ID] [--cwd DIR]',
+    summary:
+      "The session's task brief: show it, set it (a human: markdown sections or JSON), or print page N (the agent reads every page after a compaction).",
     options: { ...cwdOpt, ...sessionOpt, ...jsonOpt, file: { type: 'string' }, page: { type: 'string' } },
     positionals: true,
     async run(io, v, p) {
-      const usage = 'usage: latch brief show [--session ID] [--cwd DIR] [--json] | latch brief set --file F [--session ID] [--cwd DIR] | latch brief --page N [--session ID] [--cwd DIR]';
+      const usage =
+        'usage: latch brief show [--session ID] [--cwd DIR] [--json] | latch brief set --file F [--session ID] [--cwd DIR] | latch brief --page N [--session ID] [--cwd DIR]';
       const m = await import('./commands/brief.js');
       const target = { cwd: str(v.cwd), session: str(v.session) };
       if (v.page !== undefined) {
         if (p.length !== 0 || v.file !== undefined || v.json === true) throw new ExitError(EXIT.usage, usage);
         return m.briefPage(io, { ...target, page: String(v.page) });
       }
-      if (p.length === 1 && p[0] === 'show' && v.file === undefined) return m.briefShow(io, { ...target, json: v.json === true });
-      if (p.length === 1 && p[0] === 'set' && typeof v.file === 'string' && v.json !== true) return m.briefSet(io, { ...target, file: v.file });
+      if (p.length === 1 && p[0] === 'show' && v.file === undefined)
+        return m.briefShow(io, { ...target, json: v.json === true });
+      if (p.length === 1 && p[0] === 'set' && typeof v.file === 'string' && v.json !== true)
+        return m.briefSet(io, { ...target, file: v.file });
       throw new ExitError(EXIT.usage, usage);
     },
   },
   report: {
     usage: 'latch report [--cwd DIR] [--session ID] (--html FILE | --markdown [--out FILE])',
-    summary: 'The evidence for people: one self-contained HTML file (timeline, per-file view), or Markdown tables for a pull request.',
-    options: { ...cwdOpt, ...sessionOpt, html: { type: 'string' }, markdown: { type: 'boolean' }, out: { type: 'string', short: 'o' } },
+    summary:
+      'The evidence for people: one self-contained HTML file (timeline, per-file view), or Markdown tables for a pull request.',
+    options: {
+      ...cwdOpt,
+      ...sessionOpt,
+      html: { type: 'string' },
+      markdown: { type: 'boolean' },
+      out: { type: 'string', short: 'o' },
+    },
     async run(io, v) {
       const { report } = await import('./commands/report/index.js');
-      return report(io, { cwd: str(v.cwd), session: str(v.session), html: str(v.html), markdown: v.markdown === true, out: str(v.out) });
+      return report(io, {
+        cwd: str(v.cwd),
+        session: str(v.session),
+        html: str(v.html),
+        markdown: v.markdown === true,
+        out: str(v.out),
+      });
     },
   },
   export: {
@@ -160,7 +209,8 @@ export const COMMANDS: Record<string, Command> = {
     options: { ...cwdOpt, ...sessionOpt },
     positionals: true,
     async run(io, v, p) {
-      if (p.length !== 1 || p[0] !== 'agent-trace') throw new ExitError(EXIT.usage, 'usage: latch export agent-trace [--cwd DIR] [--session ID]');
+      if (p.length !== 1 || p[0] !== 'agent-trace')
+        throw new ExitError(EXIT.usage, 'usage: latch export agent-trace [--cwd DIR] [--session ID]');
       const { exportAgentTrace } = await import('./commands/export.js');
       return exportAgentTrace(io, { cwd: str(v.cwd), session: str(v.session) });
     },
@@ -177,7 +227,8 @@ export const COMMANDS: Record<string, Command> = {
   },
   watch: {
     usage: 'latch watch [status|stop] [--cwd DIR | --all] [--json]',
-    summary: 'List the workspace watchers (which let a Close stat only the paths that changed) or stop them; hooks start them.',
+    summary:
+      'List the workspace watchers (which let a Close stat only the paths that changed) or stop them; hooks start them.',
     options: { ...cwdOpt, ...jsonOpt, all: { type: 'boolean' } },
     positionals: true,
     async run(io, v, p) {
@@ -187,7 +238,8 @@ export const COMMANDS: Record<string, Command> = {
   },
   demo: {
     usage: 'latch demo [--keep] [--json]',
-    summary: 'Run a real Codex session over a loopback fake model across an auto-compaction and show the latch at work.',
+    summary:
+      'Run a real Codex session over a loopback fake model across an auto-compaction and show the latch at work.',
     options: { keep: { type: 'boolean' }, ...jsonOpt },
     async run(io, v) {
       const { demo } = await import('./commands/demo.js');

@@ -11,7 +11,12 @@ import { setDeadline } from './base/deadline.js';
 import { openStore } from './store/store.js';
 
 /** One hook of `agent`: its payload (stdin) in, its reply out. Never throws. */
-export async function runHook(agent: Agent, stdin: string, expectedEvent: string | null, env: NodeJS.ProcessEnv = process.env): Promise<HookReply> {
+export async function runHook(
+  agent: Agent,
+  stdin: string,
+  expectedEvent: string | null,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<HookReply> {
   const parsed = agent.parse(stdin);
   const eventName = parsed.ok ? parsed.eventName : (parsed.eventName ?? expectedEvent);
   const isPreTool = eventName === 'PreToolUse' || expectedEvent === 'PreToolUse';
@@ -19,7 +24,8 @@ export async function runHook(agent: Agent, stdin: string, expectedEvent: string
     if (!isPreTool) return { stdout: null, exitCode: 0, stderr: `latch: ${why}\n` };
     const toolName = parsed.ok ? (parsed.event?.type === 'pre_tool' ? parsed.event.call.name : null) : parsed.toolName;
     // Tools the agent knows to be read-only keep working whatever is wrong with Latch.
-    if (toolName && agent.classifyTool(toolName, null, null).kind === null) return { stdout: null, exitCode: 0, stderr: `latch: ${why}\n` };
+    if (toolName && agent.classifyTool(toolName, null, null).kind === null)
+      return { stdout: null, exitCode: 0, stderr: `latch: ${why}\n` };
     return agent.deny(
       `Latch blocked this call because it could not check it (fail closed): ${why}. A human should run \`latch doctor\`.`,
     );
@@ -30,7 +36,13 @@ export async function runHook(agent: Agent, stdin: string, expectedEvent: string
     setDeadline(hookDeadline(eventName, env));
     const home = latchHome(env);
     const decision = await handle(
-      { home, openDb: () => openStore(home, { create: false, busyTimeoutMs: busyTimeout(env) }), now: () => new Date().toISOString(), env, agent },
+      {
+        home,
+        openDb: () => openStore(home, { create: false, busyTimeoutMs: busyTimeout(env) }),
+        now: () => new Date().toISOString(),
+        env,
+        agent,
+      },
       parsed.obs,
       parsed.event,
     );
@@ -56,8 +68,10 @@ function describeFailure(err: unknown): string {
   if (isLatchError(err, 'E_STORE')) return `the Latch state store is unusable: ${err.message}`;
   if (isLatchError(err, 'E_CONFIG')) return `the Latch configuration is invalid: ${err.message}`;
   const code = (err as { code?: unknown }).code;
-  if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED') return `the Latch state store is locked by another process (waited too long): ${errorMessage(err)}`;
-  if (typeof code === 'string' && code.startsWith('SQLITE_')) return `the Latch state store failed (${code}): ${errorMessage(err)}`;
+  if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED')
+    return `the Latch state store is locked by another process (waited too long): ${errorMessage(err)}`;
+  if (typeof code === 'string' && code.startsWith('SQLITE_'))
+    return `the Latch state store failed (${code}): ${errorMessage(err)}`;
   return `internal error: ${errorMessage(err)}`;
 }
 
@@ -75,7 +89,11 @@ export async function hookMain(argv: string[]): Promise<void> {
   try {
     const agent = agentByName(name);
     if (!agent) {
-      process.stderr.write(`latch hook: unknown agent ${name ?? '(none)'}; expected one of: ${Object.keys(AGENTS).map((a) => `\`latch hook ${a}\``).join(', ')}\n`);
+      process.stderr.write(
+        `latch hook: unknown agent ${name ?? '(none)'}; expected one of: ${Object.keys(AGENTS)
+          .map((a) => `\`latch hook ${a}\``)
+          .join(', ')}\n`,
+      );
       process.exitCode = 2;
       return;
     }
@@ -97,6 +115,10 @@ export async function hookMain(argv: string[]): Promise<void> {
 }
 
 /** `runHook` for Codex (the tests' entry; `latch hook codex`). */
-export function runCodexHook(stdin: string, expectedEvent: string | null, env: NodeJS.ProcessEnv = process.env): Promise<HookReply> {
+export function runCodexHook(
+  stdin: string,
+  expectedEvent: string | null,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<HookReply> {
   return runHook(AGENTS.codex, stdin, expectedEvent, env);
 }

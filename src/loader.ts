@@ -16,7 +16,13 @@ const file = join(dirname(__filename), 'main.cjs');
 /** The lazily required bundles that get a code cache too. */
 const cachedFiles = new Set(['slow.cjs', 'observer.cjs', 'cli.cjs'].map((f) => join(dirname(__filename), f)));
 
-type CompiledFn = (exports: unknown, require: NodeJS.Require, module: Module, filename: string, dirname: string) => void;
+type CompiledFn = (
+  exports: unknown,
+  require: NodeJS.Require,
+  module: Module,
+  filename: string,
+  dirname: string,
+) => void;
 type ModuleInternals = typeof Module & {
   wrap(src: string): string;
   _nodeModulePaths(dir: string): string[];

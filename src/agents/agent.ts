@@ -26,7 +26,11 @@ export type ParsedHook =
 
 /** The agent's read-only sandbox on this machine, or why there is none. */
 export type ReadSandbox =
-  | { ok: true; /** The command that runs `command` (a clean read shell) inside the sandbox. */ wrap(command: string): string; where: string }
+  | {
+      ok: true /** The command that runs `command` (a clean read shell) inside the sandbox. */;
+      wrap(command: string): string;
+      where: string;
+    }
   | { ok: false; why: string };
 
 export type Spawn = (bin: string, args: string[], env: NodeJS.ProcessEnv) => { status: number | null; stderr: string };

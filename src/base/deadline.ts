@@ -29,5 +29,6 @@ export function remainingMs(): number | undefined {
 /** Throws DeadlineError once the deadline has passed. Cheap: call it every few hundred items. */
 export function checkDeadline(what: string): void {
   const at = (globalThis as Holder)[KEY];
-  if (at !== undefined && Date.now() > at) throw new DeadlineError(`ran out of time while ${what} (the hook must answer before Codex's timeout)`);
+  if (at !== undefined && Date.now() > at)
+    throw new DeadlineError(`ran out of time while ${what} (the hook must answer before Codex's timeout)`);
 }

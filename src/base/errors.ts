@@ -20,7 +20,14 @@ export type LatchErrorCode =
   /** UnreadableError (agents/codex/fsck/fsck.ts): a rollout file cannot be read or decoded. */
   | 'E_UNREADABLE';
 
-const CODES: ReadonlySet<string> = new Set<LatchErrorCode>(['E_EXIT', 'E_STORE', 'E_CONFIG', 'E_DEADLINE', 'E_APP_SERVER', 'E_UNREADABLE']);
+const CODES: ReadonlySet<string> = new Set<LatchErrorCode>([
+  'E_EXIT',
+  'E_STORE',
+  'E_CONFIG',
+  'E_DEADLINE',
+  'E_APP_SERVER',
+  'E_UNREADABLE',
+]);
 
 /** The base of every error Latch throws on purpose; recognise one with isLatchError. */
 export class LatchError extends Error {
@@ -41,7 +48,8 @@ export class LatchError extends Error {
 export function isLatchError(err: unknown, code: 'E_EXIT'): err is ExitError;
 export function isLatchError(err: unknown, code?: LatchErrorCode): err is LatchError;
 export function isLatchError(err: unknown, code?: LatchErrorCode): err is LatchError {
-  if (typeof err !== 'object' || err === null || typeof (err as { message?: unknown }).message !== 'string') return false;
+  if (typeof err !== 'object' || err === null || typeof (err as { message?: unknown }).message !== 'string')
+    return false;
   const c = (err as { code?: unknown }).code;
   return code === undefined ? typeof c === 'string' && CODES.has(c) : c === code;
 }

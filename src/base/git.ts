@@ -46,10 +46,31 @@ const NO_PROGRAMS: ReadonlyArray<readonly [string, string]> = [
 ];
 
 /** The environment of every git call Latch makes: no optional locks, no prompt, no program from config. */
-export function safeGitEnv(extra: ReadonlyArray<readonly [string, string]> = [], base: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...base, GIT_OPTIONAL_LOCKS: '0', GIT_TERMINAL_PROMPT: '0', LC_ALL: 'C', GIT_PAGER: 'cat', GIT_EXTERNAL_DIFF: '' };
+export function safeGitEnv(
+  extra: ReadonlyArray<readonly [string, string]> = [],
+  base: NodeJS.ProcessEnv = process.env,
+): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {
+    ...base,
+    GIT_OPTIONAL_LOCKS: '0',
+    GIT_TERMINAL_PROMPT: '0',
+    LC_ALL: 'C',
+    GIT_PAGER: 'cat',
+    GIT_EXTERNAL_DIFF: '',
+  };
   // Inherited knobs that could point git at other config or programs.
-  for (const k of ['GIT_CONFIG_PARAMETERS', 'GIT_CONFIG', 'GIT_CONFIG_GLOBAL', 'GIT_CONFIG_SYSTEM', 'GIT_EXEC_PATH', 'GIT_ASKPASS', 'GIT_SSH', 'GIT_SSH_COMMAND', 'GIT_EDITOR']) delete env[k];
+  for (const k of [
+    'GIT_CONFIG_PARAMETERS',
+    'GIT_CONFIG',
+    'GIT_CONFIG_GLOBAL',
+    'GIT_CONFIG_SYSTEM',
+    'GIT_EXEC_PATH',
+    'GIT_ASKPASS',
+    'GIT_SSH',
+    'GIT_SSH_COMMAND',
+    'GIT_EDITOR',
+  ])
+    delete env[k];
   const all = [...NO_PROGRAMS, ...extra];
   all.forEach(([k, v], i) => {
     env[`GIT_CONFIG_KEY_${i}`] = k;
@@ -81,7 +102,11 @@ function driverOverrides(cwd: string, pattern: string): Array<[string, string]> 
 }
 
 /** Run git synchronously in `cwd`. Never throws for a non-zero exit; throws only if git cannot be spawned at all. */
-export function runGit(cwd: string, args: string[], extraConfig: ReadonlyArray<readonly [string, string]> = []): GitResult {
+export function runGit(
+  cwd: string,
+  args: string[],
+  extraConfig: ReadonlyArray<readonly [string, string]> = [],
+): GitResult {
   const r = childProcess().spawnSync('git', args, {
     cwd,
     env: extraConfig.length > 0 ? safeGitEnv(extraConfig) : env(),
@@ -94,8 +119,12 @@ export function runGit(cwd: string, args: string[], extraConfig: ReadonlyArray<r
   if (r.error) {
     const code = (r.error as NodeJS.ErrnoException).code;
     // ENOENT: git not installed, or cwd does not exist. Report as a failed call.
-    if (code === 'ENOENT' || code === 'ENOTDIR') return { status: null, stdout: Buffer.alloc(0), stderr: String(r.error) };
-    if (code === 'ETIMEDOUT') throw new DeadlineError(`ran out of time while running git ${args[0] ?? ''} (the hook must answer before Codex's timeout)`);
+    if (code === 'ENOENT' || code === 'ENOTDIR')
+      return { status: null, stdout: Buffer.alloc(0), stderr: String(r.error) };
+    if (code === 'ETIMEDOUT')
+      throw new DeadlineError(
+        `ran out of time while running git ${args[0] ?? ''} (the hook must answer before Codex's timeout)`,
+      );
     throw r.error;
   }
   return { status: r.status, stdout: r.stdout ?? Buffer.alloc(0), stderr: r.stderr ? r.stderr.toString('utf8') : '' };

@@ -56,7 +56,9 @@ export function collectEvidence(
 ): WorkspaceEvidence {
   const git = gitState(workspace);
   // An observation, so that changes seen first by a checkpoint still enter the ledger.
-  const tree = immediate(db, () => observeWorkspace(db, workspace, 'checkpoint', new Date().toISOString(), git.isRepo)).snapshot;
+  const tree = immediate(db, () =>
+    observeWorkspace(db, workspace, 'checkpoint', new Date().toISOString(), git.isRepo),
+  ).snapshot;
   return { git, tree, transcript: transcript ? hashPrefix(transcript.path, transcript.size) : null };
 }
 
@@ -87,7 +89,19 @@ export interface CheckpointRow {
 
 export function checkpointRow(
   ev: WorkspaceEvidence,
-  fields: Pick<CheckpointRow, 'session_id' | 'compaction_seq' | 'created_at' | 'turn_id' | 'trigger' | 'observed_via' | 'workspace' | 'cli_version' | 'model' | 'permission_mode'>,
+  fields: Pick<
+    CheckpointRow,
+    | 'session_id'
+    | 'compaction_seq'
+    | 'created_at'
+    | 'turn_id'
+    | 'trigger'
+    | 'observed_via'
+    | 'workspace'
+    | 'cli_version'
+    | 'model'
+    | 'permission_mode'
+  >,
 ): CheckpointRow {
   return {
     id: newCheckpointId(),

@@ -62,7 +62,9 @@ export function episodeCheckpoints(db: Db, row: SessionRow): CheckpointRow[] {
   if (own.length > 0) return own;
   const ids = [row.session_id, row.parent_session_id].filter((x): x is string => !!x);
   for (const id of ids) {
-    const last = db.prepare('SELECT * FROM checkpoints WHERE session_id = ? ORDER BY compaction_seq DESC LIMIT 1').get(id) as CheckpointRow | undefined;
+    const last = db
+      .prepare('SELECT * FROM checkpoints WHERE session_id = ? ORDER BY compaction_seq DESC LIMIT 1')
+      .get(id) as CheckpointRow | undefined;
     if (last) return [last];
   }
   return [];
@@ -71,35 +73,89 @@ export function episodeCheckpoints(db: Db, row: SessionRow): CheckpointRow[] {
 export function evaluateEvidence(db: Db, row: SessionRow): Evidence {
   const cps = episodeCheckpoints(db, row);
   const git = gitState(row.workspace);
-  const tree = immediate(db, () => observeWorkspace(db, row.workspace, 'verify', new Date().toISOString(), git.isRepo)).snapshot;
+  const tree = immediate(db, () =>
+    observeWorkspace(db, row.workspace, 'verify', new Date().toISOString(), git.isRepo),
+  ).snapshot;
   const checks: Check[] = [];
   const changes: Change[] = [];
   const baseline = cps[0];
   const current = { tree_sha256: tree.sha256, tree_files: tree.files, git_head: git.head, git_branch: git.branch };
   if (!baseline) {
-    checks.push({ name: 'checkpoint', ok: false, detail: 'no checkpoint was recorded for this latch, so nothing proves the workspace is unchanged' });
+    checks.push({
+      name: 'checkpoint',
+      ok: false,
+      detail: 'no checkpoint was recorded for this latch, so nothing proves the workspace is unchanged',
+    });
     checks.push(attemptsCheck(db, row));
-    return { session_id: row.session_id, baseline: null, checkpoints: [], current, checks, changes, attempts: [], holds: false };
+    return {
+      session_id: row.session_id,
+      baseline: null,
+      checkpoints: [],
+      current,
+      checks,
+      changes,
+      attempts: [],
+      holds: false,
+    };
   }
-  checks.push({ name: 'checkpoint', ok: true, detail: `${cps.length} checkpoint(s) since the latch: ${cps.map((c) => c.id).join(', ')}` });
+  checks.push({
+    name: 'checkpoint',
+    ok: true,
+    detail: `${cps.length} checkpoint(s) since the latch: ${cps.map((c) => c.id).join(', ')}`,
+  });
 
   if (tree.sha256 === baseline.tree_sha256) {
-    checks.push({ name: 'tree', ok: true, detail: `workspace tree unchanged: ${tree.files} files, sha256 ${tree.sha256}` });
+    checks.push({
+      name: 'tree',
+      ok: true,
+      detail: `workspace tree unchanged: ${tree.files} files, sha256 ${tree.sha256}`,
+    });
   } else {
     const diff = diffTrees(decodeListing(baseline.tree_listing), tree.entries);
     const later = cps.slice(1).map((c) => ({ id: c.id, byPath: indexByPath(decodeListing(c.tree_listing)) }));
     const firstSeen = (path: string, after: TreeEntry | undefined): string | null => {
       for (const c of later) {
         const e = c.byPath.get(path);
-        if ((after === undefined && e === undefined) || (after && e && e.sha256 === after.sha256 && e.mode === after.mode)) return c.id;
+        if (
+          (after === undefined && e === undefined) ||
+          (after && e && e.sha256 === after.sha256 && e.mode === after.mode)
+        )
+          return c.id;
       }
       return null;
     };
-    const latest = db.prepare('SELECT attribution, attempt_id FROM changes WHERE workspace = ? AND path = ? ORDER BY id DESC LIMIT 1');
-    const who = (path: string) => (latest.get(row.workspace, path) as { attribution: string; attempt_id: string | null } | undefined) ?? { attribution: null, attempt_id: null };
-    for (const e of diff.added) changes.push({ path: e.path, change: 'added', first_seen_at_checkpoint: firstSeen(e.path, e), while_latched: true, ...who(e.path) });
-    for (const e of diff.removed) changes.push({ path: e.path, change: 'removed', first_seen_at_checkpoint: firstSeen(e.path, undefined), while_latched: true, ...who(e.path) });
-    for (const m of diff.modified) changes.push({ path: m.after.path, change: 'modified', first_seen_at_checkpoint: firstSeen(m.after.path, m.after), while_latched: true, ...who(m.after.path) });
+    const latest = db.prepare(
+      'SELECT attribution, attempt_id FROM changes WHERE workspace = ? AND path = ? ORDER BY id DESC LIMIT 1',
+    );
+    const who = (path: string) =>
+      (latest.get(row.workspace, path) as { attribution: string; attempt_id: string | null } | undefined) ?? {
+        attribution: null,
+        attempt_id: null,
+      };
+    for (const e of diff.added)
+      changes.push({
+        path: e.path,
+        change: 'added',
+        first_seen_at_checkpoint: firstSeen(e.path, e),
+        while_latched: true,
+        ...who(e.path),
+      });
+    for (const e of diff.removed)
+      changes.push({
+        path: e.path,
+        change: 'removed',
+        first_seen_at_checkpoint: firstSeen(e.path, undefined),
+        while_latched: true,
+        ...who(e.path),
+      });
+    for (const m of diff.modified)
+      changes.push({
+        path: m.after.path,
+        change: 'modified',
+        first_seen_at_checkpoint: firstSeen(m.after.path, m.after),
+        while_latched: true,
+        ...who(m.after.path),
+      });
     changes.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
     checks.push({
       name: 'tree',
@@ -111,7 +167,11 @@ export function evaluateEvidence(db: Db, row: SessionRow): Evidence {
   if (!git.isRepo) {
     checks.push({ name: 'git', ok: true, detail: 'not a git repository' });
   } else if (git.head === baseline.git_head && git.branch === baseline.git_branch) {
-    checks.push({ name: 'git', ok: true, detail: `HEAD ${git.head ?? '(none)'} on ${git.branch ?? '(detached)'}, as at the checkpoint` });
+    checks.push({
+      name: 'git',
+      ok: true,
+      detail: `HEAD ${git.head ?? '(none)'} on ${git.branch ?? '(detached)'}, as at the checkpoint`,
+    });
   } else {
     checks.push({
       name: 'git',
@@ -123,7 +183,11 @@ export function evaluateEvidence(db: Db, row: SessionRow): Evidence {
   checks.push(transcriptCheck(cps));
   checks.push(attemptsCheck(db, row));
   const attempts = (
-    db.prepare('SELECT id, tool_name, summary, state, started_at, end_reason FROM attempts WHERE session_id = ? AND started_at >= ? ORDER BY started_ns').all(row.session_id, baseline.created_at) as {
+    db
+      .prepare(
+        'SELECT id, tool_name, summary, state, started_at, end_reason FROM attempts WHERE session_id = ? AND started_at >= ? ORDER BY started_ns',
+      )
+      .all(row.session_id, baseline.created_at) as {
       id: string;
       tool_name: string;
       summary: string | null;
@@ -131,18 +195,45 @@ export function evaluateEvidence(db: Db, row: SessionRow): Evidence {
       started_at: string;
       end_reason: string | null;
     }[]
-  ).map((a) => ({ id: a.id, tool: a.tool_name, summary: a.summary, state: a.state, started_at: a.started_at, end_reason: a.end_reason }));
-  return { session_id: row.session_id, baseline: pickBaseline(baseline), checkpoints: cps.map((c) => c.id), current, checks, changes, attempts, holds: checks.every((c) => c.ok) };
+  ).map((a) => ({
+    id: a.id,
+    tool: a.tool_name,
+    summary: a.summary,
+    state: a.state,
+    started_at: a.started_at,
+    end_reason: a.end_reason,
+  }));
+  return {
+    session_id: row.session_id,
+    baseline: pickBaseline(baseline),
+    checkpoints: cps.map((c) => c.id),
+    current,
+    checks,
+    changes,
+    attempts,
+    holds: checks.every((c) => c.ok),
+  };
 }
 
 /** Verification waits for every attempt of the session to end, and for the workspace's recovery. */
 function attemptsCheck(db: Db, row: SessionRow): Check {
-  const live = db.prepare("SELECT id, state, summary FROM attempts WHERE session_id = ? AND state IN ('started','closing')").all(row.session_id) as { id: string; state: string; summary: string | null }[];
+  const live = db
+    .prepare("SELECT id, state, summary FROM attempts WHERE session_id = ? AND state IN ('started','closing')")
+    .all(row.session_id) as { id: string; state: string; summary: string | null }[];
   if (live.length > 0) {
-    return { name: 'attempts', ok: false, detail: `${live.length} attempt(s) still live or unrecovered: ${live.map((a) => `${a.summary ?? a.id} (${a.state})`).join('; ')}; wait for the turn to end` };
+    return {
+      name: 'attempts',
+      ok: false,
+      detail: `${live.length} attempt(s) still live or unrecovered: ${live.map((a) => `${a.summary ?? a.id} (${a.state})`).join('; ')}; wait for the turn to end`,
+    };
   }
   const orphans = orphanedClosings(db, row.workspace);
-  if (orphans.length > 0) return { name: 'attempts', ok: false, detail: `${orphans.length} attempt(s) in the workspace await recovery (their hook process died)` };
+  if (orphans.length > 0)
+    return {
+      name: 'attempts',
+      ok: false,
+      detail: `${orphans.length} attempt(s) in the workspace await recovery (their hook process died)`,
+    };
   return { name: 'attempts', ok: true, detail: 'no live or unrecovered attempts' };
 }
 
@@ -157,24 +248,42 @@ function indexByPath(entries: TreeEntry[]): Map<string, TreeEntry> {
 /** The transcript must be the same file as recorded at every checkpoint, and only appended to. */
 function transcriptCheck(cps: CheckpointRow[]): Check {
   const recorded = cps.filter((c) => c.transcript_path);
-  if (recorded.length === 0) return { name: 'transcript', ok: true, detail: 'no transcript was recorded at the checkpoint(s)' };
+  if (recorded.length === 0)
+    return { name: 'transcript', ok: true, detail: 'no transcript was recorded at the checkpoint(s)' };
   const missingHash = recorded.find((c) => !c.transcript_sha256);
-  if (missingHash) return { name: 'transcript', ok: false, detail: `checkpoint ${missingHash.id} could not hash the transcript` };
+  if (missingHash)
+    return { name: 'transcript', ok: false, detail: `checkpoint ${missingHash.id} could not hash the transcript` };
   for (const c of recorded) {
     const path = c.transcript_path!;
     if (!existsSync(path)) return { name: 'transcript', ok: false, detail: `transcript ${path} no longer exists` };
-    if (lstatSync(path).isSymbolicLink()) return { name: 'transcript', ok: false, detail: `transcript ${path} is now a symlink` };
+    if (lstatSync(path).isSymbolicLink())
+      return { name: 'transcript', ok: false, detail: `transcript ${path} is now a symlink` };
     try {
       const st = statSync(path, { bigint: true });
       const now = { dev: String(st.dev), ino: String(st.ino), size: Number(st.size) };
-      if (now.dev !== c.transcript_dev || now.ino !== c.transcript_ino) return { name: 'transcript', ok: false, detail: `transcript ${path} was replaced (device/inode changed)` };
-      if (now.size < c.transcript_size!) return { name: 'transcript', ok: false, detail: `transcript ${path} shrank (${c.transcript_size} -> ${now.size} bytes)` };
+      if (now.dev !== c.transcript_dev || now.ino !== c.transcript_ino)
+        return { name: 'transcript', ok: false, detail: `transcript ${path} was replaced (device/inode changed)` };
+      if (now.size < c.transcript_size!)
+        return {
+          name: 'transcript',
+          ok: false,
+          detail: `transcript ${path} shrank (${c.transcript_size} -> ${now.size} bytes)`,
+        };
       const prefix = hashPrefix(path, c.transcript_size!);
-      if (prefix.sha256 !== c.transcript_sha256) return { name: 'transcript', ok: false, detail: `transcript ${path} was rewritten within its first ${c.transcript_size} bytes` };
+      if (prefix.sha256 !== c.transcript_sha256)
+        return {
+          name: 'transcript',
+          ok: false,
+          detail: `transcript ${path} was rewritten within its first ${c.transcript_size} bytes`,
+        };
     } catch (err) {
       return { name: 'transcript', ok: false, detail: `transcript ${path} cannot be read: ${errorMessage(err)}` };
     }
   }
   const last = recorded[recorded.length - 1]!;
-  return { name: 'transcript', ok: true, detail: `transcript ${last.transcript_path} is the same file and was only appended to` };
+  return {
+    name: 'transcript',
+    ok: true,
+    detail: `transcript ${last.transcript_path} is the same file and was only appended to`,
+  };
 }

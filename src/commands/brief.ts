@@ -2,7 +2,15 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import * as v from 'valibot';
-import { amendBrief, latestBrief, pageText, unescapeLine, type Brief, type BriefPatch, type HumanField } from '../continuity/brief.js';
+import {
+  amendBrief,
+  latestBrief,
+  pageText,
+  unescapeLine,
+  type Brief,
+  type BriefPatch,
+  type HumanField,
+} from '../continuity/brief.js';
 import { ExitError, EXIT, errorMessage } from '../base/errors.js';
 import { getSession, sessionsIn, type SessionRow } from '../session/records.js';
 import { openStore, type Db } from '../store/store.js';
@@ -10,7 +18,10 @@ import { homeOf, json, withStore, type Io } from './io.js';
 import { resolveWorkspace, type TargetOptions } from './shared/target.js';
 
 const Text = v.pipe(v.string(), v.maxLength(20_000, 'is longer than 20,000 characters'));
-const List = v.pipe(v.array(v.pipe(v.string(), v.maxLength(5_000, 'has an item longer than 5,000 characters'))), v.maxLength(200, 'has more than 200 items'));
+const List = v.pipe(
+  v.array(v.pipe(v.string(), v.maxLength(5_000, 'has an item longer than 5,000 characters'))),
+  v.maxLength(200, 'has more than 200 items'),
+);
 
 export const BriefInput = v.strictObject({
   objective: v.optional(Text),
@@ -49,7 +60,11 @@ export function parseBriefMarkdown(text: string): Record<string, unknown> {
         if (m) items.push(m[1]!);
         else if (/^\s+\S/.test(raw) && items.length) items[items.length - 1] += `\n${raw.trim()}`;
         else if (raw.trim() === '' || PLACEHOLDERS.has(raw.trim())) continue;
-        else throw new ExitError(EXIT.usage, `section "${sectionName(field)}": expected list items ("- ..."), got: ${raw.slice(0, 80)}`);
+        else
+          throw new ExitError(
+            EXIT.usage,
+            `section "${sectionName(field)}": expected list items ("- ..."), got: ${raw.slice(0, 80)}`,
+          );
       }
       out[field] = items.map((i) => i.trim()).filter((i) => i && !PLACEHOLDERS.has(i));
     } else {
@@ -63,7 +78,10 @@ export function parseBriefMarkdown(text: string): Record<string, unknown> {
       flush();
       const key = h[1]!.toLowerCase().replace(/[:.]$/, '');
       if (!(key in SECTIONS)) {
-        throw new ExitError(EXIT.usage, `unknown section "## ${h[1]}" (expected: Objective, Acceptance criteria, Stop conditions, Done, Decisions, Next action)`);
+        throw new ExitError(
+          EXIT.usage,
+          `unknown section "## ${h[1]}" (expected: Objective, Acceptance criteria, Stop conditions, Done, Decisions, Next action)`,
+        );
       }
       field = SECTIONS[key]!;
       if (field !== null && field in out) throw new ExitError(EXIT.usage, `section "## ${h[1]}" appears twice`);
@@ -129,9 +147,13 @@ export function pickSession(db: Db, io: Io, opts: TargetOptions, needBrief: bool
   }
   const workspace = resolveWorkspace(io, opts.cwd);
   let rows = sessionsIn(db, workspace);
-  if (needBrief) rows = rows.filter((r) => db.prepare('SELECT 1 FROM briefs WHERE session_id = ? LIMIT 1').get(r.session_id));
+  if (needBrief)
+    rows = rows.filter((r) => db.prepare('SELECT 1 FROM briefs WHERE session_id = ? LIMIT 1').get(r.session_id));
   if (rows.length === 0) {
-    throw new ExitError(EXIT.usage, `no session${needBrief ? ' with a brief' : ''} recorded for ${workspace} (use --session ID)`);
+    throw new ExitError(
+      EXIT.usage,
+      `no session${needBrief ? ' with a brief' : ''} recorded for ${workspace} (use --session ID)`,
+    );
   }
   const held = (r: SessionRow) => (r.state === 'mutable' ? 0 : 1);
   rows.sort((a, b) => held(b) - held(a) || (b.updated_at < a.updated_at ? -1 : b.updated_at > a.updated_at ? 1 : 0));
@@ -140,7 +162,11 @@ export function pickSession(db: Db, io: Io, opts: TargetOptions, needBrief: bool
 
 function needBriefOf(db: Db, sessionId: string): Brief {
   const b = latestBrief(db, sessionId);
-  if (!b) throw new ExitError(EXIT.usage, `session ${sessionId} has no brief yet (a human can write one with \`latch brief set --file F\`)`);
+  if (!b)
+    throw new ExitError(
+      EXIT.usage,
+      `session ${sessionId} has no brief yet (a human can write one with \`latch brief set --file F\`)`,
+    );
   return b;
 }
 
@@ -153,7 +179,9 @@ export async function briefShow(io: Io, opts: TargetOptions & { json?: boolean }
       return EXIT.ok;
     }
     io.out(b.rendered);
-    io.out(`\n(${b.page_digests.length} page${b.page_digests.length === 1 ? '' : 's'}; the agent reads them with \`latch brief --page N\`)\n`);
+    io.out(
+      `\n(${b.page_digests.length} page${b.page_digests.length === 1 ? '' : 's'}; the agent reads them with \`latch brief --page N\`)\n`,
+    );
     return EXIT.ok;
   });
 }
@@ -163,7 +191,9 @@ export async function briefSet(io: Io, opts: TargetOptions & { file: string }): 
   return withStore(io, (db) => {
     const row = pickSession(db, io, opts, false);
     const b = amendBrief(db, row.session_id, patch, io.now());
-    io.out(`Brief of session ${row.session_id} is now version ${b.version} (${b.page_digests.length} page${b.page_digests.length === 1 ? '' : 's'}; set: ${Object.keys(patch).join(', ')}).\n`);
+    io.out(
+      `Brief of session ${row.session_id} is now version ${b.version} (${b.page_digests.length} page${b.page_digests.length === 1 ? '' : 's'}; set: ${Object.keys(patch).join(', ')}).\n`,
+    );
     return EXIT.ok;
   });
 }
@@ -171,13 +201,18 @@ export async function briefSet(io: Io, opts: TargetOptions & { file: string }): 
 /** Prints exactly pageText(brief, n). Read-only: the store is opened read-only and never written. */
 export async function briefPage(io: Io, opts: TargetOptions & { page: string | number }): Promise<number> {
   const n = typeof opts.page === 'number' ? opts.page : /^\d+$/.test(opts.page.trim()) ? Number(opts.page.trim()) : NaN;
-  if (!Number.isSafeInteger(n) || n < 1) throw new ExitError(EXIT.usage, `--page expects a page number (1, 2, ...), got ${String(opts.page)}`);
+  if (!Number.isSafeInteger(n) || n < 1)
+    throw new ExitError(EXIT.usage, `--page expects a page number (1, 2, ...), got ${String(opts.page)}`);
   const db = openStore(homeOf(io), { create: false, readonly: true });
   try {
     const row = pickSession(db, io, opts, true);
     const b = needBriefOf(db, row.session_id);
     const total = b.page_digests.length;
-    if (n > total) throw new ExitError(EXIT.usage, `the brief of session ${row.session_id} (version ${b.version}) has ${total} page${total === 1 ? '' : 's'}`);
+    if (n > total)
+      throw new ExitError(
+        EXIT.usage,
+        `the brief of session ${row.session_id} (version ${b.version}) has ${total} page${total === 1 ? '' : 's'}`,
+      );
     io.out(pageText(b, n));
     return EXIT.ok;
   } finally {

@@ -56,7 +56,10 @@ async function demoCodex(io: Io): Promise<{ path: string; version: string | null
   try {
     execFileSync('git', ['--version'], { stdio: 'ignore' });
   } catch {
-    throw new ExitError(EXIT.failure, 'the demo builds a git workspace and needs `git` on the PATH; install git and run it again');
+    throw new ExitError(
+      EXIT.failure,
+      'the demo builds a git workspace and needs `git` on the PATH; install git and run it again',
+    );
   }
   // The pinned devDependency beside Latch first (a checkout's `npm run demo`), else `codex` on the PATH.
   let codex: CodexCommand | null;
@@ -76,7 +79,11 @@ async function demoCodex(io: Io): Promise<{ path: string; version: string | null
   const home = mkdtempSync(join(tmpdir(), 'latch-demo-codex-'));
   try {
     const v = await codexVersion(codex, { env: io.env, codexHome: home, cwd: home, timeoutMs: 20_000 });
-    if (!v.version) throw new ExitError(EXIT.failure, `cannot run Codex at ${codex.path} (${v.error ?? 'no version'}); reinstall it: \`npm i -g @openai/codex@${DEMO_CODEX}\``);
+    if (!v.version)
+      throw new ExitError(
+        EXIT.failure,
+        `cannot run Codex at ${codex.path} (${v.error ?? 'no version'}); reinstall it: \`npm i -g @openai/codex@${DEMO_CODEX}\``,
+      );
     return { path: codex.path, version: v.version };
   } finally {
     rmSync(home, { recursive: true, force: true });
@@ -103,33 +110,57 @@ export async function demo(io: Io, opts: DemoOptions): Promise<number> {
     git(work, ['-c', 'user.name=demo', '-c', 'user.email=demo@example.invalid', 'commit', '-qm', 'init']);
 
     say(`Latch demo in ${base}`);
-    say(`Codex ${codex.version} at ${codex.path}${codex.version === DEMO_CODEX ? '' : ` (the demo is tested with ${DEMO_CODEX}; other releases may tell a different story)`}`);
+    say(
+      `Codex ${codex.version} at ${codex.path}${codex.version === DEMO_CODEX ? '' : ` (the demo is tested with ${DEMO_CODEX}; other releases may tell a different story)`}`,
+    );
     say('1. Install Latch into a fresh CODEX_HOME and point Codex at a loopback fake model.');
     writeCodexConfig(codexHome, { baseUrl: fake.url, autoCompactTokenLimit: 10_000 });
     const setup = capture(sub);
     await setupCodex(setup.io, { codexHome });
 
     say('2. Run a real `codex exec`: two writes, an auto-compaction, then three more calls.');
-    const first = await runCodex({ codexBin: codex.path, codexHome, cwd: work, prompt: 'Work through the task in progress.txt.', env: { LATCH_HOME: latchHome }, timeoutMs: 120_000 });
+    const first = await runCodex({
+      codexBin: codex.path,
+      codexHome,
+      cwd: work,
+      prompt: 'Work through the task in progress.txt.',
+      env: { LATCH_HOME: latchHome },
+      timeoutMs: 120_000,
+    });
     if (first.code !== 0 || first.timedOut) {
-      io.err(`codex exec failed (exit ${first.code}${first.timedOut ? ', timed out' : ''}):\n${first.stderr.slice(-2000)}\n`);
+      io.err(
+        `codex exec failed (exit ${first.code}${first.timedOut ? ', timed out' : ''}):\n${first.stderr.slice(-2000)}\n`,
+      );
       return EXIT.failure;
     }
     const compactions = fake.requests.filter((r) => r.isCompaction).length;
     const st = capture(sub);
     await status(st.io, { cwd: work, json: true });
     const statusJson = JSON.parse(st.text()) as {
-      sessions: { session_id: string; state: string; denials: number; checkpoints: { id: string; observed_via: string[]; tree: { sha256: string; files: number } }[]; reason: string | null }[];
+      sessions: {
+        session_id: string;
+        state: string;
+        denials: number;
+        checkpoints: { id: string; observed_via: string[]; tree: { sha256: string; files: number } }[];
+        reason: string | null;
+      }[];
     };
     const session = statusJson.sessions[0];
     const cp = session?.checkpoints[0];
     const now = snapshotTree(work);
-    const modelSaw = fake.requests.flatMap((r) => (r.body?.input ?? []) as unknown[]).map(itemText).filter((t) => t.includes('Latch blocked'));
+    const modelSaw = fake.requests
+      .flatMap((r) => (r.body?.input ?? []) as unknown[])
+      .map(itemText)
+      .filter((t) => t.includes('Latch blocked'));
     say(`   compactions requested by Codex: ${compactions}`);
     say(`   session ${session?.session_id}: ${session?.state}`);
     say(`   checkpoint ${cp?.id} observed via ${cp?.observed_via.join(' + ')}`);
-    say(`   tree at checkpoint ${cp?.tree.sha256.slice(0, 16)}… (${cp?.tree.files} files); now ${now.sha256.slice(0, 16)}… (${now.files} files): ${cp?.tree.sha256 === now.sha256 ? 'EQUAL' : 'DIFFERENT'}`);
-    say(`   denied after compaction: ${session?.denials ?? 0} call(s) (the read-only \`cat\` ran); the model received ${new Set(modelSaw).size} denial message(s), e.g.:`);
+    say(
+      `   tree at checkpoint ${cp?.tree.sha256.slice(0, 16)}… (${cp?.tree.files} files); now ${now.sha256.slice(0, 16)}… (${now.files} files): ${cp?.tree.sha256 === now.sha256 ? 'EQUAL' : 'DIFFERENT'}`,
+    );
+    say(
+      `   denied after compaction: ${session?.denials ?? 0} call(s) (the read-only \`cat\` ran); the model received ${new Set(modelSaw).size} denial message(s), e.g.:`,
+    );
     if (modelSaw[0]) say(`     "${modelSaw[0].slice(0, 220).replace(/\s+/g, ' ')}…"`);
     const briefDelivered = modelSawAll(fake).some((t) => t.includes('<<<LATCH-BRIEF'));
     say(`   task brief re-delivered to the model after the compaction: ${briefDelivered ? 'yes' : 'no'}`);
@@ -141,20 +172,46 @@ export async function demo(io: Io, opts: DemoOptions): Promise<number> {
     for (const line of ver.text().trimEnd().split('\n')) say(`   ${line}`);
 
     say('4. The session resumes (`codex exec resume`) and may write again:');
-    const second = await runCodex({ codexBin: codex.path, codexHome, cwd: work, prompt: 'Continue.', resumeThreadId: first.threadId, env: { LATCH_HOME: latchHome }, timeoutMs: 120_000 });
+    const second = await runCodex({
+      codexBin: codex.path,
+      codexHome,
+      cwd: work,
+      prompt: 'Continue.',
+      resumeThreadId: first.threadId,
+      env: { LATCH_HOME: latchHome },
+      timeoutMs: 120_000,
+    });
     const progress = readFileSync(join(work, 'progress.txt'), 'utf8');
     say(`   resume exit ${second.code}; progress.txt now:\n${progress.replace(/^/gm, '     ')}`);
-    const ok = compactions >= 1 && session?.state === 'latched' && cp?.tree.sha256 === now.sha256 && verifyCode === 0 && progress.includes('step 3');
+    const ok =
+      compactions >= 1 &&
+      session?.state === 'latched' &&
+      cp?.tree.sha256 === now.sha256 &&
+      verifyCode === 0 &&
+      progress.includes('step 3');
     if (opts.json) {
       io.out(
         JSON.stringify(
-          { ok, dir: base, compactions, status: statusJson, tree_now: { sha256: now.sha256, files: now.files }, verify_exit: verifyCode, denials_seen_by_model: modelSaw.length, progress },
+          {
+            ok,
+            dir: base,
+            compactions,
+            status: statusJson,
+            tree_now: { sha256: now.sha256, files: now.files },
+            verify_exit: verifyCode,
+            denials_seen_by_model: modelSaw.length,
+            progress,
+          },
           null,
           2,
         ) + '\n',
       );
     } else {
-      say(ok ? '\nThe latch held across the compaction and was released only by verification.' : '\nDemo did NOT behave as expected (see above).');
+      say(
+        ok
+          ? '\nThe latch held across the compaction and was released only by verification.'
+          : '\nDemo did NOT behave as expected (see above).',
+      );
       if (opts.keep) say(`Kept ${base} (LATCH_HOME=${latchHome} latch status --cwd ${work}).`);
     }
     return ok ? EXIT.ok : EXIT.failure;

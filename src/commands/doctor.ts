@@ -5,13 +5,26 @@
 // command taken from a hooks file: a handler's command is compared, as text, with what setup writes
 // for this installation, and the probe runs the command Latch builds itself.
 import { readsReport } from '../agents/codex/sandbox.js';
-import { accessSync, constants, existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, statSync } from 'node:fs';
+import {
+  accessSync,
+  constants,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  realpathSync,
+  rmSync,
+  statSync,
+  type Stats,
+} from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parse as parseToml } from 'smol-toml';
 import { errorMessage, EXIT } from '../base/errors.js';
 import { dbPath } from '../base/paths.js';
-import { openStore, SCHEMA_VERSION } from '../store/store.js';
+import { openStore, SCHEMA_VERSION, type Db } from '../store/store.js';
 import {
   codexVersion,
   isolatedCodexHome,
@@ -23,7 +36,15 @@ import {
   type HooksListEntry,
   type IsolatedCodexHome,
 } from '../agents/codex/app-server.js';
-import { INSTALL_SCOPE, RERECORD_FIX, registrationLines, registrationReport, type Finding, type InstallScope, type RegistrationReport } from '../guard/tamper.js';
+import {
+  INSTALL_SCOPE,
+  RERECORD_FIX,
+  registrationLines,
+  registrationReport,
+  type Finding,
+  type InstallScope,
+  type RegistrationReport,
+} from '../guard/tamper.js';
 import { homeOf, type Io } from './io.js';
 import { defaultEntry, hookCommand, hooksFilePath, isLatchHandler, LATCH_EVENTS } from './setup.js';
 import { listWatchers, type WatcherJson } from './shared/watchers.js';
@@ -195,7 +216,8 @@ export interface ParsedHookCommand {
 /** Reads node, entry and event out of a command written by `hookCommand` (or `latch hook codex ...`). */
 export function parseHookCommand(command: string): ParsedHookCommand | null {
   let words = leadingWords(command.trim());
-  if (words.length >= 3 && /(^|\/)(ba|da)?sh$/.test(words[0]!) && words[1] === '-c') words = leadingWords(words[2]!.trim());
+  if (words.length >= 3 && /(^|\/)(ba|da)?sh$/.test(words[0]!) && words[1] === '-c')
+    words = leadingWords(words[2]!.trim());
   const at = words.indexOf('hook');
   if (at < 1 || words[at + 1] !== 'codex' || words[at + 2] !== '--event' || !words[at + 3]) return null;
   if (at === 1) return { node: null, entry: words[0]!, event: words[at + 3]! };
@@ -215,13 +237,25 @@ function checkInstalled(scan: HooksScan, others: HooksScan[]): Check {
   const name = `hooks installed (${scan.scope})`;
   const elsewhere = others.find((o) => complete(o));
   if (!scan.exists) {
-    if (elsewhere) return { name, status: 'ok', detail: `${scan.file} does not exist; Latch is installed in ${elsewhere.file}` };
+    if (elsewhere)
+      return { name, status: 'ok', detail: `${scan.file} does not exist; Latch is installed in ${elsewhere.file}` };
     const fix = scan.scope === 'project' ? `latch setup codex --project ${projectDirOf(scan.file)}` : SETUP_FIX;
     return { name, status: 'fail', detail: `${scan.file} does not exist; no Latch handlers are installed`, fix };
   }
-  if (scan.error) return { name, status: 'fail', detail: `${scan.file}: ${scan.error} (Codex cannot load it either)`, fix: `fix ${scan.file} by hand, then run \`${SETUP_FIX}\`` };
+  if (scan.error)
+    return {
+      name,
+      status: 'fail',
+      detail: `${scan.file}: ${scan.error} (Codex cannot load it either)`,
+      fix: `fix ${scan.file} by hand, then run \`${SETUP_FIX}\``,
+    };
   if (scan.handlers.length === 0) {
-    if (elsewhere) return { name, status: 'ok', detail: `${scan.file} has no Latch handlers; Latch is installed in ${elsewhere.file}` };
+    if (elsewhere)
+      return {
+        name,
+        status: 'ok',
+        detail: `${scan.file} has no Latch handlers; Latch is installed in ${elsewhere.file}`,
+      };
     return { name, status: 'fail', detail: `${scan.file} has no Latch handlers`, fix: setupFix(scan) };
   }
   const fails: string[] = [];
@@ -233,10 +267,13 @@ function checkInstalled(scan: HooksScan, others: HooksScan[]): Check {
       fails.push(`${spec.event}: no Latch handler`);
       continue;
     }
-    if (hs.length > 1) warns.push(`${spec.event}: ${hs.length} Latch handlers (duplicates run concurrently; setup keeps one)`);
+    if (hs.length > 1)
+      warns.push(`${spec.event}: ${hs.length} Latch handlers (duplicates run concurrently; setup keeps one)`);
     for (const h of hs) {
       if (!sameMatcher(h.matcher, spec.matcher)) {
-        fails.push(`${spec.event}: matcher ${JSON.stringify(h.matcher)} differs from ${JSON.stringify(spec.matcher ?? '(none)')}, so some calls may not reach Latch`);
+        fails.push(
+          `${spec.event}: matcher ${JSON.stringify(h.matcher)} differs from ${JSON.stringify(spec.matcher ?? '(none)')}, so some calls may not reach Latch`,
+        );
       }
       const parsed = parseHookCommand(h.command);
       const stale: string[] = [];
@@ -244,8 +281,10 @@ function checkInstalled(scan: HooksScan, others: HooksScan[]): Check {
       else {
         if (parsed.event !== spec.event) stale.push(`command is for event ${parsed.event}`);
         const node = parsed.node ?? process.execPath;
-        if (h.command !== hookCommand(spec.event, node, parsed.entry)) stale.push('command text differs from what this Latch writes');
-        if (parsed.node !== null && parsed.node !== process.execPath) oks.push(`${spec.event} runs node ${parsed.node} (this one is ${process.execPath})`);
+        if (h.command !== hookCommand(spec.event, node, parsed.entry))
+          stale.push('command text differs from what this Latch writes');
+        if (parsed.node !== null && parsed.node !== process.execPath)
+          oks.push(`${spec.event} runs node ${parsed.node} (this one is ${process.execPath})`);
       }
       if (h.timeout !== spec.timeout) stale.push(`timeout ${JSON.stringify(h.timeout)} (setup writes ${spec.timeout})`);
       if (h.statusMessage !== spec.status) stale.push('statusMessage differs');
@@ -254,10 +293,15 @@ function checkInstalled(scan: HooksScan, others: HooksScan[]): Check {
   }
   const unexpected = scan.handlers.filter((h) => !LATCH_EVENTS.some((s) => s.event === h.event));
   for (const h of unexpected) warns.push(`${h.event}: unexpected Latch handler (setup does not install one there)`);
-  if (elsewhere && complete(scan)) warns.push(`Latch is also installed in ${elsewhere.file}: every Latch handler runs twice`);
+  if (elsewhere && complete(scan))
+    warns.push(`Latch is also installed in ${elsewhere.file}: every Latch handler runs twice`);
 
   const status: CheckStatus = fails.length ? 'fail' : warns.length ? 'warn' : 'ok';
-  const head = `${scan.file}: ${LATCH_EVENTS.filter((s) => scan.handlers.some((h) => h.event === s.event)).map((s) => s.event).join(', ') || 'none'}`;
+  const head = `${scan.file}: ${
+    LATCH_EVENTS.filter((s) => scan.handlers.some((h) => h.event === s.event))
+      .map((s) => s.event)
+      .join(', ') || 'none'
+  }`;
   const detail = [head, ...fails, ...warns, ...oks].join('\n');
   return status === 'ok' ? { name, status, detail } : { name, status, detail, fix: setupFix(scan) };
 }
@@ -275,7 +319,7 @@ function setupFix(scan: HooksScan): string {
 
 function fileProblem(p: string, kind: 'node binary' | 'Latch entry' | 'latch launcher', mode: number): string | null {
   if (!p.startsWith('/')) return `${kind} ${p} is not an absolute path`;
-  let st;
+  let st: Stats;
   try {
     st = statSync(p);
   } catch {
@@ -307,7 +351,9 @@ function probePayload(dir: string, toolName: string, toolInput: unknown): string
 
 function isDenyReply(stdout: string): boolean {
   try {
-    const o = JSON.parse(stdout.trim()) as { hookSpecificOutput?: { hookEventName?: unknown; permissionDecision?: unknown } };
+    const o = JSON.parse(stdout.trim()) as {
+      hookSpecificOutput?: { hookEventName?: unknown; permissionDecision?: unknown };
+    };
     return o?.hookSpecificOutput?.hookEventName === 'PreToolUse' && o.hookSpecificOutput.permissionDecision === 'deny';
   } catch {
     return false;
@@ -331,7 +377,8 @@ async function probePreToolUse(io: Io, command: string, timeoutMs: number): Prom
 
     const untracked = await run(probePayload(dir, 'view_image', { path: join(dir, 'none.png') }));
     if (untracked.spawnError) problems.push(`cannot run /bin/sh: ${untracked.spawnError}`);
-    else if (untracked.timedOut) problems.push(`untracked-tool probe (view_image) did not finish within ${timeoutMs} ms`);
+    else if (untracked.timedOut)
+      problems.push(`untracked-tool probe (view_image) did not finish within ${timeoutMs} ms`);
     else if (untracked.code !== 0 || untracked.stdout.trim() !== '') {
       problems.push(
         `untracked-tool probe (view_image) should pass silently but exited ${untracked.code ?? untracked.signal}` +
@@ -342,9 +389,11 @@ async function probePreToolUse(io: Io, command: string, timeoutMs: number): Prom
 
     const tracked = await run(probePayload(dir, 'Bash', { command: 'rm -rf x' }));
     if (tracked.spawnError) problems.push(`cannot run /bin/sh: ${tracked.spawnError}`);
-    else if (tracked.timedOut) problems.push(`fail-closed probe (Bash with no store) did not finish within ${timeoutMs} ms`);
+    else if (tracked.timedOut)
+      problems.push(`fail-closed probe (Bash with no store) did not finish within ${timeoutMs} ms`);
     else {
-      const denied = (tracked.code === 0 && isDenyReply(tracked.stdout)) || (tracked.code === 2 && tracked.stderr.trim() !== '');
+      const denied =
+        (tracked.code === 0 && isDenyReply(tracked.stdout)) || (tracked.code === 2 && tracked.stderr.trim() !== '');
       if (!denied) {
         problems.push(
           `fail-closed probe (Bash \`rm -rf x\` with no store) was not denied: exit ${tracked.code ?? tracked.signal}` +
@@ -355,7 +404,8 @@ async function probePreToolUse(io: Io, command: string, timeoutMs: number): Prom
     }
     try {
       const left = readdirSync(home);
-      if (left.length) problems.push(`the hook created ${left.join(', ')} in an empty LATCH_HOME (it must not create a store)`);
+      if (left.length)
+        problems.push(`the hook created ${left.join(', ')} in an empty LATCH_HOME (it must not create a store)`);
     } catch {
       /* the probe removed its home: reported by the checks above if it mattered */
     }
@@ -387,7 +437,9 @@ export function thisInstallation(io: Io): Installation {
     try {
       const db = openStore(home, { create: false, readonly: true });
       try {
-        const row = db.prepare('SELECT json FROM registrations WHERE scope = ?').get(INSTALL_SCOPE) as { json: string } | undefined;
+        const row = db.prepare('SELECT json FROM registrations WHERE scope = ?').get(INSTALL_SCOPE) as
+          | { json: string }
+          | undefined;
         if (row) {
           const rec = JSON.parse(row.json) as InstallScope;
           nodes.push(rec.node);
@@ -406,7 +458,8 @@ export function thisInstallation(io: Io): Installation {
 
 /** The installation's (node, entry) pair whose command for `event` is exactly `command`, if any. */
 function matchInstallation(event: string, command: string, inst: Installation): { node: string; entry: string } | null {
-  for (const node of inst.nodes) for (const entry of inst.entries) if (hookCommand(event, node, entry) === command) return { node, entry };
+  for (const node of inst.nodes)
+    for (const entry of inst.entries) if (hookCommand(event, node, entry) === command) return { node, entry };
   return null;
 }
 
@@ -429,8 +482,17 @@ async function checkBinary(io: Io, handlers: LatchHandlerRef[], timeoutMs: numbe
     }
     const problems =
       parsed.node === null
-        ? [fileProblem(parsed.entry.startsWith('/') ? parsed.entry : (whichOnPath(parsed.entry, io.env) ?? parsed.entry), 'latch launcher', constants.X_OK)]
-        : [fileProblem(parsed.node, 'node binary', constants.X_OK), fileProblem(parsed.entry, 'Latch entry', constants.R_OK)];
+        ? [
+            fileProblem(
+              parsed.entry.startsWith('/') ? parsed.entry : (whichOnPath(parsed.entry, io.env) ?? parsed.entry),
+              'latch launcher',
+              constants.X_OK,
+            ),
+          ]
+        : [
+            fileProblem(parsed.node, 'node binary', constants.X_OK),
+            fileProblem(parsed.entry, 'Latch entry', constants.R_OK),
+          ];
     const bad = problems.filter((p): p is string => p !== null);
     if (bad.length) {
       fails.push(...bad.map((b) => `${where}: ${b}`));
@@ -448,7 +510,8 @@ async function checkBinary(io: Io, handlers: LatchHandlerRef[], timeoutMs: numbe
     // hooks file is compared, never run).
     if (h.event === 'PreToolUse' && !probe) {
       if (match.node === inst.nodes[0] && match.entry === inst.entries[0]) probe = { ...match, where };
-      else unprobed = `${where}: not probed (it runs node ${match.node}, entry ${match.entry}, recorded at setup; this doctor runs ${inst.nodes[0]}, ${inst.entries[0]})`;
+      else
+        unprobed = `${where}: not probed (it runs node ${match.node}, entry ${match.entry}, recorded at setup; this doctor runs ${inst.nodes[0]}, ${inst.entries[0]})`;
     }
   }
   if (!handlers.some((h) => h.event === 'PreToolUse')) fails.push('no PreToolUse handler to probe');
@@ -459,9 +522,19 @@ async function checkBinary(io: Io, handlers: LatchHandlerRef[], timeoutMs: numbe
     if (problems.length) fails.push(...problems.map((p) => `${probe!.where}: ${p}`));
     else oks.push(`${probe.where}: untracked tool passes, tracked tool denied with no store (fails closed)`);
   }
-  if (fails.length) return { name, status: 'fail', detail: [...fails, ...oks].join('\n'), fix: `${SETUP_FIX} (after \`npm run build\` or reinstalling agent-latch if the entry is gone)` };
+  if (fails.length)
+    return {
+      name,
+      status: 'fail',
+      detail: [...fails, ...oks].join('\n'),
+      fix: `${SETUP_FIX} (after \`npm run build\` or reinstalling agent-latch if the entry is gone)`,
+    };
   const first = parseHookCommand(handlers[0]!.command)!;
-  return { name, status: 'ok', detail: [`node ${first.node ?? '(launcher)'}, entry ${first.entry}`, ...oks].join('\n') };
+  return {
+    name,
+    status: 'ok',
+    detail: [`node ${first.node ?? '(launcher)'}, entry ${first.entry}`, ...oks].join('\n'),
+  };
 }
 
 function whichOnPath(cmd: string, env: NodeJS.ProcessEnv): string | null {
@@ -520,12 +593,17 @@ function trustFixFor(io: Io, codexHome: string, handlers: LatchHandlerRef[]): st
 }
 
 /** Without Codex: a handler with no `[hooks.state."<key>"] trusted_hash` is certainly untrusted. */
-function trustFromConfig(codexHome: string, handlers: LatchHandlerRef[]): { untrusted: LatchHandlerRef[]; unknown: LatchHandlerRef[]; error?: string } {
+function trustFromConfig(
+  codexHome: string,
+  handlers: LatchHandlerRef[],
+): { untrusted: LatchHandlerRef[]; unknown: LatchHandlerRef[]; error?: string } {
   const file = join(codexHome, 'config.toml');
   let state: Record<string, { trusted_hash?: unknown }> = {};
   if (existsSync(file)) {
     try {
-      const cfg = parseToml(readFileSync(file, 'utf8')) as { hooks?: { state?: Record<string, { trusted_hash?: unknown }> } };
+      const cfg = parseToml(readFileSync(file, 'utf8')) as {
+        hooks?: { state?: Record<string, { trusted_hash?: unknown }> };
+      };
       state = cfg.hooks?.state ?? {};
     } catch (err) {
       return { untrusted: [], unknown: handlers, error: `cannot read ${file}: ${errorMessage(err)}` };
@@ -551,7 +629,8 @@ async function checkTrusted(
   isolated: IsolatedCodexHome | null,
 ): Promise<Check> {
   const name = 'hooks trusted';
-  if (handlers.length === 0) return { name, status: 'warn', detail: 'no Latch handlers installed, nothing to trust', fix: SETUP_FIX };
+  if (handlers.length === 0)
+    return { name, status: 'warn', detail: 'no Latch handlers installed, nothing to trust', fix: SETUP_FIX };
   const fixTrust = trustFixFor(io, codexHome, handlers);
   let listed: HooksListEntry[] | null = null;
   let why = '';
@@ -567,14 +646,29 @@ async function checkTrusted(
   if (!listed) {
     const cfg = trustFromConfig(codexHome, handlers);
     const lines = [
-      ...cfg.untrusted.map((h) => `${handlerLabel(h)}: untrusted (no trusted_hash in ${join(codexHome, 'config.toml')}): Codex skips it`),
-      ...cfg.unknown.map((h) => `${handlerLabel(h)}: has a trusted_hash; whether it matches the handler only Codex can tell`),
+      ...cfg.untrusted.map(
+        (h) => `${handlerLabel(h)}: untrusted (no trusted_hash in ${join(codexHome, 'config.toml')}): Codex skips it`,
+      ),
+      ...cfg.unknown.map(
+        (h) => `${handlerLabel(h)}: has a trusted_hash; whether it matches the handler only Codex can tell`,
+      ),
     ];
-    if (cfg.untrusted.length) return { name, status: 'warn', detail: [`${cfg.untrusted.length} of ${handlers.length} Latch handlers not trusted (${why})`, ...lines].join('\n'), fix: codex ? fixTrust : `install Codex (npm i -g @openai/codex), then ${fixTrust}` };
+    if (cfg.untrusted.length)
+      return {
+        name,
+        status: 'warn',
+        detail: [`${cfg.untrusted.length} of ${handlers.length} Latch handlers not trusted (${why})`, ...lines].join(
+          '\n',
+        ),
+        fix: codex ? fixTrust : `install Codex (npm i -g @openai/codex), then ${fixTrust}`,
+      };
     return {
       name,
       status: 'warn',
-      detail: [`cannot determine: ${why}${cfg.error ? `; ${cfg.error}` : ''}; config.toml has a trusted_hash for every Latch handler but it cannot be compared with the current hash`, ...lines].join('\n'),
+      detail: [
+        `cannot determine: ${why}${cfg.error ? `; ${cfg.error}` : ''}; config.toml has a trusted_hash for every Latch handler but it cannot be compared with the current hash`,
+        ...lines,
+      ].join('\n'),
     };
   }
   const all = listed.flatMap((e) => e.hooks);
@@ -595,12 +689,19 @@ async function checkTrusted(
       continue;
     }
     if (!c.enabled) disabled.push(`${label}: disabled in Codex (enable it in /hooks)`);
-    if (c.trustStatus === 'trusted' || c.trustStatus === 'managed') trusted.push(`${label}: ${c.trustStatus} ${c.currentHash}`);
-    else if (c.trustStatus === 'modified') untrusted.push(`${label}: modified since it was trusted (current hash ${c.currentHash}): Codex skips it`);
+    if (c.trustStatus === 'trusted' || c.trustStatus === 'managed')
+      trusted.push(`${label}: ${c.trustStatus} ${c.currentHash}`);
+    else if (c.trustStatus === 'modified')
+      untrusted.push(`${label}: modified since it was trusted (current hash ${c.currentHash}): Codex skips it`);
     else untrusted.push(`${label}: ${c.trustStatus} (current hash ${c.currentHash}): Codex skips it`);
   }
   const problems = [...untrusted, ...disabled, ...missing, ...codexErrors.map((e) => `Codex reports: ${e}`)];
-  if (problems.length === 0) return { name, status: 'ok', detail: [`all ${trusted.length} Latch handlers are trusted (asked ${codex!.path})`, ...trusted].join('\n') };
+  if (problems.length === 0)
+    return {
+      name,
+      status: 'ok',
+      detail: [`all ${trusted.length} Latch handlers are trusted (asked ${codex!.path})`, ...trusted].join('\n'),
+    };
   const head = `${trusted.length} of ${handlers.length} Latch handlers trusted (asked ${codex!.path})`;
   const detail = [head, ...problems, ...trusted].join('\n');
   const fix = missing.some((m) => m.includes('project'))
@@ -621,24 +722,49 @@ function cmpVersion(a: string, b: string): number {
   return 0;
 }
 
-async function checkVersion(io: Io, codex: CodexCommand | null, codexHome: string | null, timeoutMs: number): Promise<Check> {
+async function checkVersion(
+  io: Io,
+  codex: CodexCommand | null,
+  codexHome: string | null,
+  timeoutMs: number,
+): Promise<Check> {
   const name = 'codex version';
-  if (!codex) return { name, status: 'warn', detail: 'codex not found on PATH or in node_modules', fix: 'install Codex: npm i -g @openai/codex' };
+  if (!codex)
+    return {
+      name,
+      status: 'warn',
+      detail: 'codex not found on PATH or in node_modules',
+      fix: 'install Codex: npm i -g @openai/codex',
+    };
   if (!codexHome) return { name, status: 'warn', detail: 'cannot make a temporary CODEX_HOME to run codex in' };
   const v = await codexVersion(codex, { env: io.env, codexHome, cwd: io.cwd, timeoutMs });
-  if (!v.version) return { name, status: 'warn', detail: `${codex.path}: ${v.error ?? 'unknown version'}`, fix: 'check that `codex --version` works' };
+  if (!v.version)
+    return {
+      name,
+      status: 'warn',
+      detail: `${codex.path}: ${v.error ?? 'unknown version'}`,
+      fix: 'check that `codex --version` works',
+    };
   // The one source of truth (src/agents/codex/qualification.ts): the package's records + this machine's.
   const { versionStatus, qualifiedVersions } = await import('../agents/codex/qualification.js');
   const home = homeOf(io);
   const st = versionStatus(v.version, home);
   const where = `${v.raw} (${codex.path}, from ${codex.from})`;
   if (st.qualified && st.by) {
-    const by = st.by.source === 'package' ? `the record shipped with Latch (${st.by.date.slice(0, 10)})` : `this machine's record ${st.by.path} (${st.by.date.slice(0, 10)})`;
+    const by =
+      st.by.source === 'package'
+        ? `the record shipped with Latch (${st.by.date.slice(0, 10)})`
+        : `this machine's record ${st.by.path} (${st.by.date.slice(0, 10)})`;
     return { name, status: 'ok', detail: `${where}; qualified by ${by}` };
   }
   const all = qualifiedVersions(home);
-  const failed = st.rejected.length ? `; a qualification run did not pass: ${st.rejected.map((r) => `${r.path}: ${r.problem}`).join('; ')}` : '';
-  const older = all.length && cmpVersion(v.version, MIN_CODEX_VERSION) < 0 ? `; older than any release Latch was measured on (${MIN_CODEX_VERSION})` : '';
+  const failed = st.rejected.length
+    ? `; a qualification run did not pass: ${st.rejected.map((r) => `${r.path}: ${r.problem}`).join('; ')}`
+    : '';
+  const older =
+    all.length && cmpVersion(v.version, MIN_CODEX_VERSION) < 0
+      ? `; older than any release Latch was measured on (${MIN_CODEX_VERSION})`
+      : '';
   return {
     name,
     status: 'warn',
@@ -660,52 +786,113 @@ function checkStore(io: Io): Check {
   const name = 'store';
   const home = homeOf(io);
   const me = typeof process.getuid === 'function' ? process.getuid() : undefined;
-  let st;
+  let st: Stats;
   try {
     st = lstatSync(home);
   } catch {
-    return { name, status: 'fail', detail: `state directory ${home} does not exist (every tracked tool call is denied)`, fix: SETUP_FIX };
+    return {
+      name,
+      status: 'fail',
+      detail: `state directory ${home} does not exist (every tracked tool call is denied)`,
+      fix: SETUP_FIX,
+    };
   }
-  if (st.isSymbolicLink()) return { name, status: 'fail', detail: `state directory ${home} is a symlink; Latch refuses it`, fix: `replace the symlink ${home} by a real directory, then run \`${SETUP_FIX}\`` };
-  if (!st.isDirectory()) return { name, status: 'fail', detail: `${home} is not a directory`, fix: `move ${home} away, then run \`${SETUP_FIX}\`` };
-  if (me !== undefined && st.uid !== me) return { name, status: 'fail', detail: `state directory ${home} is owned by uid ${st.uid}, not by you (uid ${me})`, fix: `chown ${me} ${home}` };
+  if (st.isSymbolicLink())
+    return {
+      name,
+      status: 'fail',
+      detail: `state directory ${home} is a symlink; Latch refuses it`,
+      fix: `replace the symlink ${home} by a real directory, then run \`${SETUP_FIX}\``,
+    };
+  if (!st.isDirectory())
+    return {
+      name,
+      status: 'fail',
+      detail: `${home} is not a directory`,
+      fix: `move ${home} away, then run \`${SETUP_FIX}\``,
+    };
+  if (me !== undefined && st.uid !== me)
+    return {
+      name,
+      status: 'fail',
+      detail: `state directory ${home} is owned by uid ${st.uid}, not by you (uid ${me})`,
+      fix: `chown ${me} ${home}`,
+    };
   const warns: string[] = [];
   if ((st.mode & 0o777) !== 0o700) warns.push(`state directory mode ${modeStr(st.mode)} (expected 0700)`);
 
   const file = dbPath(home);
-  let fst;
+  let fst: Stats;
   try {
     fst = lstatSync(file);
   } catch {
-    return { name, status: 'fail', detail: `store ${file} is missing (every tracked tool call is denied)`, fix: SETUP_FIX };
+    return {
+      name,
+      status: 'fail',
+      detail: `store ${file} is missing (every tracked tool call is denied)`,
+      fix: SETUP_FIX,
+    };
   }
-  if (fst.isSymbolicLink() || !fst.isFile()) return { name, status: 'fail', detail: `${file} is ${fst.isSymbolicLink() ? 'a symlink' : 'not a regular file'}; Latch refuses it`, fix: `move ${file} away, then run \`${SETUP_FIX}\`` };
-  if (me !== undefined && fst.uid !== me) return { name, status: 'fail', detail: `${file} is owned by uid ${fst.uid}, not by you (uid ${me})`, fix: `chown ${me} ${file}` };
+  if (fst.isSymbolicLink() || !fst.isFile())
+    return {
+      name,
+      status: 'fail',
+      detail: `${file} is ${fst.isSymbolicLink() ? 'a symlink' : 'not a regular file'}; Latch refuses it`,
+      fix: `move ${file} away, then run \`${SETUP_FIX}\``,
+    };
+  if (me !== undefined && fst.uid !== me)
+    return {
+      name,
+      status: 'fail',
+      detail: `${file} is owned by uid ${fst.uid}, not by you (uid ${me})`,
+      fix: `chown ${me} ${file}`,
+    };
   if ((fst.mode & 0o777) !== 0o600) warns.push(`store mode ${modeStr(fst.mode)} (expected 0600)`);
 
   const modeFix = `chmod 700 ${home} && chmod 600 ${file}`;
-  let db;
+  let db: Db;
   try {
     db = openStore(home, { create: false, readonly: true });
   } catch (err) {
     const msg = errorMessage(err);
     if (/needs a schema migration/.test(msg)) {
-      return { name, status: 'warn', detail: [`${file}: ${msg}`, 'the next hook or command migrates it', ...warns].join('\n'), fix: 'latch status' };
+      return {
+        name,
+        status: 'warn',
+        detail: [`${file}: ${msg}`, 'the next hook or command migrates it', ...warns].join('\n'),
+        fix: 'latch status',
+      };
     }
-    return { name, status: 'fail', detail: `${msg} (every tracked tool call is denied)`, fix: `move ${file} away (keep it for inspection), then run \`${SETUP_FIX}\`` };
+    return {
+      name,
+      status: 'fail',
+      detail: `${msg} (every tracked tool call is denied)`,
+      fix: `move ${file} away (keep it for inspection), then run \`${SETUP_FIX}\``,
+    };
   }
   try {
     const rows = db.pragma('quick_check') as { quick_check: string }[];
     const problems = rows.map((r) => r.quick_check).filter((r) => r !== 'ok');
     if (problems.length || rows.length === 0) {
-      return { name, status: 'fail', detail: `${file}: PRAGMA quick_check: ${problems.slice(0, 5).join('; ') || 'no result'}`, fix: `move ${file} away (keep it for inspection), then run \`${SETUP_FIX}\`` };
+      return {
+        name,
+        status: 'fail',
+        detail: `${file}: PRAGMA quick_check: ${problems.slice(0, 5).join('; ') || 'no result'}`,
+        fix: `move ${file} away (keep it for inspection), then run \`${SETUP_FIX}\``,
+      };
     }
     const journal = String(db.pragma('journal_mode', { simple: true }));
-    if (journal.toLowerCase() !== 'wal') warns.push(`journal_mode is ${journal} (expected wal; the next writer switches it)`);
+    if (journal.toLowerCase() !== 'wal')
+      warns.push(`journal_mode is ${journal} (expected wal; the next writer switches it)`);
     const version = Number(db.pragma('user_version', { simple: true }));
     if (version !== SCHEMA_VERSION) warns.push(`schema version ${version} (expected ${SCHEMA_VERSION})`);
   } catch (err) {
-    return { name, status: 'fail', detail: `${file}: ${errorMessage(err)}`, fix: `move ${file} away (keep it for inspection), then run \`${SETUP_FIX}\`` };
+    return {
+      name,
+      status: 'fail',
+      detail: `${file}: ${errorMessage(err)}`,
+      fix: `move ${file} away (keep it for inspection), then run \`${SETUP_FIX}\``,
+    };
   } finally {
     db.close();
   }
@@ -722,13 +909,20 @@ function checkReads(io: Io): Check {
   const r = readsReport(homeOf(io), io.env);
   if (r.guard === 'sandbox') return { name: 'reads while held', status: 'ok', detail: r.detail };
   if (r.guard === 'unknown') return { name: 'reads while held', status: 'ok', detail: r.detail };
-  return { name: 'reads while held', status: 'warn', detail: r.detail, fix: 'run Codex where `codex sandbox` works (Linux user namespaces, or macOS), and leave LATCH_SANDBOX unset' };
+  return {
+    name: 'reads while held',
+    status: 'warn',
+    detail: r.detail,
+    fix: 'run Codex where `codex sandbox` works (Linux user namespaces, or macOS), and leave LATCH_SANDBOX unset',
+  };
 }
 
 function checkWatchers(io: Io): Check {
   const name = 'watchers';
-  if (io.env.LATCH_WATCH === 'off') return { name, status: 'ok', detail: 'disabled (LATCH_WATCH=off): each Close stats every tracked file' };
-  if (process.platform !== 'linux') return { name, status: 'ok', detail: `not available on ${process.platform}: each Close stats every tracked file` };
+  if (io.env.LATCH_WATCH === 'off')
+    return { name, status: 'ok', detail: 'disabled (LATCH_WATCH=off): each Close stats every tracked file' };
+  if (process.platform !== 'linux')
+    return { name, status: 'ok', detail: `not available on ${process.platform}: each Close stats every tracked file` };
   const home = homeOf(io);
   if (!existsSync(dbPath(home))) return { name, status: 'ok', detail: 'none yet (a hook starts one per workspace)' };
   let rows: WatcherJson[];
@@ -740,12 +934,22 @@ function checkWatchers(io: Io): Check {
       db.close();
     }
   } catch (err) {
-    return { name, status: 'warn', detail: `cannot read the watchers: ${errorMessage(err)}`, fix: 'latch doctor (see the store check)' };
+    return {
+      name,
+      status: 'warn',
+      detail: `cannot read the watchers: ${errorMessage(err)}`,
+      fix: 'latch doctor (see the store check)',
+    };
   }
   const running = rows.filter((r) => r.state !== 'unavailable' && r.alive);
   const unavailable = rows.filter((r) => r.state === 'unavailable');
-  const lines = [`${running.length} running${running.length ? ': ' + running.map((r) => `${r.workspace} (${r.directories} directories)`).join(', ') : ' (a hook starts one per workspace)'}`];
-  for (const r of unavailable) lines.push(`unavailable for ${r.workspace}: ${r.reason ?? 'no reason recorded'}; each Close there stats every tracked file`);
+  const lines = [
+    `${running.length} running${running.length ? ': ' + running.map((r) => `${r.workspace} (${r.directories} directories)`).join(', ') : ' (a hook starts one per workspace)'}`,
+  ];
+  for (const r of unavailable)
+    lines.push(
+      `unavailable for ${r.workspace}: ${r.reason ?? 'no reason recorded'}; each Close there stats every tracked file`,
+    );
   if (unavailable.length === 0) return { name, status: 'ok', detail: lines.join('\n') };
   return {
     name,
@@ -782,11 +986,19 @@ export function registrationStatus(c: Check): string {
 
 function checkRegistration(report: RegistrationReport | { error: string }): Check {
   const name = 'registration';
-  if ('error' in report) return { name, status: 'warn', detail: `cannot compare the registration fingerprint: ${report.error}`, fix: SETUP_FIX };
+  if ('error' in report)
+    return {
+      name,
+      status: 'warn',
+      detail: `cannot compare the registration fingerprint: ${report.error}`,
+      fix: SETUP_FIX,
+    };
   const [first, ...rest] = registrationLines(report);
   const detail = [first ?? '', ...rest].join('\n');
-  if (report.status === 'unrecorded') return { name, status: 'warn', detail, fix: SETUP_FIX, findings: report.findings };
-  if (report.status === 'changed') return { name, status: 'fail', detail, fix: RERECORD_FIX, findings: report.findings };
+  if (report.status === 'unrecorded')
+    return { name, status: 'warn', detail, fix: SETUP_FIX, findings: report.findings };
+  if (report.status === 'changed')
+    return { name, status: 'fail', detail, fix: RERECORD_FIX, findings: report.findings };
   return { name, status: report.findings.length ? 'warn' : 'ok', detail, findings: report.findings };
 }
 
@@ -802,12 +1014,21 @@ export async function runChecks(io: Io, opts: DoctorOptions): Promise<Check[]> {
   const timeoutMs = opts.timeoutMs ?? 10_000;
   const codexHome = resolveCodexHome(opts, io);
   const userFile = hooksFilePath({ codexHome }, io.env);
-  const projectDir = opts.project ? resolve(io.cwd, opts.project) : existsSync(join(io.cwd, '.codex', 'hooks.json')) ? io.cwd : null;
+  const projectDir = opts.project
+    ? resolve(io.cwd, opts.project)
+    : existsSync(join(io.cwd, '.codex', 'hooks.json'))
+      ? io.cwd
+      : null;
   const projectFile = projectDir ? hooksFilePath({ project: projectDir }, io.env) : null;
 
   const scans: HooksScan[] = [scanHooksFile(userFile, 'user')];
   if (projectFile && real(projectFile) !== real(userFile)) scans.push(scanHooksFile(projectFile, 'project'));
-  const checks: Check[] = scans.map((s) => checkInstalled(s, scans.filter((o) => o !== s)));
+  const checks: Check[] = scans.map((s) =>
+    checkInstalled(
+      s,
+      scans.filter((o) => o !== s),
+    ),
+  );
   const handlers = scans.flatMap((s) => s.handlers);
 
   // First: opening the store (below) tightens its modes, which this check reports.
@@ -847,7 +1068,13 @@ export function formatChecks(checks: Check[]): string {
   const fails = checks.filter((c) => c.status === 'fail').length;
   const warns = checks.filter((c) => c.status === 'warn').length;
   lines.push('');
-  lines.push(fails ? `${fails} check(s) failed, ${warns} warning(s).` : warns ? `No failures, ${warns} warning(s).` : 'All checks passed.');
+  lines.push(
+    fails
+      ? `${fails} check(s) failed, ${warns} warning(s).`
+      : warns
+        ? `No failures, ${warns} warning(s).`
+        : 'All checks passed.',
+  );
   return lines.join('\n') + '\n';
 }
 
@@ -855,7 +1082,9 @@ export async function doctor(io: Io, opts: DoctorOptions): Promise<number> {
   const checks = await runChecks(io, opts);
   const ok = checks.every((c) => c.status !== 'fail');
   const reg = checks.find((c) => c.name === 'registration');
-  const registration = reg ? { status: registrationStatus(reg), detail: reg.detail, findings: reg.findings ?? [] } : null;
+  const registration = reg
+    ? { status: registrationStatus(reg), detail: reg.detail, findings: reg.findings ?? [] }
+    : null;
   if (opts.json) io.out(JSON.stringify({ ok, checks, registration }, null, 2) + '\n');
   else io.out(formatChecks(checks));
   return ok ? EXIT.ok : EXIT.failure;

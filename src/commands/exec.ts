@@ -15,10 +15,16 @@ export async function execGuarded(io: Io, opts: { cwd?: string; command: string[
     return [...ids];
   });
   if (held.length > 0) {
-    io.err(`latch exec: not running \`${opts.command.join(' ')}\`: the workspace has a latched session: ${held.join(', ')}. Run \`latch verify\` first.\n`);
+    io.err(
+      `latch exec: not running \`${opts.command.join(' ')}\`: the workspace has a latched session: ${held.join(', ')}. Run \`latch verify\` first.\n`,
+    );
     return EXIT.latched;
   }
-  const r = spawnSync(opts.command[0]!, opts.command.slice(1), { stdio: 'inherit', cwd: opts.cwd ?? io.cwd, env: io.env });
+  const r = spawnSync(opts.command[0]!, opts.command.slice(1), {
+    stdio: 'inherit',
+    cwd: opts.cwd ?? io.cwd,
+    env: io.env,
+  });
   if (r.error) {
     io.err(`latch exec: cannot run ${opts.command[0]}: ${r.error.message}\n`);
     return 127;

@@ -110,7 +110,10 @@ export function sessionUrl(row: Pick<SessionRow, 'session_id' | 'transcript_path
   return row.transcript_path ? pathToFileURL(row.transcript_path).href : undefined;
 }
 
-function sessionRelated(row: SessionRow, lookup: (id: string) => SessionRow | undefined): { type: string; url: string }[] {
+function sessionRelated(
+  row: SessionRow,
+  lookup: (id: string) => SessionRow | undefined,
+): { type: string; url: string }[] {
   const out: { type: string; url: string }[] = [];
   const own = sessionUrl(row);
   if (row.transcript_path) {
@@ -119,7 +122,11 @@ function sessionRelated(row: SessionRow, lookup: (id: string) => SessionRow | un
   }
   if (row.parent_session_id) {
     const parent = lookup(row.parent_session_id);
-    const url = parent ? sessionUrl(parent) : UUID.test(row.parent_session_id) ? `urn:uuid:${row.parent_session_id.toLowerCase()}` : undefined;
+    const url = parent
+      ? sessionUrl(parent)
+      : UUID.test(row.parent_session_id)
+        ? `urn:uuid:${row.parent_session_id.toLowerCase()}`
+        : undefined;
     if (url) out.push({ type: 'parent_session', url });
   }
   return out;
@@ -153,7 +160,12 @@ export function changedLineIndices(before: string[], after: string[]): number[] 
   let pre = 0;
   while (pre < before.length && pre < after.length && before[pre] === after[pre]) pre++;
   let suf = 0;
-  while (suf < before.length - pre && suf < after.length - pre && before[before.length - 1 - suf] === after[after.length - 1 - suf]) suf++;
+  while (
+    suf < before.length - pre &&
+    suf < after.length - pre &&
+    before[before.length - 1 - suf] === after[after.length - 1 - suf]
+  )
+    suf++;
   const a = before.slice(pre, before.length - suf);
   const b = after.slice(pre, after.length - suf);
   const n = a.length;
@@ -196,7 +208,11 @@ function toRanges(buf: Buffer, indices: number[]): TraceRange[] {
     while (e + 1 < indices.length && indices[e + 1] === indices[e]! + 1) e++;
     const first = indices[k]!;
     const last = indices[e]!;
-    out.push({ start_line: first + 1, end_line: last + 1, content_hash: `sha256:${sha256(buf.subarray(starts[first], end(last)))}` });
+    out.push({
+      start_line: first + 1,
+      end_line: last + 1,
+      content_hash: `sha256:${sha256(buf.subarray(starts[first], end(last)))}`,
+    });
     k = e + 1;
   }
   return out;
@@ -240,14 +256,21 @@ interface Group {
 }
 
 /** Builds the trace record of a workspace (or of the given sessions only). */
-export function agentTrace(db: Db, workspace: string, sessions: SessionRow[], onlySessions: boolean, now: string): TraceRecord {
+export function agentTrace(
+  db: Db,
+  workspace: string,
+  sessions: SessionRow[],
+  onlySessions: boolean,
+  now: string,
+): TraceRecord {
   const cache = new Map<string, SessionRow | undefined>(sessions.map((s) => [s.session_id, s]));
   const lookup = (id: string): SessionRow | undefined => {
     if (!cache.has(id)) cache.set(id, getSession(db, id));
     return cache.get(id);
   };
   const attemptSession = db.prepare('SELECT session_id FROM attempts WHERE id = ?');
-  const sessionOfAttempt = (id: string): string | null => (attemptSession.get(id) as { session_id: string } | undefined)?.session_id ?? null;
+  const sessionOfAttempt = (id: string): string | null =>
+    (attemptSession.get(id) as { session_id: string } | undefined)?.session_id ?? null;
   const wanted = new Set(sessions.map((s) => s.session_id));
 
   const git = gitState(workspace);
@@ -266,7 +289,11 @@ export function agentTrace(db: Db, workspace: string, sessions: SessionRow[], on
     const last = history[history.length - 1]!;
     const groups: Group[] = [];
     for (const c of history) {
-      const candidates = [...new Set((JSON.parse(c.candidates_json) as string[]).map(sessionOfAttempt).filter((s): s is string => s !== null))].sort();
+      const candidates = [
+        ...new Set(
+          (JSON.parse(c.candidates_json) as string[]).map(sessionOfAttempt).filter((s): s is string => s !== null),
+        ),
+      ].sort();
       const involved = c.session_id ? [c.session_id] : candidates;
       if (onlySessions && !involved.some((s) => wanted.has(s))) continue;
       const type = CONTRIBUTOR_OF[c.attribution] ?? 'unknown';
@@ -276,7 +303,10 @@ export function agentTrace(db: Db, workspace: string, sessions: SessionRow[], on
       if (owner) {
         key = `session:${owner.session_id}`;
         make = () => {
-          const conv: TraceConversation = { contributor: { type: 'ai', ...(owner.model ? { model_id: owner.model } : {}) }, ranges: [] };
+          const conv: TraceConversation = {
+            contributor: { type: 'ai', ...(owner.model ? { model_id: owner.model } : {}) },
+            ranges: [],
+          };
           const url = sessionUrl(owner);
           if (url) conv.url = url;
           const related = sessionRelated(owner, lookup);
@@ -292,7 +322,11 @@ export function agentTrace(db: Db, workspace: string, sessions: SessionRow[], on
           const model = type === 'ai' && models.size === 1 ? [...models][0] : null;
           const conv: TraceConversation = { contributor: { type, ...(model ? { model_id: model } : {}) }, ranges: [] };
           const related = rows.flatMap((r, i) => {
-            const url = r ? sessionUrl(r) : UUID.test(candidates[i]!) ? `urn:uuid:${candidates[i]!.toLowerCase()}` : undefined;
+            const url = r
+              ? sessionUrl(r)
+              : UUID.test(candidates[i]!)
+                ? `urn:uuid:${candidates[i]!.toLowerCase()}`
+                : undefined;
             return url ? [{ type: 'candidate_session', url }] : [];
           });
           if (related.length) conv.related = related;
@@ -310,7 +344,9 @@ export function agentTrace(db: Db, workspace: string, sessions: SessionRow[], on
     if (groups.length > 0) files.push({ path, conversations: groups.map((g) => g.conversation) });
   }
 
-  const involvedRows = [...new Set([...sessions.map((s) => s.session_id), ...usedSessions])].map(lookup).filter((r): r is SessionRow => r !== undefined);
+  const involvedRows = [...new Set([...sessions.map((s) => s.session_id), ...usedSessions])]
+    .map(lookup)
+    .filter((r): r is SessionRow => r !== undefined);
   const toolRows = onlySessions ? sessions : involvedRows;
   const versions = [...new Set(toolRows.map((r) => r.cli_version).filter((v): v is string => v !== null))];
   let dirty: boolean | null = null;

@@ -50,7 +50,11 @@ export function homeOf(io: Pick<Io, 'env'>): string {
  * Opens the store for a command (creating it when missing, unless `ifMissing` is given: read-only
  * commands answer from it instead of creating an empty store) and closes it afterwards.
  */
-export function withStore<T>(io: Pick<Io, 'env'>, fn: (db: Db, home: string) => T, opts: { create?: boolean; ifMissing?: (home: string) => T } = {}): T {
+export function withStore<T>(
+  io: Pick<Io, 'env'>,
+  fn: (db: Db, home: string) => T,
+  opts: { create?: boolean; ifMissing?: (home: string) => T } = {},
+): T {
   const home = homeOf(io);
   if (opts.ifMissing && !existsSync(dbPath(home))) return opts.ifMissing(home);
   const db = openStore(home, { create: opts.create ?? true });

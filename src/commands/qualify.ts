@@ -8,7 +8,13 @@ import { accessSync, constants, existsSync, mkdirSync, renameSync, statSync, wri
 import { delimiter, join } from 'node:path';
 import { EXIT, ExitError } from '../base/errors.js';
 import { isVersion, machineRecordsDir, versionStatus } from '../agents/codex/qualification.js';
-import { codexVersionOf, platformBinaryOf, resolveCodexPath, runQualification, type ResolvedCodex } from '../agents/codex/qualify/run.js';
+import {
+  codexVersionOf,
+  platformBinaryOf,
+  resolveCodexPath,
+  runQualification,
+  type ResolvedCodex,
+} from '../agents/codex/qualify/run.js';
 import { homeOf, json, type Io } from './io.js';
 
 export interface QualifyOptions {
@@ -48,22 +54,35 @@ function install(io: Io, home: string, version: string): string {
   const dir = cacheDir(home, version);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   io.err(`latch qualify: npm install --prefix ${dir} @openai/codex@${version}\n`);
-  const r = spawnSync('npm', ['install', '--prefix', dir, '--no-audit', '--no-fund', '--no-save', `@openai/codex@${version}`], {
-    stdio: ['ignore', 'ignore', 'pipe'],
-    encoding: 'utf8',
-    env: io.env,
-    timeout: 15 * 60_000,
-  });
-  if (r.error || r.status !== 0) throw new ExitError(EXIT.usage, `npm install of @openai/codex@${version} failed: ${r.error?.message ?? (r.stderr ?? '').trim().slice(-800)}`);
+  const r = spawnSync(
+    'npm',
+    ['install', '--prefix', dir, '--no-audit', '--no-fund', '--no-save', `@openai/codex@${version}`],
+    {
+      stdio: ['ignore', 'ignore', 'pipe'],
+      encoding: 'utf8',
+      env: io.env,
+      timeout: 15 * 60_000,
+    },
+  );
+  if (r.error || r.status !== 0)
+    throw new ExitError(
+      EXIT.usage,
+      `npm install of @openai/codex@${version} failed: ${r.error?.message ?? (r.stderr ?? '').trim().slice(-800)}`,
+    );
   const launcher = cachedLauncher(home, version);
   if (!launcher) throw new ExitError(EXIT.usage, `npm installed nothing usable at ${dir}`);
-  if (!platformBinaryOf(launcher)) throw new ExitError(EXIT.usage, `@openai/codex@${version} has no native binary for ${process.platform}-${process.arch} in ${dir}`);
+  if (!platformBinaryOf(launcher))
+    throw new ExitError(
+      EXIT.usage,
+      `@openai/codex@${version} has no native binary for ${process.platform}-${process.arch} in ${dir}`,
+    );
   return launcher;
 }
 
 export async function qualifyCodex(io: Io, opts: QualifyOptions): Promise<number> {
   const home = homeOf(io);
-  if (opts.version !== undefined && !isVersion(opts.version)) throw new ExitError(EXIT.usage, `not a Codex version: ${JSON.stringify(opts.version)} (expected x.y.z)`);
+  if (opts.version !== undefined && !isVersion(opts.version))
+    throw new ExitError(EXIT.usage, `not a Codex version: ${JSON.stringify(opts.version)} (expected x.y.z)`);
   if (opts.version && opts.codex) throw new ExitError(EXIT.usage, 'give a VERSION or --codex PATH, not both');
   if (opts.install && !opts.version) throw new ExitError(EXIT.usage, '--install needs a VERSION');
 
@@ -97,10 +116,17 @@ export async function qualifyCodex(io: Io, opts: QualifyOptions): Promise<number
   }
   const v = codexVersionOf(codex.run);
   if (!v.version) throw new ExitError(EXIT.usage, `\`${codex.run} --version\` failed: ${v.error}`);
-  if (opts.version && v.version !== opts.version) throw new ExitError(EXIT.usage, `${codex.run} reports ${v.version}, not ${opts.version}`);
+  if (opts.version && v.version !== opts.version)
+    throw new ExitError(EXIT.usage, `${codex.run} reports ${v.version}, not ${opts.version}`);
 
   io.err(`latch qualify: Codex ${v.version} (${codex.binary}); driving it over a loopback fake model…\n`);
-  const rec = await runQualification({ codex, version: v.version, versionOutput: v.output, log: (l) => io.err(`${l}\n`), keep: opts.keep });
+  const rec = await runQualification({
+    codex,
+    version: v.version,
+    versionOutput: v.output,
+    log: (l) => io.err(`${l}\n`),
+    keep: opts.keep,
+  });
 
   const dir = machineRecordsDir(home);
   mkdirSync(home, { recursive: true, mode: 0o700 });
@@ -113,11 +139,14 @@ export async function qualifyCodex(io: Io, opts: QualifyOptions): Promise<number
   const failed = rec.checks.filter((c) => !c.ok);
   if (opts.json) json(io, { ...rec, record_path: file });
   else {
-    io.out(`Codex ${rec.version} — ${codex.binary}\n  sha256 ${rec.binary.sha256}, Latch ${rec.latch_version}, ${(rec.duration_ms / 1000).toFixed(1)} s\n\n`);
+    io.out(
+      `Codex ${rec.version} — ${codex.binary}\n  sha256 ${rec.binary.sha256}, Latch ${rec.latch_version}, ${(rec.duration_ms / 1000).toFixed(1)} s\n\n`,
+    );
     for (const c of rec.checks) io.out(`  ${c.ok ? 'ok  ' : 'FAIL'} ${c.name}: ${c.evidence}\n`);
     const st = versionStatus(rec.version, home);
     io.out(`\nrecord: ${file}\n`);
-    if (failed.length === 0) io.out(`Codex ${rec.version} is qualified on this machine: a resume of its sessions can be native.\n`);
+    if (failed.length === 0)
+      io.out(`Codex ${rec.version} is qualified on this machine: a resume of its sessions can be native.\n`);
     else {
       io.out(`Codex ${rec.version} did NOT pass: ${failed.map((c) => c.name).join(', ')}.\n`);
       io.out(

@@ -1,15 +1,39 @@
 // `latch setup codex` / `latch uninstall codex`: merge Latch's handlers into a Codex hooks.json; with
 // `--trust`, also record Codex's trust for exactly those handlers (the hash the real Codex reports).
-import { existsSync, lstatSync, mkdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readFileSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { isDeepStrictEqual } from 'node:util';
 import { parse as parseToml } from 'smol-toml';
-import { isolatedCodexHome, listCodexHooks, resolveCodex, type CodexCommand, type CodexHookInfo } from '../agents/codex/app-server.js';
+import {
+  isolatedCodexHome,
+  listCodexHooks,
+  resolveCodex,
+  type CodexCommand,
+  type CodexHookInfo,
+} from '../agents/codex/app-server.js';
 import { errorMessage, ExitError, EXIT } from '../base/errors.js';
 import { openStore } from '../store/store.js';
-import { extraCodexConfigs, forgetRegistration, isLatchHandler as isLatchHandlerOf, latchHandlersOf, recordRegistration, rerecordCodeCachesAtExit, runningFrom } from '../guard/tamper.js';
+import {
+  extraCodexConfigs,
+  forgetRegistration,
+  isLatchHandler as isLatchHandlerOf,
+  latchHandlersOf,
+  recordRegistration,
+  rerecordCodeCachesAtExit,
+  runningFrom,
+} from '../guard/tamper.js';
 import { TRACKED_TOOL_MATCHER } from '../agents/codex/tools.js';
 import { homeOf, type Io } from './io.js';
 import { builtEntry } from '../base/paths.js';
@@ -84,7 +108,11 @@ export function hooksFilePath(opts: Pick<SetupOptions, 'codexHome' | 'project'>,
 
 /** $CODEX_HOME (--codex-home, else the environment's, else ~/.codex). */
 export function userCodexHome(opts: Pick<SetupOptions, 'codexHome'>, env: NodeJS.ProcessEnv): string {
-  return opts.codexHome ? resolve(opts.codexHome) : env.CODEX_HOME ? resolve(env.CODEX_HOME) : join(env.HOME || homedir(), '.codex');
+  return opts.codexHome
+    ? resolve(opts.codexHome)
+    : env.CODEX_HOME
+      ? resolve(env.CODEX_HOME)
+      : join(env.HOME || homedir(), '.codex');
 }
 
 function readHooks(file: string): HooksFile {
@@ -93,16 +121,22 @@ function readHooks(file: string): HooksFile {
   try {
     data = JSON.parse(readFileSync(file, 'utf8'));
   } catch (err) {
-    throw new ExitError(EXIT.failure, `${file} is not valid JSON (${(err as Error).message}); fix it first, Latch will not overwrite it`);
+    throw new ExitError(
+      EXIT.failure,
+      `${file} is not valid JSON (${(err as Error).message}); fix it first, Latch will not overwrite it`,
+    );
   }
-  if (!data || typeof data !== 'object' || Array.isArray(data)) throw new ExitError(EXIT.failure, `${file} is not a JSON object`);
+  if (!data || typeof data !== 'object' || Array.isArray(data))
+    throw new ExitError(EXIT.failure, `${file} is not a JSON object`);
   const hooks = (data as HooksFile).hooks;
   if (hooks !== undefined && (typeof hooks !== 'object' || hooks === null || Array.isArray(hooks))) {
     throw new ExitError(EXIT.failure, `${file}: "hooks" is not an object`);
   }
   for (const [event, groups] of Object.entries(hooks ?? {})) {
-    const bad = (g: unknown) => !g || typeof g !== 'object' || Array.isArray(g) || ('hooks' in g && !Array.isArray((g as Group).hooks));
-    if (!Array.isArray(groups) || groups.some(bad)) throw new ExitError(EXIT.failure, `${file}: "hooks.${event}" is not a list of hook groups`);
+    const bad = (g: unknown) =>
+      !g || typeof g !== 'object' || Array.isArray(g) || ('hooks' in g && !Array.isArray((g as Group).hooks));
+    if (!Array.isArray(groups) || groups.some(bad))
+      throw new ExitError(EXIT.failure, `${file}: "hooks.${event}" is not a list of hook groups`);
   }
   return data as HooksFile;
 }
@@ -125,7 +159,12 @@ export function mergeLatchHooks(input: HooksFile, node: string, entry: string): 
   const hooks = (file.hooks ??= {});
   const changes: MergeResult['changes'] = [];
   for (const spec of LATCH_EVENTS) {
-    const handler: Handler = { type: 'command', command: hookCommand(spec.event, node, entry), timeout: spec.timeout, statusMessage: spec.status };
+    const handler: Handler = {
+      type: 'command',
+      command: hookCommand(spec.event, node, entry),
+      timeout: spec.timeout,
+      statusMessage: spec.status,
+    };
     const groups = (hooks[spec.event] ??= []);
     let placed = false;
     let dropped = false;
@@ -157,7 +196,8 @@ export function mergeLatchHooks(input: HooksFile, node: string, entry: string): 
       if (next.length === 0 && g.hooks.length > 0) emptied.add(g);
       g.hooks = next;
     }
-    if (!placed) groups.push(spec.matcher === null ? { hooks: [handler] } : { matcher: spec.matcher, hooks: [handler] });
+    if (!placed)
+      groups.push(spec.matcher === null ? { hooks: [handler] } : { matcher: spec.matcher, hooks: [handler] });
     if (dropped) action = 'updated';
     hooks[spec.event] = groups.filter((g) => !emptied.has(g));
     changes.push({ event: spec.event, action });
@@ -263,7 +303,10 @@ const isHeaderLine = (line: string) => /^\s*\[/.test(line);
  * under its header when missing). The result is parsed again and must equal the original document
  * plus exactly these values; anything else (a `hooks.state` written as an inline table, say) throws.
  */
-export function withTrustEntries(text: string, entries: { key: string; hash: string }[]): { text: string; edits: TrustEdit[] } {
+export function withTrustEntries(
+  text: string,
+  entries: { key: string; hash: string }[],
+): { text: string; edits: TrustEdit[] } {
   let doc: Record<string, unknown>;
   try {
     doc = parseToml(text) as Record<string, unknown>;
@@ -294,7 +337,10 @@ export function withTrustEntries(text: string, entries: { key: string; hash: str
       const p = headerPath(l);
       return !!p && p.length === 3 && p[0] === 'hooks' && p[1] === 'state' && p[2] === key;
     });
-    if (at < 0) throw new Error(`[hooks.state."${key}"] is not written as its own table; edit it by hand (or remove it) and run again`);
+    if (at < 0)
+      throw new Error(
+        `[hooks.state."${key}"] is not written as its own table; edit it by hand (or remove it) and run again`,
+      );
     let end = at + 1;
     while (end < lines.length && !isHeaderLine(lines[end]!)) end++;
     const line = `trusted_hash = ${JSON.stringify(hash)}`;
@@ -318,7 +364,9 @@ export function withTrustEntries(text: string, entries: { key: string; hash: str
   try {
     after = parseToml(out) as Record<string, unknown>;
   } catch (err) {
-    throw new Error(`the edit would not be valid TOML (${errorMessage(err).split('\n')[0]}); hooks.state is written in a form Latch does not edit: add the entries by hand or with /hooks in Codex`);
+    throw new Error(
+      `the edit would not be valid TOML (${errorMessage(err).split('\n')[0]}); hooks.state is written in a form Latch does not edit: add the entries by hand or with /hooks in Codex`,
+    );
   }
   const expected = parseToml(text) as Record<string, unknown>;
   const hooks = isTable(expected.hooks) ? expected.hooks : (expected.hooks = {});
@@ -329,7 +377,9 @@ export function withTrustEntries(text: string, entries: { key: string; hash: str
     else st[key] = { trusted_hash: hash };
   }
   if (!isDeepStrictEqual(plain(after), plain(expected))) {
-    throw new Error('the edit would change more than the Latch trust entries (hooks.state is written in a form Latch does not edit): add them by hand or with /hooks in Codex');
+    throw new Error(
+      'the edit would change more than the Latch trust entries (hooks.state is written in a form Latch does not edit): add them by hand or with /hooks in Codex',
+    );
   }
   return { text: out, edits };
 }
@@ -340,7 +390,8 @@ function plain(v: unknown): unknown {
   if (v instanceof Date) return `date:${String(v)}:${Number.isNaN(v.getTime()) ? '' : v.toISOString()}`;
   if (typeof v === 'bigint') return `bigint:${v}`;
   if (typeof v === 'number' && Number.isNaN(v)) return 'number:NaN';
-  if (v && typeof v === 'object') return Object.fromEntries(Object.keys(v).map((k) => [k, plain((v as Record<string, unknown>)[k])]));
+  if (v && typeof v === 'object')
+    return Object.fromEntries(Object.keys(v).map((k) => [k, plain((v as Record<string, unknown>)[k])]));
   return v;
 }
 
@@ -383,7 +434,15 @@ export interface TrustPlan {
 export async function planTrust(
   io: Io,
   codex: CodexCommand,
-  opts: { codexHome: string; hooksFile: string; hooksText: string; project: string | null; node: string; entry: string; timeoutMs?: number },
+  opts: {
+    codexHome: string;
+    hooksFile: string;
+    hooksText: string;
+    project: string | null;
+    node: string;
+    entry: string;
+    timeoutMs?: number;
+  },
 ): Promise<TrustPlan> {
   const config = join(opts.codexHome, 'config.toml');
   const plan: TrustPlan = { codex: codex.path, config, entries: [], managed: [], problems: [] };
@@ -403,16 +462,26 @@ export async function planTrust(
       mkdirSync(cwd);
     }
     const realFile = opts.project ? codexFile : join(realOrResolved(opts.codexHome), 'hooks.json');
-    const listed = await listCodexHooks(codex, { env: io.env, codexHome: iso.dir, cwds: [cwd], timeoutMs: opts.timeoutMs ?? 30_000, waitExit: true });
+    const listed = await listCodexHooks(codex, {
+      env: io.env,
+      codexHome: iso.dir,
+      cwds: [cwd],
+      timeoutMs: opts.timeoutMs ?? 30_000,
+      waitExit: true,
+    });
     const all: CodexHookInfo[] = listed.flatMap((e) => e.hooks);
-    for (const e of listed) for (const x of e.errors) plan.problems.push(`Codex reports: ${iso.toOriginal(String(x.path))}: ${iso.toOriginal(String(x.message))}`);
+    for (const e of listed)
+      for (const x of e.errors)
+        plan.problems.push(`Codex reports: ${iso.toOriginal(String(x.path))}: ${iso.toOriginal(String(x.message))}`);
     for (const h of handlers) {
       const tail = `:${snake(h.event)}:${h.group}:${h.index}`;
       const spec = LATCH_EVENTS.find((s) => s.event === h.event);
       const label = `${h.event}${h.matcher ? ` [${h.matcher}]` : ''}`;
       const c = all.find((x) => x.key === codexFile + tail);
       if (!spec) {
-        plan.problems.push(`${label}: not an event Latch installs; remove it (latch uninstall codex, then latch setup codex)`);
+        plan.problems.push(
+          `${label}: not an event Latch installs; remove it (latch uninstall codex, then latch setup codex)`,
+        );
         continue;
       }
       if (!c) {
@@ -423,18 +492,39 @@ export async function planTrust(
         );
         continue;
       }
-      const want = { eventName: camel(h.event), command: hookCommand(h.event, opts.node, opts.entry), matcher: spec.matcher, timeoutSec: spec.timeout, statusMessage: spec.status };
-      const got = { eventName: c.eventName, command: c.command, matcher: c.matcher ?? null, timeoutSec: (c as { timeoutSec?: unknown }).timeoutSec, statusMessage: (c as { statusMessage?: unknown }).statusMessage ?? null };
+      const want = {
+        eventName: camel(h.event),
+        command: hookCommand(h.event, opts.node, opts.entry),
+        matcher: spec.matcher,
+        timeoutSec: spec.timeout,
+        statusMessage: spec.status,
+      };
+      const got = {
+        eventName: c.eventName,
+        command: c.command,
+        matcher: c.matcher ?? null,
+        timeoutSec: (c as { timeoutSec?: unknown }).timeoutSec,
+        statusMessage: (c as { statusMessage?: unknown }).statusMessage ?? null,
+      };
       const differs = (Object.keys(want) as (keyof typeof want)[]).filter((k) => want[k] !== got[k]);
       if (differs.length || (c.handlerType !== undefined && c.handlerType !== 'command')) {
-        plan.problems.push(`${label}: Codex reports a different handler under ${realFile + tail} (${differs.join(', ') || 'handler type'}); not trusting it`);
+        plan.problems.push(
+          `${label}: Codex reports a different handler under ${realFile + tail} (${differs.join(', ') || 'handler type'}); not trusting it`,
+        );
         continue;
       }
       if (typeof c.currentHash !== 'string' || !/^sha256:[0-9a-f]{64}$/.test(c.currentHash)) {
         plan.problems.push(`${label}: Codex reported no usable hash (${String(c.currentHash)})`);
         continue;
       }
-      const entry: TrustEntry = { event: h.event, matcher: h.matcher, key: realFile + tail, hash: c.currentHash, trustStatus: String(c.trustStatus), enabled: c.enabled !== false };
+      const entry: TrustEntry = {
+        event: h.event,
+        matcher: h.matcher,
+        key: realFile + tail,
+        hash: c.currentHash,
+        trustStatus: String(c.trustStatus),
+        enabled: c.enabled !== false,
+      };
       if (c.trustStatus === 'managed') plan.managed.push(entry);
       else plan.entries.push(entry);
     }
@@ -450,7 +540,8 @@ export async function setupCodex(io: Io, opts: SetupOptions): Promise<number> {
   const file = hooksFilePath(opts, io.env);
   const entry = resolve(opts.entry ?? defaultEntry());
   const node = opts.node ?? process.execPath;
-  if (!existsSync(entry)) throw new ExitError(EXIT.failure, `Latch entry ${entry} does not exist; run \`npm run build\` first`);
+  if (!existsSync(entry))
+    throw new ExitError(EXIT.failure, `Latch entry ${entry} does not exist; run \`npm run build\` first`);
   // --trust needs the real Codex (it reports the hashes): found before anything is written.
   const codex = opts.trust ? resolveCodex(io.env) : null;
   if (opts.trust && !codex) {
@@ -475,7 +566,16 @@ export async function setupCodex(io: Io, opts: SetupOptions): Promise<number> {
 async function setupWith(
   io: Io,
   opts: SetupOptions,
-  s: { db: ReturnType<typeof openStore> | null; file: string; entry: string; node: string; codex: CodexCommand | null; text: string; changes: MergeResult['changes']; home: string },
+  s: {
+    db: ReturnType<typeof openStore> | null;
+    file: string;
+    entry: string;
+    node: string;
+    codex: CodexCommand | null;
+    text: string;
+    changes: MergeResult['changes'];
+    home: string;
+  },
 ): Promise<number> {
   const { db, file, entry, node, codex, text, changes, home } = s;
   const codexHome = userCodexHome(opts, io.env);
@@ -489,8 +589,18 @@ async function setupWith(
   let trustError: string | null = null;
   if (opts.trust && codex) {
     try {
-      trusted = await trustHandlers(io, codex, { codexHome, hooksFile: file, hooksText: text, project, node, entry, dryRun: opts.dryRun === true, timeoutMs: opts.timeoutMs });
-      if (trusted.plan.problems.length) trustError = 'not every Latch handler could be trusted (above); nothing was written to config.toml';
+      trusted = await trustHandlers(io, codex, {
+        codexHome,
+        hooksFile: file,
+        hooksText: text,
+        project,
+        node,
+        entry,
+        dryRun: opts.dryRun === true,
+        timeoutMs: opts.timeoutMs,
+      });
+      if (trusted.plan.problems.length)
+        trustError = 'not every Latch handler could be trusted (above); nothing was written to config.toml';
     } catch (err) {
       trustError = errorMessage(err);
     }
@@ -504,7 +614,11 @@ async function setupWith(
       {
         kind: project ? 'project' : 'user',
         hooksFile: file,
-        configFiles: [...(project ? [join(project, '.codex', 'config.toml')] : []), userConfig, ...extraCodexConfigs(codexHome)],
+        configFiles: [
+          ...(project ? [join(project, '.codex', 'config.toml')] : []),
+          userConfig,
+          ...extraCodexConfigs(codexHome),
+        ],
         project,
         projectTrustFile: project ? userConfig : null,
         node,
@@ -525,12 +639,21 @@ async function setupWith(
     // A code cache this process writes at exit (src/loader.ts) is recorded again after it did.
     const atExit = runningFrom(entry);
     if (atExit) rerecordCodeCachesAtExit(() => openStore(home, { create: false }));
-    else if (rec.missingCaches.length) io.out(`Note: no code cache ${rec.missingCaches.join(', ')}: run \`npm run build\` (a cache written later reads as a change).\n`);
+    else if (rec.missingCaches.length)
+      io.out(
+        `Note: no code cache ${rec.missingCaches.join(', ')}: run \`npm run build\` (a cache written later reads as a change).\n`,
+      );
   }
   const again = `latch setup codex${project ? ` --project ${project}` : ''}${opts.codexHome ? ` --codex-home ${codexHome}` : ''} --trust`;
   if (trustError) {
     io.err(`latch setup: --trust: ${trustError}\n`);
-    io.out(['', `Codex skips untrusted hooks silently: fix the above and run \`${again}\`, or open \`codex\`, run /hooks and trust the Latch handlers.`, ''].join('\n'));
+    io.out(
+      [
+        '',
+        `Codex skips untrusted hooks silently: fix the above and run \`${again}\`, or open \`codex\`, run /hooks and trust the Latch handlers.`,
+        '',
+      ].join('\n'),
+    );
     return EXIT.failure;
   }
   if (trusted) {
@@ -560,17 +683,30 @@ async function setupWith(
 async function trustHandlers(
   io: Io,
   codex: CodexCommand,
-  opts: { codexHome: string; hooksFile: string; hooksText: string; project: string | null; node: string; entry: string; dryRun: boolean; timeoutMs?: number },
+  opts: {
+    codexHome: string;
+    hooksFile: string;
+    hooksText: string;
+    project: string | null;
+    node: string;
+    entry: string;
+    dryRun: boolean;
+    timeoutMs?: number;
+  },
 ): Promise<{ plan: TrustPlan; edits: TrustEdit[] }> {
   if (opts.project && opts.dryRun) {
     const onDisk = existsSync(opts.hooksFile) ? readFileSync(opts.hooksFile, 'utf8') : null;
     if (onDisk !== opts.hooksText) {
-      throw new Error(`Codex reads ${opts.hooksFile} from the project itself, which --dry-run does not write: run without --dry-run to trust (the hashes are Codex's, for the file as written)`);
+      throw new Error(
+        `Codex reads ${opts.hooksFile} from the project itself, which --dry-run does not write: run without --dry-run to trust (the hashes are Codex's, for the file as written)`,
+      );
     }
   }
   const plan = await planTrust(io, codex, opts);
   const config = plan.config;
-  io.out(`\nTrust: asked ${plan.codex} (\`codex app-server\` hooks/list, on a throwaway copy of ${opts.codexHome}) for the hash of each Latch handler.\n`);
+  io.out(
+    `\nTrust: asked ${plan.codex} (\`codex app-server\` hooks/list, on a throwaway copy of ${opts.codexHome}) for the hash of each Latch handler.\n`,
+  );
   for (const m of plan.managed) io.out(`  ${m.event}: managed by policy (trusted; nothing to record)\n`);
   for (const p of plan.problems) io.out(`  ${p}\n`);
   if (plan.problems.length) return { plan, edits: [] };
@@ -582,20 +718,31 @@ async function trustHandlers(
     throw new Error(`${config}: ${errorMessage(err)}`);
   }
   const changed = res.text !== text;
-  io.out(`${changed ? (opts.dryRun ? 'Would update' : 'Updated') : 'Unchanged:'} ${config} (only the [hooks.state] entries of Latch's handlers; every other byte kept)\n`);
+  io.out(
+    `${changed ? (opts.dryRun ? 'Would update' : 'Updated') : 'Unchanged:'} ${config} (only the [hooks.state] entries of Latch's handlers; every other byte kept)\n`,
+  );
   for (const e of res.edits) {
     const h = plan.entries.find((x) => x.key === e.key)!;
-    const what = e.action === 'updated' ? `updated ${e.was ? short(e.was) : '(no hash)'} -> ${short(e.hash)}` : `${e.action} ${short(e.hash)}`;
-    io.out(`  ${h.event}${h.matcher ? ` [${h.matcher}]` : ''}: ${what}${h.enabled ? '' : ' (disabled in Codex: enable it in /hooks, Latch does not)'}\n`);
+    const what =
+      e.action === 'updated'
+        ? `updated ${e.was ? short(e.was) : '(no hash)'} -> ${short(e.hash)}`
+        : `${e.action} ${short(e.hash)}`;
+    io.out(
+      `  ${h.event}${h.matcher ? ` [${h.matcher}]` : ''}: ${what}${h.enabled ? '' : ' (disabled in Codex: enable it in /hooks, Latch does not)'}\n`,
+    );
   }
   if (changed && opts.dryRun) {
-    for (const e of res.edits.filter((x) => x.action !== 'unchanged')) io.out(`[hooks.state.${JSON.stringify(e.key)}]\ntrusted_hash = ${JSON.stringify(e.hash)}\n`);
+    for (const e of res.edits.filter((x) => x.action !== 'unchanged'))
+      io.out(`[hooks.state.${JSON.stringify(e.key)}]\ntrusted_hash = ${JSON.stringify(e.hash)}\n`);
   }
   if (changed && !opts.dryRun) writeConfigAtomic(config, res.text);
   return { plan, edits: res.edits };
 }
 
-export async function uninstallCodex(io: Io, opts: Pick<SetupOptions, 'codexHome' | 'project' | 'dryRun'>): Promise<number> {
+export async function uninstallCodex(
+  io: Io,
+  opts: Pick<SetupOptions, 'codexHome' | 'project' | 'dryRun'>,
+): Promise<number> {
   const file = hooksFilePath(opts, io.env);
   if (!existsSync(file)) {
     io.out(`${file} does not exist; nothing to remove\n`);
@@ -618,7 +765,9 @@ export async function uninstallCodex(io: Io, opts: Pick<SetupOptions, 'codexHome
       }
     }
   }
-  io.out(`${opts.dryRun ? 'Would remove' : 'Removed'} Latch handlers from ${file}: ${changes.map((c) => c.event).join(', ')}\n`);
+  io.out(
+    `${opts.dryRun ? 'Would remove' : 'Removed'} Latch handlers from ${file}: ${changes.map((c) => c.event).join(', ')}\n`,
+  );
   io.out('The state store is kept; existing latches still hold for `latch exec` and `latch status`.\n');
   return EXIT.ok;
 }

@@ -14,45 +14,59 @@ export async function status(io: Io, opts: TargetOptions & { json?: boolean }): 
     else io.out(`No Latch state at ${home} yet: nothing has been recorded (is Latch installed? \`latch doctor\`).\n`);
     return EXIT.ok;
   };
-  return withStore(io, (db) => {
-    const { workspace, sessions } = targetSessions(db, io, opts);
-    const out = sessions.map((s) => sessionJson(db, s));
-    const registration = safeRegistration(db, workspace);
-    const reads = readsReport(latchHome(io.env));
-    if (opts.json) {
-      json(io, { workspace, sessions: out, registration, reads });
-      return EXIT.ok;
-    }
-    if (out.length === 0) {
-      io.out(`No sessions recorded for ${workspace}.\n`);
+  return withStore(
+    io,
+    (db) => {
+      const { workspace, sessions } = targetSessions(db, io, opts);
+      const out = sessions.map((s) => sessionJson(db, s));
+      const registration = safeRegistration(db, workspace);
+      const reads = readsReport(latchHome(io.env));
+      if (opts.json) {
+        json(io, { workspace, sessions: out, registration, reads });
+        return EXIT.ok;
+      }
+      if (out.length === 0) {
+        io.out(`No sessions recorded for ${workspace}.\n`);
+        printRegistration(io, registration);
+        io.out(`Reads while held: ${reads.detail}\n`);
+        return EXIT.ok;
+      }
+      io.out(`Workspace ${workspace}\n`);
+      for (const s of out) {
+        const mark = s.may_mutate ? 'may mutate' : 'mutation blocked';
+        io.out(`\nsession ${s.session_id}: ${s.state} (${mark}; policy ${s.policy}, scope ${s.scope})\n`);
+        if (s.reason) io.out(`  reason: ${s.reason}\n`);
+        io.out(`  compactions: ${s.compactions}, denied calls: ${s.denials}\n`);
+        for (const c of s.checkpoints) {
+          io.out(
+            `  checkpoint ${c.id}: compaction #${c.compaction_seq} (${c.trigger ?? 'trigger unknown'}) via ${c.observed_via.join('+')} at ${c.created_at}\n`,
+          );
+          io.out(
+            `    tree ${c.tree.sha256.slice(0, 16)}… ${c.tree.files} files; git ${c.git.head?.slice(0, 12) ?? '-'} ${c.git.branch ?? ''}\n`,
+          );
+        }
+        if (s.contained.length > 0) {
+          io.out(
+            `  contained at the trip: ${s.contained.length} process(es) the agent left running, stopped then killed\n`,
+          );
+          for (const p of s.contained.slice(0, 10))
+            io.out(`    pid ${p.pid} ${p.action} (${p.why}): ${p.cmdline.slice(0, 100)}\n`);
+          if (s.contained.length > 10) io.out(`    … and ${s.contained.length - 10} more (--json)\n`);
+        }
+        if (s.last_resume) {
+          io.out(
+            `  last resume: ${s.last_resume.decision} (${s.last_resume.at})${s.last_resume.failed.length ? ': ' + s.last_resume.failed.map((f) => `${f.name}: ${f.reason}`).join('; ') : ''}\n`,
+          );
+        }
+        if (!s.may_mutate)
+          io.out(`  next: a human runs \`latch ${s.state === 'paused' ? 'resume' : 'verify'}\` in ${s.workspace}\n`);
+      }
       printRegistration(io, registration);
       io.out(`Reads while held: ${reads.detail}\n`);
       return EXIT.ok;
-    }
-    io.out(`Workspace ${workspace}\n`);
-    for (const s of out) {
-      const mark = s.may_mutate ? 'may mutate' : 'mutation blocked';
-      io.out(`\nsession ${s.session_id}: ${s.state} (${mark}; policy ${s.policy}, scope ${s.scope})\n`);
-      if (s.reason) io.out(`  reason: ${s.reason}\n`);
-      io.out(`  compactions: ${s.compactions}, denied calls: ${s.denials}\n`);
-      for (const c of s.checkpoints) {
-        io.out(`  checkpoint ${c.id}: compaction #${c.compaction_seq} (${c.trigger ?? 'trigger unknown'}) via ${c.observed_via.join('+')} at ${c.created_at}\n`);
-        io.out(`    tree ${c.tree.sha256.slice(0, 16)}… ${c.tree.files} files; git ${c.git.head?.slice(0, 12) ?? '-'} ${c.git.branch ?? ''}\n`);
-      }
-      if (s.contained.length > 0) {
-        io.out(`  contained at the trip: ${s.contained.length} process(es) the agent left running, stopped then killed\n`);
-        for (const p of s.contained.slice(0, 10)) io.out(`    pid ${p.pid} ${p.action} (${p.why}): ${p.cmdline.slice(0, 100)}\n`);
-        if (s.contained.length > 10) io.out(`    … and ${s.contained.length - 10} more (--json)\n`);
-      }
-      if (s.last_resume) {
-        io.out(`  last resume: ${s.last_resume.decision} (${s.last_resume.at})${s.last_resume.failed.length ? ': ' + s.last_resume.failed.map((f) => `${f.name}: ${f.reason}`).join('; ') : ''}\n`);
-      }
-      if (!s.may_mutate) io.out(`  next: a human runs \`latch ${s.state === 'paused' ? 'resume' : 'verify'}\` in ${s.workspace}\n`);
-    }
-    printRegistration(io, registration);
-    io.out(`Reads while held: ${reads.detail}\n`);
-    return EXIT.ok;
-  }, { ifMissing: none });
+    },
+    { ifMissing: none },
+  );
 }
 
 /** The registration comparison (src/guard/tamper.ts); an error is reported, never thrown. */

@@ -84,7 +84,13 @@ const normCode = (s: string): string => s.toUpperCase().replace(/[\s-]/g, '');
 
 interface Confirmation {
   by: string;
-  ancestry: { chain: AncestryReport['chain']; pid1_ns: string | null; self_ns: string | null; notes: string[]; supported: boolean };
+  ancestry: {
+    chain: AncestryReport['chain'];
+    pid1_ns: string | null;
+    self_ns: string | null;
+    notes: string[];
+    supported: boolean;
+  };
 }
 
 function episodeStartNs(rows: SessionRow[]): bigint | null {
@@ -97,7 +103,13 @@ function episodeStartNs(rows: SessionRow[]): bigint | null {
 }
 
 function ancestryEvidence(a: AncestryReport): Confirmation['ancestry'] {
-  return { chain: a.chain.slice(0, 32), pid1_ns: a.pid1_ns, self_ns: a.self_ns, notes: a.notes, supported: a.supported };
+  return {
+    chain: a.chain.slice(0, 32),
+    pid1_ns: a.pid1_ns,
+    self_ns: a.self_ns,
+    notes: a.notes,
+    supported: a.supported,
+  };
 }
 
 /** The ancestry check; a refusal is an ExitError (exit 77) naming the process. */
@@ -116,17 +128,28 @@ export function refuseAgentProcesses(a: AncestryReport, command: string): void {
  * scheduled), else a one-time code typed back on the controlling terminal. Returns how it was
  * confirmed, or null (not confirmed; the message is written).
  */
-async function confirm(io: Io, opts: { yes?: boolean; confirmer?: Confirmer | null }, a: AncestryReport, command: string, what: string): Promise<string | null> {
+async function confirm(
+  io: Io,
+  opts: { yes?: boolean; confirmer?: Confirmer | null },
+  a: AncestryReport,
+  command: string,
+  what: string,
+): Promise<string | null> {
   if (opts.yes) {
     if (a.yes_refusals.length > 0) {
       const lines = a.yes_refusals.map((r) => `  pid ${r.pid} (${r.cmdline || 'unknown'}): ${r.reason}`);
-      throw new ExitError(EXIT.notHuman, `refused: --yes is not accepted from this process tree:\n${lines.join('\n')}\nRun \`${command}\` without --yes on your terminal and type the code it shows.`);
+      throw new ExitError(
+        EXIT.notHuman,
+        `refused: --yes is not accepted from this process tree:\n${lines.join('\n')}\nRun \`${command}\` without --yes on your terminal and type the code it shows.`,
+      );
     }
     return '--yes';
   }
   const confirmer = opts.confirmer !== undefined ? opts.confirmer : ttyConfirmer();
   if (!confirmer) {
-    io.err(`${command} needs a human confirmation: run it on a terminal (the code is read from /dev/tty, not stdin), or pass --yes to confirm non-interactively.\n`);
+    io.err(
+      `${command} needs a human confirmation: run it on a terminal (the code is read from /dev/tty, not stdin), or pass --yes to confirm non-interactively.\n`,
+    );
     return null;
   }
   const code = confirmationCode();
@@ -148,18 +171,24 @@ interface SessionOutcome {
 
 function printEvidence(io: Io, e: Evidence): void {
   io.out(`\nsession ${e.session_id}\n`);
-  if (e.baseline) io.out(`  baseline checkpoint ${e.baseline.id} (${e.baseline.created_at}): tree ${e.baseline.tree_sha256.slice(0, 16)}… ${e.baseline.tree_files} files\n`);
+  if (e.baseline)
+    io.out(
+      `  baseline checkpoint ${e.baseline.id} (${e.baseline.created_at}): tree ${e.baseline.tree_sha256.slice(0, 16)}… ${e.baseline.tree_files} files\n`,
+    );
   io.out(`  now: tree ${e.current.tree_sha256.slice(0, 16)}… ${e.current.tree_files} files\n`);
   for (const c of e.checks) io.out(`  [${c.ok ? 'ok' : 'FAIL'}] ${c.name}: ${c.detail}\n`);
   for (const ch of e.changes.slice(0, 50)) {
-    const when = ch.first_seen_at_checkpoint ? `by checkpoint ${ch.first_seen_at_checkpoint}` : 'after the last checkpoint';
+    const when = ch.first_seen_at_checkpoint
+      ? `by checkpoint ${ch.first_seen_at_checkpoint}`
+      : 'after the last checkpoint';
     const by = ch.attribution ? `; ${ch.attribution}${ch.attempt_id ? ` ${ch.attempt_id}` : ''}` : '';
     io.out(`    ${ch.change.padEnd(8)} ${ch.path} (${when}${ch.while_latched ? ', while latched' : ''}${by})\n`);
   }
   if (e.changes.length > 50) io.out(`    … and ${e.changes.length - 50} more (use --json)\n`);
   if (e.attempts.length > 0) {
     io.out(`  attempts since the checkpoint:\n`);
-    for (const a of e.attempts.slice(0, 20)) io.out(`    ${a.started_at} ${a.state.padEnd(9)} ${a.summary ?? a.tool}\n`);
+    for (const a of e.attempts.slice(0, 20))
+      io.out(`    ${a.started_at} ${a.state.padEnd(9)} ${a.summary ?? a.tool}\n`);
   }
 }
 
@@ -170,13 +199,23 @@ export async function verify(io: Io, opts: VerifyOptions): Promise<number> {
     const { workspace, sessions } = targetSessions(db, io, opts);
     const held = sessions.filter((s) => !mayMutate(s.state));
     if (held.length === 0) return { workspace, held: [], ancestry: null };
-    const ancestry = checkAncestry(db, { episodeStartNs: episodeStartNs(held), sessions: held.map((h) => h.session_id) });
+    const ancestry = checkAncestry(db, {
+      episodeStartNs: episodeStartNs(held),
+      sessions: held.map((h) => h.session_id),
+    });
     refuseAgentProcesses(ancestry, 'latch verify');
-    return { workspace, ancestry, held: held.map((row) => ({ row, evidence: withBriefCheck(db, row, evaluateEvidence(db, row)) })) };
+    return {
+      workspace,
+      ancestry,
+      held: held.map((row) => ({ row, evidence: withBriefCheck(db, row, evaluateEvidence(db, row)) })),
+    };
   });
   if (prepared.held.length === 0 || !prepared.ancestry) {
     if (opts.json) json(io, { workspace: prepared.workspace, restored: true, sessions: [] });
-    else io.out(`Nothing to verify: no latched or paused session${opts.session ? ` ${opts.session}` : ` in ${prepared.workspace}`}.\n`);
+    else
+      io.out(
+        `Nothing to verify: no latched or paused session${opts.session ? ` ${opts.session}` : ` in ${prepared.workspace}`}.\n`,
+      );
     return EXIT.ok;
   }
   if (!opts.json) {
@@ -185,9 +224,14 @@ export async function verify(io: Io, opts: VerifyOptions): Promise<number> {
   }
   const failing = prepared.held.filter((p) => !p.evidence.holds);
   if (failing.length > 0 && !opts.acceptChanges) {
-    const outcomes = prepared.held.map((p) => outcome(p.row, p.evidence, false, p.evidence.holds ? 'evidence holds' : 'evidence does not hold'));
+    const outcomes = prepared.held.map((p) =>
+      outcome(p.row, p.evidence, false, p.evidence.holds ? 'evidence holds' : 'evidence does not hold'),
+    );
     if (opts.json) json(io, { workspace: prepared.workspace, restored: false, sessions: outcomes });
-    else io.out(`\nEvidence does not hold; authority stays revoked. Review the differences; to accept them as yours, run \`latch verify --accept-changes\`.\n`);
+    else
+      io.out(
+        `\nEvidence does not hold; authority stays revoked. Review the differences; to accept them as yours, run \`latch verify --accept-changes\`.\n`,
+      );
     return EXIT.evidence;
   }
 
@@ -201,15 +245,32 @@ export async function verify(io: Io, opts: VerifyOptions): Promise<number> {
       immediate(db, () => {
         const now = io.now();
         const current = getSession(db, row.session_id)!;
-        if (current.episode_started_at !== row.episode_started_at || current.state !== row.state || current.transcript_compactions !== row.transcript_compactions) {
-          return outcome(row, evidence, false, 'the session changed during verification (new compaction?); run latch verify again');
+        if (
+          current.episode_started_at !== row.episode_started_at ||
+          current.state !== row.state ||
+          current.transcript_compactions !== row.transcript_compactions
+        ) {
+          return outcome(
+            row,
+            evidence,
+            false,
+            'the session changed during verification (new compaction?); run latch verify again',
+          );
         }
         try {
           transition(
             db,
             current,
             'verify',
-            { confirmed_by: confirmedBy, confirmation, accepted_changes: !evidence.holds, checks: evidence.checks, changes: evidence.changes.slice(0, 500), baseline: evidence.baseline, current: evidence.current },
+            {
+              confirmed_by: confirmedBy,
+              confirmation,
+              accepted_changes: !evidence.holds,
+              checks: evidence.checks,
+              changes: evidence.changes.slice(0, 500),
+              baseline: evidence.baseline,
+              current: evidence.current,
+            },
             'latch verify',
             now,
           );
@@ -217,13 +278,20 @@ export async function verify(io: Io, opts: VerifyOptions): Promise<number> {
           if (err instanceof RefusedTransition) return outcome(row, evidence, false, err.message);
           throw err;
         }
-        return outcome(row, evidence, true, evidence.holds ? 'evidence held; confirmed' : 'differences accepted; confirmed');
+        return outcome(
+          row,
+          evidence,
+          true,
+          evidence.holds ? 'evidence held; confirmed' : 'differences accepted; confirmed',
+        );
       }),
     ),
   );
   const all = outcomes.every((o) => o.restored);
   if (opts.json) json(io, { workspace: prepared.workspace, restored: all, sessions: outcomes });
-  else for (const o of outcomes) io.out(`${o.restored ? 'Restored' : 'NOT restored'}: session ${o.session_id} (${o.note})\n`);
+  else
+    for (const o of outcomes)
+      io.out(`${o.restored ? 'Restored' : 'NOT restored'}: session ${o.session_id} (${o.note})\n`);
   return all ? EXIT.ok : EXIT.evidence;
 }
 
@@ -244,7 +312,10 @@ function outcome(row: SessionRow, evidence: Evidence, restored: boolean, note: s
   return { session_id: row.session_id, state_before: row.state, evidence, restored, note };
 }
 
-export async function resume(io: Io, opts: TargetOptions & { json?: boolean; yes?: boolean; confirmer?: Confirmer | null }): Promise<number> {
+export async function resume(
+  io: Io,
+  opts: TargetOptions & { json?: boolean; yes?: boolean; confirmer?: Confirmer | null },
+): Promise<number> {
   const prepared = withStore(io, (db) => {
     const { workspace, sessions } = targetSessions(db, io, opts);
     const held = sessions.filter((s) => !mayMutate(s.state));
@@ -256,7 +327,10 @@ export async function resume(io: Io, opts: TargetOptions & { json?: boolean; yes
         `session ${latched.map((s) => s.session_id).join(', ')} is latched under fail_closed: \`latch resume\` only lifts a pause; run \`latch verify\``,
       );
     }
-    const ancestry = checkAncestry(db, { episodeStartNs: episodeStartNs(held), sessions: held.map((h) => h.session_id) });
+    const ancestry = checkAncestry(db, {
+      episodeStartNs: episodeStartNs(held),
+      sessions: held.map((h) => h.session_id),
+    });
     refuseAgentProcesses(ancestry, 'latch resume');
     return { workspace, held, ancestry };
   });
@@ -274,7 +348,14 @@ export async function resume(io: Io, opts: TargetOptions & { json?: boolean; yes
       const done = immediate(db, () => {
         const current = getSession(db, row.session_id)!;
         if (current.state !== row.state || current.episode_started_at !== row.episode_started_at) return false;
-        transition(db, current, 'resume', { by: 'latch resume', confirmed_by: confirmedBy, confirmation }, 'latch resume', io.now());
+        transition(
+          db,
+          current,
+          'resume',
+          { by: 'latch resume', confirmed_by: confirmedBy, confirmation },
+          'latch resume',
+          io.now(),
+        );
         return true;
       });
       if (done) results.push(row.session_id);

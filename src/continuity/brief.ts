@@ -31,7 +31,14 @@ export interface LatchFacts {
 }
 
 /** The fields a human can set (`latch brief set`); they win over auto-captured values. */
-export const HUMAN_FIELDS = ['objective', 'acceptance_criteria', 'stop_conditions', 'done_steps', 'decisions', 'next_action'] as const;
+export const HUMAN_FIELDS = [
+  'objective',
+  'acceptance_criteria',
+  'stop_conditions',
+  'done_steps',
+  'decisions',
+  'next_action',
+] as const;
 export type HumanField = (typeof HUMAN_FIELDS)[number];
 
 export interface BriefContent {
@@ -80,13 +87,27 @@ export function emptyFacts(state = 'unknown'): LatchFacts {
 }
 
 export function emptyContent(): BriefContent {
-  return { objective: '', acceptance_criteria: [], stop_conditions: [], done_steps: [], decisions: [], next_action: '', latch: emptyFacts() };
+  return {
+    objective: '',
+    acceptance_criteria: [],
+    stop_conditions: [],
+    done_steps: [],
+    decisions: [],
+    next_action: '',
+    latch: emptyFacts(),
+  };
 }
 
 /** A brief with its rendering and page digests computed. */
 export function buildBrief(
   content: BriefContent,
-  meta: { session_id: string; source: BriefSource; version: number; created_at: string; human_fields?: readonly HumanField[] },
+  meta: {
+    session_id: string;
+    source: BriefSource;
+    version: number;
+    created_at: string;
+    human_fields?: readonly HumanField[];
+  },
   pageChars = PAGE_CHARS,
 ): Brief {
   const human = HUMAN_FIELDS.filter((f) => meta.human_fields?.includes(f));
@@ -157,10 +178,15 @@ export function render(b: Omit<Brief, 'rendered' | 'page_chars' | 'page_digests'
   const f = b.latch;
   const attempts = f.attempts_since_checkpoint.length
     ? f.attempts_since_checkpoint
-        .map((a) => `  - [${a.state}] ${oneLine(a.summary)}${a.files.length ? ` — files: ${a.files.map(oneLine).join(', ')}` : ''}`)
+        .map(
+          (a) =>
+            `  - [${a.state}] ${oneLine(a.summary)}${a.files.length ? ` — files: ${a.files.map(oneLine).join(', ')}` : ''}`,
+        )
         .join('\n')
     : '  - (none)';
-  const files = f.files_changed_since_checkpoint.length ? f.files_changed_since_checkpoint.map(oneLine).join(', ') : '(none)';
+  const files = f.files_changed_since_checkpoint.length
+    ? f.files_changed_since_checkpoint.map(oneLine).join(', ')
+    : '(none)';
   const human = b.human_fields.length ? `; set by a human: ${b.human_fields.join(', ')}` : '';
   return [
     `# Task brief`,
@@ -204,7 +230,8 @@ function oneLine(s: string): string {
  * longer than maxChars is cut (never inside a surrogate pair). The bodies concatenate to text.
  */
 export function paginate(text: string, maxChars: number): string[] {
-  if (!Number.isInteger(maxChars) || maxChars < 2) throw new RangeError(`page size must be an integer >= 2, got ${maxChars}`);
+  if (!Number.isInteger(maxChars) || maxChars < 2)
+    throw new RangeError(`page size must be an integer >= 2, got ${maxChars}`);
   const pages: string[] = [];
   let cur = '';
   let i = 0;
@@ -247,7 +274,8 @@ function pageBlock(session: string, version: number, n: number, total: number, b
 /** Page n (1-based) as the block `latch brief --page n` prints (ends with a newline). */
 export function pageText(b: Brief, n: number): string {
   const pages = pagesOf(b);
-  if (!Number.isInteger(n) || n < 1 || n > pages.length) throw new RangeError(`page ${n} does not exist (the brief has ${pages.length})`);
+  if (!Number.isInteger(n) || n < 1 || n > pages.length)
+    throw new RangeError(`page ${n} does not exist (the brief has ${pages.length})`);
   return pageBlock(b.session_id, b.version, n, pages.length, pages[n - 1]!);
 }
 
@@ -286,7 +314,11 @@ export type ReadVerdict = PageRead;
 
 /** A brief's digest: what a read of its pages is checked against. */
 export function digestOf(b: Brief): BriefDigest {
-  return { session: b.session_id, version: b.version, pages: b.page_digests.map((sha256, i) => ({ n: i + 1, sha256 })) };
+  return {
+    session: b.session_id,
+    version: b.version,
+    pages: b.page_digests.map((sha256, i) => ({ n: i + 1, sha256 })),
+  };
 }
 
 /**
@@ -315,7 +347,8 @@ export function autoContent(cap: TranscriptCapture, facts: LatchFacts): BriefCon
   if (cap.goal?.status === 'complete') done.push(`Goal complete: ${cap.goal.objective}`);
   const next = steps.find((s) => s.status === 'in_progress') ?? steps.find((s) => s.status === 'pending');
   let nextAction = next ? next.step : '';
-  if (cap.lastAssistant) nextAction += `${nextAction ? '\n\n' : ''}Your last message before the compaction: ${cap.lastAssistant}`;
+  if (cap.lastAssistant)
+    nextAction += `${nextAction ? '\n\n' : ''}Your last message before the compaction: ${cap.lastAssistant}`;
   return {
     objective: parts.join('\n\n'),
     acceptance_criteria: [],
@@ -337,11 +370,15 @@ export function ledgerFacts(db: Db, sessionId: string): LatchFacts {
     | undefined;
   if (!s) return emptyFacts();
   const cp = db
-    .prepare('SELECT id, created_at FROM checkpoints WHERE session_id = ? ORDER BY compaction_seq DESC, created_at DESC LIMIT 1')
+    .prepare(
+      'SELECT id, created_at FROM checkpoints WHERE session_id = ? ORDER BY compaction_seq DESC, created_at DESC LIMIT 1',
+    )
     .get(sessionId) as { id: string; created_at: string } | undefined;
   const since = cp?.created_at ?? '';
   const attempts = db
-    .prepare('SELECT id, summary, tool_name, state FROM attempts WHERE session_id = ? AND started_at >= ? ORDER BY started_ns, id')
+    .prepare(
+      'SELECT id, summary, tool_name, state FROM attempts WHERE session_id = ? AND started_at >= ? ORDER BY started_ns, id',
+    )
     .all(sessionId, since) as { id: string; summary: string | null; tool_name: string; state: string }[];
   const filesOf = db.prepare('SELECT DISTINCT path FROM changes WHERE attempt_id = ? ORDER BY path');
   const kept = attempts.slice(-MAX_ITEMS);
@@ -350,19 +387,43 @@ export function ledgerFacts(db: Db, sessionId: string): LatchFacts {
     state: a.state,
     files: (filesOf.all(a.id) as { path: string }[]).map((r) => r.path).slice(0, MAX_FILES),
   }));
-  if (attempts.length > kept.length) facts.unshift({ summary: `(${attempts.length - kept.length} earlier attempts not listed)`, state: 'omitted', files: [] });
+  if (attempts.length > kept.length)
+    facts.unshift({
+      summary: `(${attempts.length - kept.length} earlier attempts not listed)`,
+      state: 'omitted',
+      files: [],
+    });
   // A checkpoint's own observation records what changed BEFORE it: leave it out unless an attempt
   // after the checkpoint is blamed for the change.
   const ids = new Set(attempts.map((a) => a.id));
   const changes = (
     cp
-      ? db.prepare('SELECT path, observed_by, attempt_id FROM changes WHERE workspace = ? AND observed_at >= ? ORDER BY path').all(s.workspace, since)
-      : db.prepare('SELECT path, observed_by, attempt_id FROM changes WHERE workspace = ? AND observed_at >= ? ORDER BY path').all(s.workspace, s.created_at)
+      ? db
+          .prepare(
+            'SELECT path, observed_by, attempt_id FROM changes WHERE workspace = ? AND observed_at >= ? ORDER BY path',
+          )
+          .all(s.workspace, since)
+      : db
+          .prepare(
+            'SELECT path, observed_by, attempt_id FROM changes WHERE workspace = ? AND observed_at >= ? ORDER BY path',
+          )
+          .all(s.workspace, s.created_at)
   ) as { path: string; observed_by: string; attempt_id: string | null }[];
-  const files = [...new Set(changes.filter((c) => c.observed_by !== 'checkpoint' || (c.attempt_id !== null && ids.has(c.attempt_id))).map((c) => c.path))];
+  const files = [
+    ...new Set(
+      changes
+        .filter((c) => c.observed_by !== 'checkpoint' || (c.attempt_id !== null && ids.has(c.attempt_id)))
+        .map((c) => c.path),
+    ),
+  ];
   const shown = files.slice(0, MAX_FILES);
   if (files.length > shown.length) shown.push(`(${files.length - shown.length} more)`);
-  return { state: s.state, checkpoint_id: cp?.id ?? null, attempts_since_checkpoint: facts, files_changed_since_checkpoint: shown };
+  return {
+    state: s.state,
+    checkpoint_id: cp?.id ?? null,
+    attempts_since_checkpoint: facts,
+    files_changed_since_checkpoint: shown,
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -385,16 +446,28 @@ function inTx<T>(db: Db, fn: () => T): T {
 
 function fromRow(r: BriefRow): Brief {
   const j = JSON.parse(r.json) as Brief;
-  return { ...j, session_id: r.session_id, version: r.version, source: r.source as BriefSource, created_at: r.created_at, rendered: r.rendered, page_digests: JSON.parse(r.page_digests) as string[] };
+  return {
+    ...j,
+    session_id: r.session_id,
+    version: r.version,
+    source: r.source as BriefSource,
+    created_at: r.created_at,
+    rendered: r.rendered,
+    page_digests: JSON.parse(r.page_digests) as string[],
+  };
 }
 
 export function latestBrief(db: Db, sessionId: string): Brief | null {
-  const r = db.prepare('SELECT * FROM briefs WHERE session_id = ? ORDER BY version DESC LIMIT 1').get(sessionId) as BriefRow | undefined;
+  const r = db.prepare('SELECT * FROM briefs WHERE session_id = ? ORDER BY version DESC LIMIT 1').get(sessionId) as
+    | BriefRow
+    | undefined;
   return r ? fromRow(r) : null;
 }
 
 export function getBrief(db: Db, sessionId: string, version: number): Brief | null {
-  const r = db.prepare('SELECT * FROM briefs WHERE session_id = ? AND version = ?').get(sessionId, version) as BriefRow | undefined;
+  const r = db.prepare('SELECT * FROM briefs WHERE session_id = ? AND version = ?').get(sessionId, version) as
+    | BriefRow
+    | undefined;
   return r ? fromRow(r) : null;
 }
 
@@ -406,18 +479,40 @@ export function saveBrief(
   opts: { source: BriefSource; now: string; humanFields?: readonly HumanField[] },
 ): Brief {
   return inTx(db, () => {
-    const v = (db.prepare('SELECT COALESCE(MAX(version), 0) AS v FROM briefs WHERE session_id = ?').get(sessionId) as { v: number }).v;
-    const b = buildBrief(content, { session_id: sessionId, source: opts.source, version: v + 1, created_at: opts.now, human_fields: opts.humanFields ?? [] });
+    const v = (
+      db.prepare('SELECT COALESCE(MAX(version), 0) AS v FROM briefs WHERE session_id = ?').get(sessionId) as {
+        v: number;
+      }
+    ).v;
+    const b = buildBrief(content, {
+      session_id: sessionId,
+      source: opts.source,
+      version: v + 1,
+      created_at: opts.now,
+      human_fields: opts.humanFields ?? [],
+    });
     const { rendered, page_digests, ...rest } = b;
     db.prepare(
       'INSERT INTO briefs (session_id, version, source, created_at, json, rendered, page_count, page_digests) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
-    ).run(sessionId, b.version, b.source, b.created_at, JSON.stringify(rest), rendered, page_digests.length, JSON.stringify(page_digests));
+    ).run(
+      sessionId,
+      b.version,
+      b.source,
+      b.created_at,
+      JSON.stringify(rest),
+      rendered,
+      page_digests.length,
+      JSON.stringify(page_digests),
+    );
     return b;
   });
 }
 
 /** An auto capture merged over the latest brief: the fields a human set keep the human's values. */
-export function mergeAuto(prev: Brief | null, auto: BriefContent): { content: BriefContent; humanFields: HumanField[] } {
+export function mergeAuto(
+  prev: Brief | null,
+  auto: BriefContent,
+): { content: BriefContent; humanFields: HumanField[] } {
   const content: BriefContent = { ...auto };
   const human = prev?.human_fields ?? [];
   for (const f of human) (content as unknown as Record<string, unknown>)[f] = prev![f];

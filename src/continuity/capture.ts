@@ -33,5 +33,16 @@ export interface CaptureOptions {
 
 /** A capture of nothing (no transcript): the brief then holds the ledger's facts only. */
 export function emptyCapture(): TranscriptCapture {
-  return { sessionId: null, cwd: null, forkedFrom: null, requests: [], requestCount: 0, plan: null, goal: null, lastAssistant: null, skippedLines: 0, badLines: 0 };
+  return {
+    sessionId: null,
+    cwd: null,
+    forkedFrom: null,
+    requests: [],
+    requestCount: 0,
+    plan: null,
+    goal: null,
+    lastAssistant: null,
+    skippedLines: 0,
+    badLines: 0,
+  };
 }

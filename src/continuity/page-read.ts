@@ -38,11 +38,14 @@ export function pageRead(output: string, brief: BriefDigest, toolOutput: (output
   if (headers > pages.length) reasons.push('an incomplete page block is in the output');
   const p = pages[0]!;
   if (p.session !== brief.session) reasons.push(`the page belongs to session ${p.session}, not ${brief.session}`);
-  if (p.version !== brief.version) reasons.push(`the page is of version ${p.version}; the current version is ${brief.version}`);
+  if (p.version !== brief.version)
+    reasons.push(`the page is of version ${p.version}; the current version is ${brief.version}`);
   const total = brief.pages.length;
-  if (p.total !== total || p.page < 1 || p.page > total) reasons.push(`page ${p.page}/${p.total} does not exist in version ${brief.version} (${total} pages)`);
+  if (p.total !== total || p.page < 1 || p.page > total)
+    reasons.push(`page ${p.page}/${p.total} does not exist in version ${brief.version} (${total} pages)`);
   if (!p.bodyOk) reasons.push(`page ${p.page}: the body does not match its sha256`);
-  else if (p.version === brief.version && brief.pages.find((x) => x.n === p.page)?.sha256 !== p.sha256) reasons.push(`page ${p.page}: the digest differs from the recorded page`);
+  else if (p.version === brief.version && brief.pages.find((x) => x.n === p.page)?.sha256 !== p.sha256)
+    reasons.push(`page ${p.page}: the digest differs from the recorded page`);
   return { ok: reasons.length === 0, page: p.page, reasons };
 }
 
@@ -68,7 +71,14 @@ export function parsePages(text: string): ParsedPage[] {
   HEADER_RE.lastIndex = 0;
   let m: RegExpExecArray | null;
   while ((m = HEADER_RE.exec(text))) {
-    const [header, session, version, page, total, digest] = m as unknown as [string, string, string, string, string, string];
+    const [header, session, version, page, total, digest] = m as unknown as [
+      string,
+      string,
+      string,
+      string,
+      string,
+      string,
+    ];
     const bodyStart = m.index + header.length + 1;
     if (text[m.index + header.length] !== '\n') continue;
     const endLine = `<<<END-LATCH-BRIEF page=${page}/${total} version=${version}>>>`;
@@ -107,4 +117,3 @@ export function parsePages(text: string): ParsedPage[] {
 export function countHeaders(text: string): number {
   return (text.match(/^<<<LATCH-BRIEF /gm) ?? []).length;
 }
-

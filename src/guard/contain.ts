@@ -41,7 +41,12 @@ const CLK_TCK = 100n;
 /** Executable basenames that are a coding agent. */
 const AGENT_EXES = [/^codex$/, /^codex-(x86_64|aarch64)-[\w-]+$/, /^claude$/];
 /** Scripts that make a node/bun process an agent (argv[1]). */
-const AGENT_SCRIPTS = [/(^|\/)@openai\/codex\/bin\/codex\.js$/, /(^|\/)codex\.js$/, /(^|\/)@anthropic-ai\/claude-code\/cli\.js$/, /(^|\/)claude$/];
+const AGENT_SCRIPTS = [
+  /(^|\/)@openai\/codex\/bin\/codex\.js$/,
+  /(^|\/)codex\.js$/,
+  /(^|\/)@anthropic-ai\/claude-code\/cli\.js$/,
+  /(^|\/)claude$/,
+];
 const NODE_EXES = /^(node|nodejs|bun)$/;
 /** Sandboxes an agent runs its commands in. */
 const SANDBOX_EXES = /^(bwrap|codex-linux-sandbox|codex-sandbox)$/;
@@ -53,7 +58,20 @@ const MULTIPLEXER_EXES = /^(tmux|tmux: server|screen|SCREEN|zellij|abduco|dtach)
 const SCHEDULER_EXES = /^(cron|crond|atd|anacron|incrond|fcron)$/;
 const HOOK_SHELLS = /^(sh|dash|bash|zsh|ksh|mksh|ash|busybox)$/;
 /** Environment variables that change what a hook's shell or node runs. */
-const HOOK_ENV_DANGER = ['NODE_OPTIONS', 'NODE_PATH', 'LD_PRELOAD', 'LD_LIBRARY_PATH', 'LD_AUDIT', 'BASH_ENV', 'ENV', 'SHELLOPTS', 'BASHOPTS', 'PS4', 'IFS', 'GCONV_PATH'];
+const HOOK_ENV_DANGER = [
+  'NODE_OPTIONS',
+  'NODE_PATH',
+  'LD_PRELOAD',
+  'LD_LIBRARY_PATH',
+  'LD_AUDIT',
+  'BASH_ENV',
+  'ENV',
+  'SHELLOPTS',
+  'BASHOPTS',
+  'PS4',
+  'IFS',
+  'GCONV_PATH',
+];
 
 export interface Proc {
   pid: number;
@@ -124,7 +142,9 @@ export function procSupported(): boolean {
 function unsupported(t0: number): ContainResult {
   return {
     supported: false,
-    notes: [`unsupported: process containment needs Linux /proc (platform ${process.platform}); processes started before the latch were not stopped`],
+    notes: [
+      `unsupported: process containment needs Linux /proc (platform ${process.platform}); processes started before the latch were not stopped`,
+    ],
     agent: null,
     candidates: [],
     spared: [],
@@ -343,11 +363,24 @@ export function parseHookText(text: string): { event: string; node: string; entr
  * process itself (`NODE ENTRY hook codex --event E`, when the shell exec'd it).
  */
 export function isHookInvocation(exe: string | null, argv: string[]): boolean {
-  if (argv.length === 3 && HOOK_SHELLS.test(base(argv[0] ?? '')) && HOOK_SHELLS.test(base(exe)) && (argv[1] === '-c' || argv[1] === '-lc')) {
+  if (
+    argv.length === 3 &&
+    HOOK_SHELLS.test(base(argv[0] ?? '')) &&
+    HOOK_SHELLS.test(base(exe)) &&
+    (argv[1] === '-c' || argv[1] === '-lc')
+  ) {
     const h = parseHookText(argv[2]!);
     return h !== null && /^latch(\.cjs)?$/.test(base(h.entry));
   }
-  if (argv.length === 6 && NODE_EXES.test(base(exe)) && /^latch(\.cjs)?$/.test(base(argv[1]!)) && argv[2] === 'hook' && argv[3] === 'codex' && argv[4] === '--event' && /^[A-Za-z]+$/.test(argv[5]!)) {
+  if (
+    argv.length === 6 &&
+    NODE_EXES.test(base(exe)) &&
+    /^latch(\.cjs)?$/.test(base(argv[1]!)) &&
+    argv[2] === 'hook' &&
+    argv[3] === 'codex' &&
+    argv[4] === '--event' &&
+    /^[A-Za-z]+$/.test(argv[5]!)
+  ) {
     return true;
   }
   return false;
@@ -381,7 +414,11 @@ function latchEntries(): Set<string> {
     const main = process.argv[1];
     if (main) {
       const d = dirname(realpathSync(main));
-      for (const p of [join(d, 'latch.cjs'), join(d, '..', '..', 'dist', 'latch.cjs'), join(d, '..', 'dist', 'latch.cjs')]) {
+      for (const p of [
+        join(d, 'latch.cjs'),
+        join(d, '..', '..', 'dist', 'latch.cjs'),
+        join(d, '..', 'dist', 'latch.cjs'),
+      ]) {
         try {
           out.add(realpathSync(p));
         } catch {
@@ -402,7 +439,13 @@ function latchEntries(): Set<string> {
  */
 function isLatchWatcher(pid: number, entries: ReadonlySet<string>): boolean {
   const argv = argvOf(pid);
-  if (argv.length !== 5 || argv[1] !== '--max-semi-space-size=1' || argv[3] !== '__watch' || !NODE_EXES.test(base(exeOf(pid)))) return false;
+  if (
+    argv.length !== 5 ||
+    argv[1] !== '--max-semi-space-size=1' ||
+    argv[3] !== '__watch' ||
+    !NODE_EXES.test(base(exeOf(pid)))
+  )
+    return false;
   try {
     if (!entries.has(realpathSync(argv[2]!))) return false;
   } catch {
@@ -511,10 +554,17 @@ function scanOnce(
   const stackOwn = [self];
   while (stackOwn.length) {
     const x = stackOwn.pop()!;
-    for (const c of snap.children.get(x) ?? []) if (!own.has(c) && c !== agent?.pid) (own.add(c), stackOwn.push(c));
+    for (const c of snap.children.get(x) ?? []) if (!own.has(c) && c !== agent?.pid) own.add(c), stackOwn.push(c);
   }
   const isWatcher = (p: Proc) => input.watchers?.has(`${p.pid}:${p.startTicks}`) ?? false;
-  const eligible = (p: Proc) => p.uid === uid && !protectedPids.has(p.pid) && !own.has(p.pid) && p.ppid !== 2 && p.state !== 'Z' && p.state !== 'X' && !isWatcher(p);
+  const eligible = (p: Proc) =>
+    p.uid === uid &&
+    !protectedPids.has(p.pid) &&
+    !own.has(p.pid) &&
+    p.ppid !== 2 &&
+    p.state !== 'Z' &&
+    p.state !== 'X' &&
+    !isWatcher(p);
   const found = new Map<number, Found>();
   let entries: Set<string> | null = null;
   const addTree = (root: Proc, why: Why, attempt: string | null) => {
@@ -549,12 +599,17 @@ function scanOnce(
       if (!windowOf(input.windows, p.startNs)) {
         // Started outside every attempt window: the agent's own helper (an MCP server, …). What it
         // started inside a window is still a candidate.
-        spared.set(c, { pid: c, cmdline: cmdlineText(argv), why: 'agent helper: a direct child started outside every attempt window' });
+        spared.set(c, {
+          pid: c,
+          cmdline: cmdlineText(argv),
+          why: 'agent helper: a direct child started outside every attempt window',
+        });
         const stack = [...(snap.children.get(c) ?? [])];
         while (stack.length) {
           const g = snap.procs.get(stack.pop()!);
           if (!g) continue;
-          if (windowOf(input.windows, g.startNs)) addTree(g, 'agent_descendant', windowOf(input.windows, g.startNs)!.id);
+          if (windowOf(input.windows, g.startNs))
+            addTree(g, 'agent_descendant', windowOf(input.windows, g.startNs)!.id);
           else stack.push(...(snap.children.get(g.pid) ?? []));
         }
         continue;
@@ -579,7 +634,8 @@ function scanOnce(
     if (input.orphanFilter && !input.orphanFilter(p)) continue;
     const w = windowOf(input.windows, p.startNs);
     if (w) addTree(p, 'orphan_of_attempt', w.id);
-    else if (containStartNs !== null && p.startNs >= containStartNs - 20_000_000n) addTree(p, 'orphan_during_containment', null);
+    else if (containStartNs !== null && p.startNs >= containStartNs - 20_000_000n)
+      addTree(p, 'orphan_during_containment', null);
   }
   return { found, snap };
 }
@@ -640,7 +696,16 @@ export function listCandidates(input: ScanInput): ContainResult {
       errors: [],
     };
   } catch (err) {
-    return { supported: true, notes: [], agent: null, candidates: [], spared: [], rounds: 0, ms: performance.now() - t0, errors: [String((err as Error)?.message ?? err)] };
+    return {
+      supported: true,
+      notes: [],
+      agent: null,
+      candidates: [],
+      spared: [],
+      rounds: 0,
+      ms: performance.now() - t0,
+      errors: [String((err as Error)?.message ?? err)],
+    };
   }
 }
 
@@ -682,16 +747,43 @@ export function contain(input: ScanInput): ContainResult {
       }
       candidates.push(c);
     }
-    return { supported: true, notes, agent, candidates, spared: [...spared.values()], rounds: Math.min(rounds, MAX_ROUNDS), ms: performance.now() - t0, errors };
+    return {
+      supported: true,
+      notes,
+      agent,
+      candidates,
+      spared: [...spared.values()],
+      rounds: Math.min(rounds, MAX_ROUNDS),
+      ms: performance.now() - t0,
+      errors,
+    };
   } catch (err) {
     // Whatever was stopped must not stay stopped half-way: kill it.
     const candidates: Candidate[] = [];
     for (const f of stopped.values()) {
       const r = signal(f.proc.pid, f.proc.startTicks, 'SIGKILL');
-      candidates.push({ pid: f.proc.pid, start_ticks: f.proc.startTicks, start_ns: f.proc.startNs.toString(), cmdline: '', exe: null, why: f.why, attempt_id: f.attempt, action: r === 'ok' ? 'killed' : r });
+      candidates.push({
+        pid: f.proc.pid,
+        start_ticks: f.proc.startTicks,
+        start_ns: f.proc.startNs.toString(),
+        cmdline: '',
+        exe: null,
+        why: f.why,
+        attempt_id: f.attempt,
+        action: r === 'ok' ? 'killed' : r,
+      });
     }
     errors.push(String((err as Error)?.message ?? err));
-    return { supported: true, notes, agent, candidates, spared: [...spared.values()], rounds, ms: performance.now() - t0, errors };
+    return {
+      supported: true,
+      notes,
+      agent,
+      candidates,
+      spared: [...spared.values()],
+      rounds,
+      ms: performance.now() - t0,
+      errors,
+    };
   }
 }
 
@@ -716,11 +808,17 @@ export function containAfterTrip(
     else {
       let workspace = opts.workspace ?? null;
       if (workspace === null) {
-        const r = db.prepare('SELECT workspace FROM sessions WHERE session_id = ?').get(sessionId) as { workspace: string } | undefined;
+        const r = db.prepare('SELECT workspace FROM sessions WHERE session_id = ?').get(sessionId) as
+          | { workspace: string }
+          | undefined;
         workspace = r?.workspace ?? null;
       }
       const windows = attemptWindows(db, { workspace, sinceNs: bootNs() });
-      const input: ScanInput = { windows, watchers: watcherIds(db), ...(opts.orphanFilter ? { orphanFilter: opts.orphanFilter } : {}) };
+      const input: ScanInput = {
+        windows,
+        watchers: watcherIds(db),
+        ...(opts.orphanFilter ? { orphanFilter: opts.orphanFilter } : {}),
+      };
       // LATCH_CONTAIN=list (tests sharing a uid with other work, or a human who wants to see first):
       // record the candidates without signalling them. The hook's environment is Codex's, which the
       // agent's tool calls cannot change.
@@ -731,11 +829,24 @@ export function containAfterTrip(
       input.agent = agent;
       if (mode === 'list' || !agent) {
         result = listCandidates(input);
-        result.notes.push(mode === 'list' ? 'LATCH_CONTAIN=list: candidates recorded, nothing signalled' : 'no agent process among the hook\'s ancestors: candidates recorded, nothing signalled');
+        result.notes.push(
+          mode === 'list'
+            ? 'LATCH_CONTAIN=list: candidates recorded, nothing signalled'
+            : "no agent process among the hook's ancestors: candidates recorded, nothing signalled",
+        );
       } else result = contain(input);
     }
   } catch (err) {
-    result = { supported: true, notes: [], agent: null, candidates: [], spared: [], rounds: 0, ms: performance.now() - t0, errors: [String((err as Error)?.message ?? err)] };
+    result = {
+      supported: true,
+      notes: [],
+      agent: null,
+      candidates: [],
+      spared: [],
+      rounds: 0,
+      ms: performance.now() - t0,
+      errors: [String((err as Error)?.message ?? err)],
+    };
   }
   const rec = recordContainment(db, sessionId, compactionSeq, result, opts.now ?? new Date().toISOString());
   if (rec) result.errors.push(rec);
@@ -746,26 +857,62 @@ export function containAfterTrip(
  * What containment would stop now for a session, without signalling (for `latch status`): the
  * agent recorded at its latest trip (when still the same process), else this process's agent.
  */
-export function listForSession(db: Db, sessionId: string, opts: { orphanFilter?: (p: Proc) => boolean } = {}): ContainResult {
+export function listForSession(
+  db: Db,
+  sessionId: string,
+  opts: { orphanFilter?: (p: Proc) => boolean } = {},
+): ContainResult {
   const t0 = performance.now();
   if (!procSupported()) return unsupported(t0);
   try {
-    const s = db.prepare('SELECT workspace FROM sessions WHERE session_id = ?').get(sessionId) as { workspace: string } | undefined;
-    const last = db.prepare('SELECT agent_pid, agent_start, agent_cmdline FROM containments WHERE session_id = ? AND agent_pid IS NOT NULL ORDER BY id DESC LIMIT 1').get(sessionId) as
-      | { agent_pid: number; agent_start: string; agent_cmdline: string | null }
+    const s = db.prepare('SELECT workspace FROM sessions WHERE session_id = ?').get(sessionId) as
+      | { workspace: string }
       | undefined;
+    const last = db
+      .prepare(
+        'SELECT agent_pid, agent_start, agent_cmdline FROM containments WHERE session_id = ? AND agent_pid IS NOT NULL ORDER BY id DESC LIMIT 1',
+      )
+      .get(sessionId) as { agent_pid: number; agent_start: string; agent_cmdline: string | null } | undefined;
     const boot = bootNs();
     const live = last ? readProc(last.agent_pid, boot) : null;
-    const agent = last && live && live.startTicks === last.agent_start ? { pid: last.agent_pid, start_ticks: last.agent_start, exe: exeOf(last.agent_pid), cmdline: last.agent_cmdline ?? '' } : undefined;
+    const agent =
+      last && live && live.startTicks === last.agent_start
+        ? {
+            pid: last.agent_pid,
+            start_ticks: last.agent_start,
+            exe: exeOf(last.agent_pid),
+            cmdline: last.agent_cmdline ?? '',
+          }
+        : undefined;
     const windows = attemptWindows(db, { workspace: s?.workspace ?? null, sinceNs: boot });
-    return listCandidates({ windows, watchers: watcherIds(db), ...(agent ? { agent } : {}), ...(opts.orphanFilter ? { orphanFilter: opts.orphanFilter } : {}) });
+    return listCandidates({
+      windows,
+      watchers: watcherIds(db),
+      ...(agent ? { agent } : {}),
+      ...(opts.orphanFilter ? { orphanFilter: opts.orphanFilter } : {}),
+    });
   } catch (err) {
-    return { supported: true, notes: [], agent: null, candidates: [], spared: [], rounds: 0, ms: performance.now() - t0, errors: [String((err as Error)?.message ?? err)] };
+    return {
+      supported: true,
+      notes: [],
+      agent: null,
+      candidates: [],
+      spared: [],
+      rounds: 0,
+      ms: performance.now() - t0,
+      errors: [String((err as Error)?.message ?? err)],
+    };
   }
 }
 
 /** Writes the record (own transaction). Returns an error message instead of throwing. */
-export function recordContainment(db: Db, sessionId: string, compactionSeq: number, r: ContainResult, now: string): string | null {
+export function recordContainment(
+  db: Db,
+  sessionId: string,
+  compactionSeq: number,
+  r: ContainResult,
+  now: string,
+): string | null {
   try {
     db.exec('BEGIN IMMEDIATE');
     try {
@@ -793,7 +940,21 @@ export function recordContainment(db: Db, sessionId: string, compactionSeq: numb
         `INSERT INTO contained_processes (containment_id, session_id, compaction_seq, pid, start_ticks, start_ns, exe, cmdline, why, attempt_id, action, at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       );
-      for (const c of r.candidates) ins.run(run.lastInsertRowid, sessionId, compactionSeq, c.pid, c.start_ticks, c.start_ns, c.exe, c.cmdline, c.why, c.attempt_id, c.action, now);
+      for (const c of r.candidates)
+        ins.run(
+          run.lastInsertRowid,
+          sessionId,
+          compactionSeq,
+          c.pid,
+          c.start_ticks,
+          c.start_ns,
+          c.exe,
+          c.cmdline,
+          c.why,
+          c.attempt_id,
+          c.action,
+          now,
+        );
       db.exec('COMMIT');
     } catch (err) {
       if (db.inTransaction) db.exec('ROLLBACK');
@@ -853,10 +1014,23 @@ const isoOf = (ns: bigint): string => {
  * scheduler and its root (the topmost process below PID 1 / a subreaper) must predate the latch.
  * Never throws (an internal error is a refusal).
  */
-export function checkAncestry(db: Db | null, opts: { pid?: number; episodeStartNs?: bigint | null; sessions?: readonly string[] } = {}): AncestryReport {
-  const report: AncestryReport = { supported: false, chain: [], pid1_ns: null, self_ns: null, refusals: [], yes_refusals: [], notes: [] };
+export function checkAncestry(
+  db: Db | null,
+  opts: { pid?: number; episodeStartNs?: bigint | null; sessions?: readonly string[] } = {},
+): AncestryReport {
+  const report: AncestryReport = {
+    supported: false,
+    chain: [],
+    pid1_ns: null,
+    self_ns: null,
+    refusals: [],
+    yes_refusals: [],
+    notes: [],
+  };
   if (!procSupported()) {
-    report.notes.push(`unsupported: no /proc on ${process.platform}; the ancestry of this process cannot be checked (only the typed confirmation code protects the interactive path)`);
+    report.notes.push(
+      `unsupported: no /proc on ${process.platform}; the ancestry of this process cannot be checked (only the typed confirmation code protects the interactive path)`,
+    );
     return report;
   }
   report.supported = true;
@@ -864,18 +1038,35 @@ export function checkAncestry(db: Db | null, opts: { pid?: number; episodeStartN
     const boot = bootNs();
     const pid = opts.pid ?? procSelfPid();
     const chain = ancestry(pid, boot);
-    const windows = db ? attemptWindows(db, { sinceNs: chain.reduce((m, p) => (p.startNs < m ? p.startNs : m), BigInt(Number.MAX_SAFE_INTEGER) * 1_000_000n) }) : [];
+    const windows = db
+      ? attemptWindows(db, {
+          sinceNs: chain.reduce(
+            (m, p) => (p.startNs < m ? p.startNs : m),
+            BigInt(Number.MAX_SAFE_INTEGER) * 1_000_000n,
+          ),
+        })
+      : [];
     let contained = new Set<string>();
     if (db) {
       try {
-        contained = new Set((db.prepare('SELECT pid, start_ticks FROM contained_processes').all() as { pid: number; start_ticks: string }[]).map((r) => `${r.pid}:${r.start_ticks}`));
+        contained = new Set(
+          (
+            db.prepare('SELECT pid, start_ticks FROM contained_processes').all() as {
+              pid: number;
+              start_ticks: string;
+            }[]
+          ).map((r) => `${r.pid}:${r.start_ticks}`),
+        );
       } catch {
         /* an older store: no containment recorded */
       }
     }
     report.pid1_ns = nsOf(1);
     report.self_ns = nsOf(pid);
-    if (report.pid1_ns === null) report.notes.push('the pid namespace of PID 1 cannot be read here; nested namespaces are detected through NSpid, the namespace the agent ran in and the sandbox executables');
+    if (report.pid1_ns === null)
+      report.notes.push(
+        'the pid namespace of PID 1 cannot be read here; nested namespaces are detected through NSpid, the namespace the agent ran in and the sandbox executables',
+      );
     // The pid namespace the hook (the agent's own) ran in at each trip of these sessions: a process
     // in another one (the agent's sandbox, which mounts its own /proc) is not the human's.
     if (db && report.self_ns && opts.sessions && opts.sessions.length > 0) {
@@ -884,7 +1075,11 @@ export function checkAncestry(db: Db | null, opts: { pid?: number; episodeStartN
         const agentNs = new Set<string>();
         for (const sid of opts.sessions) for (const r of q.all(sid) as { pid_ns: string }[]) agentNs.add(r.pid_ns);
         if (agentNs.size > 0 && !agentNs.has(report.self_ns)) {
-          report.refusals.push({ pid, cmdline: cmdlineText(argvOf(pid)), reason: `runs in pid namespace ${report.self_ns}, but the agent ran in ${[...agentNs].join(', ')} (a sandbox, or another container)` });
+          report.refusals.push({
+            pid,
+            cmdline: cmdlineText(argvOf(pid)),
+            reason: `runs in pid namespace ${report.self_ns}, but the agent ran in ${[...agentNs].join(', ')} (a sandbox, or another container)`,
+          });
         }
       } catch {
         /* an older store */
@@ -892,22 +1087,39 @@ export function checkAncestry(db: Db | null, opts: { pid?: number; episodeStartN
     }
     try {
       const m = /^NSpid:\s+(.*)$/m.exec(readFileSync(`/proc/self/status`, 'utf8'));
-      if (m && m[1]!.trim().split(/\s+/).length > 1) report.refusals.push({ pid, cmdline: cmdlineText(argvOf(pid)), reason: `runs in a nested pid namespace (NSpid ${m[1]!.trim()}): a sandbox` });
+      if (m && m[1]!.trim().split(/\s+/).length > 1)
+        report.refusals.push({
+          pid,
+          cmdline: cmdlineText(argvOf(pid)),
+          reason: `runs in a nested pid namespace (NSpid ${m[1]!.trim()}): a sandbox`,
+        });
     } catch {
       /* no NSpid line (old kernel) */
     }
-    const refuse = (p: Proc, argv: string[], reason: string) => report.refusals.push({ pid: p.pid, cmdline: cmdlineText(argv), reason });
+    const refuse = (p: Proc, argv: string[], reason: string) =>
+      report.refusals.push({ pid: p.pid, cmdline: cmdlineText(argv), reason });
     let root: Proc | null = null;
     for (let i = 0; i < chain.length; i++) {
       const p = chain[i]!;
       const exe = exeOf(p.pid);
       const argv = argvOf(p.pid);
       const ns = nsOf(p.pid);
-      report.chain.push({ pid: p.pid, start_ticks: p.startTicks, start_at: isoOf(p.startNs), exe, cmdline: cmdlineText(argv, 200), uid: p.uid, tty: p.ttyNr !== 0, pid_ns: ns });
-      if (isAgentProcess(exe, argv)) refuse(p, argv, 'is an agent process (its descendants are the agent\'s)');
+      report.chain.push({
+        pid: p.pid,
+        start_ticks: p.startTicks,
+        start_at: isoOf(p.startNs),
+        exe,
+        cmdline: cmdlineText(argv, 200),
+        uid: p.uid,
+        tty: p.ttyNr !== 0,
+        pid_ns: ns,
+      });
+      if (isAgentProcess(exe, argv)) refuse(p, argv, "is an agent process (its descendants are the agent's)");
       if (isSandboxProcess(exe)) refuse(p, argv, 'is an agent sandbox');
-      if (ns && report.pid1_ns && ns !== report.pid1_ns) refuse(p, argv, `runs in pid namespace ${ns}, not PID 1's ${report.pid1_ns}`);
-      if (contained.has(`${p.pid}:${p.startTicks}`)) refuse(p, argv, 'was contained at a latch (recorded in contained_processes)');
+      if (ns && report.pid1_ns && ns !== report.pid1_ns)
+        refuse(p, argv, `runs in pid namespace ${ns}, not PID 1's ${report.pid1_ns}`);
+      if (contained.has(`${p.pid}:${p.startTicks}`))
+        refuse(p, argv, 'was contained at a latch (recorded in contained_processes)');
       if (p.pid === 1) continue;
       const parent = chain[i + 1];
       const parentExe = parent ? exeOf(parent.pid) : null;
@@ -915,9 +1127,19 @@ export function checkAncestry(db: Db | null, opts: { pid?: number; episodeStartN
       const multiplexed = !!parent && MULTIPLEXER_EXES.test(base(parentExe));
       if ((orphan || multiplexed) && p.uid === (process.getuid?.() ?? -1)) {
         const w = windowOf(windows, p.startNs);
-        if (w) refuse(p, argv, `started at ${isoOf(p.startNs)}, inside the window of attempt ${w.id} (session ${w.session_id}), as ${orphan ? 'an orphan' : 'a terminal multiplexer\'s child'}: a tool call started it`);
+        if (w)
+          refuse(
+            p,
+            argv,
+            `started at ${isoOf(p.startNs)}, inside the window of attempt ${w.id} (session ${w.session_id}), as ${orphan ? 'an orphan' : "a terminal multiplexer's child"}: a tool call started it`,
+          );
       }
-      if (SCHEDULER_EXES.test(base(exe))) report.yes_refusals.push({ pid: p.pid, cmdline: cmdlineText(argv), reason: 'is a job scheduler: a job it runs may have been registered by the agent' });
+      if (SCHEDULER_EXES.test(base(exe)))
+        report.yes_refusals.push({
+          pid: p.pid,
+          cmdline: cmdlineText(argv),
+          reason: 'is a job scheduler: a job it runs may have been registered by the agent',
+        });
       if (orphan && root === null) root = p;
     }
     if (root && opts.episodeStartNs != null && root.startNs >= opts.episodeStartNs) {
@@ -928,7 +1150,11 @@ export function checkAncestry(db: Db | null, opts: { pid?: number; episodeStartN
       });
     }
   } catch (err) {
-    report.refusals.push({ pid: process.pid, cmdline: '', reason: `the ancestry could not be checked: ${String((err as Error)?.message ?? err)}` });
+    report.refusals.push({
+      pid: process.pid,
+      cmdline: '',
+      reason: `the ancestry could not be checked: ${String((err as Error)?.message ?? err)}`,
+    });
   }
   return report;
 }

@@ -40,7 +40,11 @@ export type StartSource = 'startup' | 'resume' | 'clear' | 'compact' | 'fork' | 
 export type TurnEnd = 'stop' | 'subagent_stop' | 'interrupt' | 'session_end';
 
 export type LatchEvent =
-  | { type: 'session_start'; source: StartSource; /** The source as the agent sent it, when Latch does not know it ('unknown'). */ raw?: string }
+  | {
+      type: 'session_start';
+      source: StartSource /** The source as the agent sent it, when Latch does not know it ('unknown'). */;
+      raw?: string;
+    }
   | { type: 'pre_compact'; trigger: string | null }
   | { type: 'post_compact'; trigger: string | null }
   | { type: 'pre_tool'; call: ToolCall }

@@ -26,10 +26,32 @@ import {
   type SessionRow,
 } from '../session/records.js';
 import { immediate, type Db } from '../store/store.js';
-import { summarizeCall, type Decision, type LatchEvent, type Observation, type Reason, type ToolCall } from './events.js';
+import {
+  summarizeCall,
+  type Decision,
+  type LatchEvent,
+  type Observation,
+  type Reason,
+  type ToolCall,
+} from './events.js';
 import type { Agent, ReadSandbox } from '../agents/agent.js';
 import { latchCommand, latchEntry, pageCommand } from '../base/command.js';
-import { abandonAttempts, attemptId, awaitFileClock, beginClose, claimRecovery, CLOSE_REASON, endClose, getAttempt, isAlive, laneOf, markUntimed, orphanedClosings, selfId, startAttempt } from '../ledger/ledger.js';
+import {
+  abandonAttempts,
+  attemptId,
+  awaitFileClock,
+  beginClose,
+  claimRecovery,
+  CLOSE_REASON,
+  endClose,
+  getAttempt,
+  isAlive,
+  laneOf,
+  markUntimed,
+  orphanedClosings,
+  selfId,
+  startAttempt,
+} from '../ledger/ledger.js';
 import { EMPTY_SCAN, type ScanResult, type ScanState } from '../session/transcript.js';
 import { observeByWatcher } from '../watch/client.js';
 import { childProcess } from '../base/lazy.js';
@@ -60,7 +82,12 @@ export interface GuardContext {
   agent: Agent;
 }
 
-const allow = (reasons: Reason[] = [], state: AuthState | null = null): Decision => ({ verdict: 'allow', reasons, message: null, state });
+const allow = (reasons: Reason[] = [], state: AuthState | null = null): Decision => ({
+  verdict: 'allow',
+  reasons,
+  message: null,
+  state,
+});
 
 export function denyDecision(reasons: Reason[], state: AuthState | null = null): Decision {
   return { verdict: 'deny', reasons, message: denialText(reasons), state };
@@ -90,7 +117,12 @@ function preToolShortcut(ctx: GuardContext, obs: Observation, call: ToolCall): D
   if (call.kind === 'patch') {
     const why = patchTouchesLatch(call.name, call.paths ?? [], classifyContextOf(ctx, obs));
     if (why.length > 0) {
-      return denyDecision([{ code: 'touches_latch', message: `This patch would change Latch’s own state or registration (${why.slice(0, 2).join('; ')}); only a human may do that, outside the agent.` }]);
+      return denyDecision([
+        {
+          code: 'touches_latch',
+          message: `This patch would change Latch’s own state or registration (${why.slice(0, 2).join('; ')}); only a human may do that, outside the agent.`,
+        },
+      ]);
     }
   }
   if (call.kind === 'shell') {
@@ -99,8 +131,7 @@ function preToolShortcut(ctx: GuardContext, obs: Observation, call: ToolCall): D
       return denyDecision([
         {
           code: 'touches_latch',
-          message:
-            `This command would change or read Latch’s own state or registration (${v.touchReasons.slice(0, 2).join('; ') || 'latch verify/resume/setup, or the Latch state directory'}); only a human may do that, outside the agent.`,
+          message: `This command would change or read Latch’s own state or registration (${v.touchReasons.slice(0, 2).join('; ') || 'latch verify/resume/setup, or the Latch state directory'}); only a human may do that, outside the agent.`,
         },
       ]);
     }
@@ -117,7 +148,20 @@ async function handleWithDb(ctx: GuardContext, db: Db, obs: Observation, ev: Lat
   if (reg.latched.length > 0) row = getSession(db, obs.sessionId)!;
   if (ev.type === 'pre_tool' && ev.call.kind !== null && (reg.status === 'tampered' || reg.status === 'error')) {
     const call = ev.call;
-    immediate(db, () => recordDenial(db, { session_id: row.session_id, turn_id: obs.turnId, tool_name: call.name, tool_use_id: call.toolUseId, summary: summarizeCall(call), reasons: reg.reasons }, ctx.now()));
+    immediate(db, () =>
+      recordDenial(
+        db,
+        {
+          session_id: row.session_id,
+          turn_id: obs.turnId,
+          tool_name: call.name,
+          tool_use_id: call.toolUseId,
+          summary: summarizeCall(call),
+          reasons: reg.reasons,
+        },
+        ctx.now(),
+      ),
+    );
     return denyDecision(reg.reasons, row.state);
   }
 
@@ -133,23 +177,35 @@ async function handleWithDb(ctx: GuardContext, db: Db, obs: Observation, ev: Lat
   const tracked = ev.type === 'pre_tool' && ev.call.kind !== null;
   // The recovery barrier: before a tracked call's Start, and at a turn's end (so a stopped session
   // leaves no attempt stuck in `closing` behind a dead closer).
-  if ((tracked || ev.type === 'turn_end') && orphanedClosings(db, row.workspace).length > 0) await recoverOrphans(ctx, db, row.workspace);
+  if ((tracked || ev.type === 'turn_end') && orphanedClosings(db, row.workspace).length > 0)
+    await recoverOrphans(ctx, db, row.workspace);
   // The first attempt in a workspace needs a baseline observation: its pre-state.
-  if ((tracked || ev.type === 'session_start') && !db.prepare('SELECT 1 FROM workspaces WHERE workspace = ?').get(row.workspace)) {
+  if (
+    (tracked || ev.type === 'session_start') &&
+    !db.prepare('SELECT 1 FROM workspaces WHERE workspace = ?').get(row.workspace)
+  ) {
     await observe(ctx, db, row.workspace, 'baseline');
     // From now on a watcher journals what may change, so that a Close need not stat every file.
     (await loadObserver()).ensureWatcher(db, ctx.home, row.workspace);
   }
   const briefOutputs = scan.result?.briefOutputs ?? [];
   const continuity =
-    ev.type === 'pre_compact' || (ev.type === 'session_start' && (ev.source === 'compact' || ev.source === 'resume' || ev.source === 'unknown')) || (ev.type === 'turn_end' && ev.kind === 'stop');
+    ev.type === 'pre_compact' ||
+    (ev.type === 'session_start' && (ev.source === 'compact' || ev.source === 'resume' || ev.source === 'unknown')) ||
+    (ev.type === 'turn_end' && ev.kind === 'stop');
   const slow = needEvidence || continuity || briefOutputs.length > 0 ? await loadSlow() : null;
   const parts = slow ? await ctx.agent.slow() : null;
   const evidence = needEvidence && slow ? slow.collectEvidence(db, row.workspace, null) : null;
   // Read receipts: brief pages the transcript shows the agent read (exit 0, complete, digest ok).
-  if (slow && parts && briefOutputs.length > 0) immediate(db, () => slow.recordReads(db, row, briefOutputs, ctx.now(), parts));
+  if (slow && parts && briefOutputs.length > 0)
+    immediate(db, () => slow.recordReads(db, row, briefOutputs, ctx.now(), parts));
   // reverify = "evidence": a complete read + a clean workspace + no live attempt give authority back.
-  if (tracked && !mayMutate(row.state) && policyOf(row).reverify === 'evidence' && !row.state_reason?.startsWith(TAMPER_CODE)) {
+  if (
+    tracked &&
+    !mayMutate(row.state) &&
+    policyOf(row).reverify === 'evidence' &&
+    !row.state_reason?.startsWith(TAMPER_CODE)
+  ) {
     const s = slow ?? (await loadSlow());
     const release = s.evidenceRelease(db, row);
     if (release) {
@@ -160,7 +216,14 @@ async function handleWithDb(ctx: GuardContext, db: Db, obs: Observation, ev: Lat
           db,
           current,
           'verify',
-          { reverify: 'evidence', reads: release.reads, checks: release.evidence.checks, changes: release.evidence.changes.slice(0, 500), baseline: release.evidence.baseline, current: release.evidence.current },
+          {
+            reverify: 'evidence',
+            reads: release.reads,
+            checks: release.evidence.checks,
+            changes: release.evidence.changes.slice(0, 500),
+            baseline: release.evidence.baseline,
+            current: release.evidence.current,
+          },
           'evidence: brief read completely, workspace checks hold',
           ctx.now(),
         );
@@ -189,13 +252,35 @@ async function handleWithDb(ctx: GuardContext, db: Db, obs: Observation, ev: Lat
     if (scan.result && (scan.result.reset !== null || scan.result.state.offset >= row.transcript_offset)) {
       for (const c of scan.result.compactions) {
         if (c.index <= row.transcript_compactions) continue;
-        const comp = observeCompaction(db, row.session_id, c.index, 'transcript', { transcript_offset: c.endOffset, summary_kind: c.summaryKind, turn_id: obs.turnId }, now);
-        ensureCheckpoint(slow, db, row, comp.seq, comp.checkpoint_id, evidence, { path: obs.transcriptPath!, size: c.endOffset }, obs, comp.trigger, now);
+        const comp = observeCompaction(
+          db,
+          row.session_id,
+          c.index,
+          'transcript',
+          { transcript_offset: c.endOffset, summary_kind: c.summaryKind, turn_id: obs.turnId },
+          now,
+        );
+        ensureCheckpoint(
+          slow,
+          db,
+          row,
+          comp.seq,
+          comp.checkpoint_id,
+          evidence,
+          { path: obs.transcriptPath!, size: c.endOffset },
+          obs,
+          comp.trigger,
+          now,
+        );
         if (trip(db, row, comp.seq, 'transcript', now)) contained.push(comp.seq);
       }
       saveScanState(db, row.session_id, mergeScan(row, scan.result.state), now);
       // The identity a later resume must match: the newest turn identity (main lane only).
-      if (scan.result.turnContext && !obs.agentId) db.prepare('UPDATE sessions SET identity_json = ? WHERE session_id = ?').run(JSON.stringify(scan.result.turnContext), row.session_id);
+      if (scan.result.turnContext && !obs.agentId)
+        db.prepare('UPDATE sessions SET identity_json = ? WHERE session_id = ?').run(
+          JSON.stringify(scan.result.turnContext),
+          row.session_id,
+        );
       // A tool output in the transcript while its attempt is still `started`: Codex wrote the result
       // without a PostToolUse (a failed patch, an MCP error, a call another hook denied): a sure signal.
       const ids = scan.result.outputs.map((callId) => attemptId(row.session_id, callId));
@@ -208,19 +293,34 @@ async function handleWithDb(ctx: GuardContext, db: Db, obs: Observation, ev: Lat
       const trigger = ev.type === 'pre_compact' || ev.type === 'post_compact' ? ev.trigger : null;
       const comp = observeCompaction(db, row.session_id, seq, hookSource, { trigger, turn_id: obs.turnId }, now);
       db.prepare(`UPDATE sessions SET ${SEEN_COLUMN[hookSource]} = ? WHERE session_id = ?`).run(seq, row.session_id);
-      const transcript = obs.transcriptPath && hookSource === 'pre_compact' ? { path: obs.transcriptPath, size: null } : null;
+      const transcript =
+        obs.transcriptPath && hookSource === 'pre_compact' ? { path: obs.transcriptPath, size: null } : null;
       ensureCheckpoint(slow, db, row, seq, comp.checkpoint_id, evidence, transcript, obs, trigger, now);
       if (hookSource !== 'pre_compact' && trip(db, row, seq, hookSource, now)) contained.push(seq);
       row = getSession(db, obs.sessionId)!;
       // The brief is captured when the compaction is first announced (PreCompact, else SessionStart).
-      if (slow && parts && (hookSource === 'pre_compact' || (hookSource === 'session_start' && !briefSince(db, row.session_id, comp.first_seen_at)))) {
+      if (
+        slow &&
+        parts &&
+        (hookSource === 'pre_compact' ||
+          (hookSource === 'session_start' && !briefSince(db, row.session_id, comp.first_seen_at)))
+      ) {
         slow.captureBrief(db, row, obs.transcriptPath ?? row.transcript_path, now, parts);
       }
     }
 
     switch (ev.type) {
       case 'pre_tool': {
-        const d = decideTool(ctx, db, row, obs, ev.call, scan, { sandbox: reads, replay, classify: classifyContextOf(ctx, obs) }, now);
+        const d = decideTool(
+          ctx,
+          db,
+          row,
+          obs,
+          ev.call,
+          scan,
+          { sandbox: reads, replay, classify: classifyContextOf(ctx, obs) },
+          now,
+        );
         if (d.verdict !== 'allow' || ev.call.kind === null) return d;
         const admitted = admitStart(db, row, obs, ev.call, now);
         if (typeof admitted !== 'string') return admitted;
@@ -228,24 +328,57 @@ async function handleWithDb(ctx: GuardContext, db: Db, obs: Observation, ev: Lat
         return d;
       }
       case 'turn_end': {
-        const where = ev.kind === 'subagent_stop' && obs.agentId ? { lane: laneOf(row.session_id, obs.agentId) } : { session: row.session_id };
+        const where =
+          ev.kind === 'subagent_stop' && obs.agentId
+            ? { lane: laneOf(row.session_id, obs.agentId) }
+            : { session: row.session_id };
         abandonAttempts(db, where, `${ev.kind} before PostToolUse`, now);
-        if (slow && ev.kind === 'stop') slow.recordTranscript(db, row, obs.transcriptPath ?? row.transcript_path, scan.result?.turnContext ?? null);
+        if (slow && ev.kind === 'stop')
+          slow.recordTranscript(db, row, obs.transcriptPath ?? row.transcript_path, scan.result?.turnContext ?? null);
         return { verdict: 'observe', reasons: [], message: null, state: row.state };
       }
       case 'session_start': {
         const status = sessionContext(db, row);
-        if (slow && ev.source === 'compact') return { verdict: 'observe', reasons: [], message: slow.deliveryText(db, row, status, 'compact', now, 'full'), state: row.state };
+        if (slow && ev.source === 'compact')
+          return {
+            verdict: 'observe',
+            reasons: [],
+            message: slow.deliveryText(db, row, status, 'compact', now, 'full'),
+            state: row.state,
+          };
         if (slow && ev.source === 'unknown') {
           // A source Latch does not know (a newer Codex): it may follow a compaction or a resume, so
           // the full brief is delivered, and the agent and the human are told why.
           const why = `Latch: SessionStart source "${ev.raw ?? '?'}" is not one Latch knows; the full task brief is delivered.`;
           const text = slow.deliveryText(db, row, [why, status].filter(Boolean).join('\n'), 'resume', now, 'full');
-          return { verdict: 'observe', reasons: [{ code: 'unknown_source', message: why }], message: text, state: row.state, notice: why };
+          return {
+            verdict: 'observe',
+            reasons: [{ code: 'unknown_source', message: why }],
+            message: text,
+            state: row.state,
+            notice: why,
+          };
         }
         if (slow && parts && ev.source === 'resume') {
-          const q = slow.qualify(db, row, { session_id: obs.sessionId, cwd: obs.cwd, model: obs.model, permission_mode: obs.permissionMode, transcriptPath: obs.transcriptPath }, now, parts);
-          return { verdict: 'observe', reasons: [], message: slow.deliveryText(db, row, status, 'resume', now, q.decision), state: row.state };
+          const q = slow.qualify(
+            db,
+            row,
+            {
+              session_id: obs.sessionId,
+              cwd: obs.cwd,
+              model: obs.model,
+              permission_mode: obs.permissionMode,
+              transcriptPath: obs.transcriptPath,
+            },
+            now,
+            parts,
+          );
+          return {
+            verdict: 'observe',
+            reasons: [],
+            message: slow.deliveryText(db, row, status, 'resume', now, q.decision),
+            state: row.state,
+          };
         }
         return { verdict: 'observe', reasons: [], message: status, state: row.state };
       }
@@ -265,7 +398,8 @@ async function handleWithDb(ctx: GuardContext, db: Db, obs: Observation, ev: Lat
   // The tool runs once this returns: its writes must be stamped after its Start (see awaitFileClock).
   if (startedNs !== null) awaitFileClock(ctx.home, BigInt(startedNs));
   // Phase 3, after the decision is durable: the ledger's observations (a tree scan each).
-  if (ev.type === 'post_tool' && ev.call.kind !== null && ev.call.toolUseId) await closeAttempt(ctx, db, row, obs, ev.call);
+  if (ev.type === 'post_tool' && ev.call.kind !== null && ev.call.toolUseId)
+    await closeAttempt(ctx, db, row, obs, ev.call);
   if (ev.type === 'turn_end' && ev.kind !== 'session_end') await observe(ctx, db, row.workspace, ev.kind);
   return decision;
 }
@@ -277,27 +411,79 @@ async function handleWithDb(ctx: GuardContext, db: Db, obs: Observation, ev: Lat
  */
 function admitStart(db: Db, row: SessionRow, obs: Observation, call: ToolCall, now: string): Decision | string {
   const refuse = (reason: Reason): Decision => {
-    recordDenial(db, { session_id: row.session_id, turn_id: obs.turnId, tool_name: call.name, tool_use_id: call.toolUseId, summary: summarizeCall(call), reasons: [reason] }, now);
+    recordDenial(
+      db,
+      {
+        session_id: row.session_id,
+        turn_id: obs.turnId,
+        tool_name: call.name,
+        tool_use_id: call.toolUseId,
+        summary: summarizeCall(call),
+        reasons: [reason],
+      },
+      now,
+    );
     return denyDecision([reason], row.state);
   };
-  if (!call.toolUseId) return refuse({ code: 'no_tool_use_id', message: 'The hook payload has no tool_use_id, so Latch cannot record this attempt.' });
+  if (!call.toolUseId)
+    return refuse({
+      code: 'no_tool_use_id',
+      message: 'The hook payload has no tool_use_id, so Latch cannot record this attempt.',
+    });
   if (orphanedClosings(db, row.workspace).length > 0) {
-    return refuse({ code: 'recovery_pending', message: 'Latch is recovering an attempt whose hook process died; retry the call in a moment.' });
+    return refuse({
+      code: 'recovery_pending',
+      message: 'Latch is recovering an attempt whose hook process died; retry the call in a moment.',
+    });
   }
   const lane = laneOf(row.session_id, obs.agentId);
-  const stale = (db.prepare("SELECT id FROM attempts WHERE lane = ? AND state = 'started' AND turn_id IS NOT ? ").all(lane, obs.turnId) as { id: string }[]).map((r) => r.id);
+  const stale = (
+    db
+      .prepare("SELECT id FROM attempts WHERE lane = ? AND state = 'started' AND turn_id IS NOT ? ")
+      .all(lane, obs.turnId) as { id: string }[]
+  ).map((r) => r.id);
   if (stale.length > 0) abandonAttempts(db, { ids: stale }, 'a later turn started in the same lane', now);
-  return startAttempt(db, { sessionId: row.session_id, workspace: row.workspace, turnId: obs.turnId, agentId: obs.agentId, toolName: call.name, toolUseId: call.toolUseId, summary: summarizeCall(call) }, now).attempt.started_ns;
+  return startAttempt(
+    db,
+    {
+      sessionId: row.session_id,
+      workspace: row.workspace,
+      turnId: obs.turnId,
+      agentId: obs.agentId,
+      toolName: call.name,
+      toolUseId: call.toolUseId,
+      summary: summarizeCall(call),
+    },
+    now,
+  ).attempt.started_ns;
 }
 
 /** PostToolUse: started -> closing (durable), then one observation attributes the changes, -> closed. */
-async function closeAttempt(ctx: GuardContext, db: Db, row: SessionRow, obs: Observation, call: ToolCall): Promise<void> {
+async function closeAttempt(
+  ctx: GuardContext,
+  db: Db,
+  row: SessionRow,
+  obs: Observation,
+  call: ToolCall,
+): Promise<void> {
   const id = attemptId(row.session_id, call.toolUseId!);
   const owner = selfId();
   const a = immediate(db, () => {
     if (!getAttempt(db, id)) {
       // No Start on record (Latch installed mid-call): record the attempt; its changes cannot be timed.
-      startAttempt(db, { sessionId: row.session_id, workspace: row.workspace, turnId: obs.turnId, agentId: obs.agentId, toolName: call.name, toolUseId: call.toolUseId!, summary: summarizeCall(call) + ' (no Start recorded)' }, ctx.now());
+      startAttempt(
+        db,
+        {
+          sessionId: row.session_id,
+          workspace: row.workspace,
+          turnId: obs.turnId,
+          agentId: obs.agentId,
+          toolName: call.name,
+          toolUseId: call.toolUseId!,
+          summary: summarizeCall(call) + ' (no Start recorded)',
+        },
+        ctx.now(),
+      );
       markUntimed(db, id);
     }
     return beginClose(db, id, owner);
@@ -306,7 +492,11 @@ async function closeAttempt(ctx: GuardContext, db: Db, row: SessionRow, obs: Obs
   // A command the read-only classifier accepts cannot change files: its Close skips the workspace
   // scan. Should it have changed something after all, the next observation times that change into
   // this attempt's window [started, closing] like any other (attribution is by time, not by observer).
-  if (call.kind === 'shell' && a.started_ns !== '0' && (ctx.agent.isRewrittenRead(call.command ?? '') || verdictOf(ctx, obs, call).readOnly)) {
+  if (
+    call.kind === 'shell' &&
+    a.started_ns !== '0' &&
+    (ctx.agent.isRewrittenRead(call.command ?? '') || verdictOf(ctx, obs, call).readOnly)
+  ) {
     immediate(db, () => endClose(db, id, ctx.now(), CLOSE_REASON.readOnly));
     return;
   }
@@ -330,7 +520,9 @@ async function closeAttempt(ctx: GuardContext, db: Db, row: SessionRow, obs: Obs
 async function observe(ctx: GuardContext, db: Db, workspace: string, by: string): Promise<void> {
   const observer = await loadObserver();
   const sync = by === 'baseline' ? null : observer.syncWatcher(db, ctx.home, workspace);
-  immediate(db, () => observer.observeWorkspace(db, workspace, by, ctx.now(), undefined, { watch: sync && { ...sync, full: true } }));
+  immediate(db, () =>
+    observer.observeWorkspace(db, workspace, by, ctx.now(), undefined, { watch: sync && { ...sync, full: true } }),
+  );
 }
 
 /** The recovery barrier: finish the closes whose hook process died, one claim (generation) each. */
@@ -343,7 +535,12 @@ export async function recoverOrphans(ctx: Pick<GuardContext, 'now'>, db: Db, wor
       // Re-checked under the write lock: another recoverer may have claimed it since the list was
       // read, and is then the (live) closer; only a dead closer's attempt may be claimed.
       const current = getAttempt(db, orphan.id);
-      return !!current && current.state === 'closing' && !isAlive({ pid: current.closer_pid, start: current.closer_start }) && claimRecovery(db, current, owner);
+      return (
+        !!current &&
+        current.state === 'closing' &&
+        !isAlive({ pid: current.closer_pid, start: current.closer_start }) &&
+        claimRecovery(db, current, owner)
+      );
     });
     if (!won) continue;
     immediate(db, () => {
@@ -384,7 +581,11 @@ function readTranscript(ctx: GuardContext, obs: Observation, row: SessionRow, ev
   // compaction arrives through its PreCompact/PostCompact hooks). Scanning the sub-agent's file here
   // would restart it from byte 0 each time and count its compactions again.
   const path = (obs.agentId ? row.transcript_path : null) ?? obs.transcriptPath ?? row.transcript_path;
-  if (!path) return { result: null, problem: 'the session has no transcript (transcript_path is null), so compaction cannot be ruled out' };
+  if (!path)
+    return {
+      result: null,
+      problem: 'the session has no transcript (transcript_path is null), so compaction cannot be ruled out',
+    };
   if (row.transcript_path && resolve(path) !== resolve(row.transcript_path)) {
     // A resumed session may get a new rollout file; the scan then starts over for that file.
     return safeScan(ctx, path, { ...EMPTY_SCAN, compactions: row.transcript_compactions }, row, ev);
@@ -398,7 +599,8 @@ function safeScan(ctx: GuardContext, path: string, prev: ScanState, row: Session
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     // Codex writes the rollout lazily: a file that never existed holds no compaction yet.
-    if (code === 'ENOENT' && prev.dev === null && row.transcript_compactions === 0) return { result: null, problem: null };
+    if (code === 'ENOENT' && prev.dev === null && row.transcript_compactions === 0)
+      return { result: null, problem: null };
     void ev;
     return { result: null, problem: `the transcript ${path} cannot be read (${errorMessage(err)})` };
   }
@@ -446,7 +648,11 @@ function ensureCheckpoint(
     },
   );
   slow.insertCheckpoint(db, cp);
-  db.prepare('UPDATE compactions SET checkpoint_id = ? WHERE session_id = ? AND seq = ?').run(cp.id, row.session_id, seq);
+  db.prepare('UPDATE compactions SET checkpoint_id = ? WHERE session_id = ? AND seq = ?').run(
+    cp.id,
+    row.session_id,
+    seq,
+  );
 }
 
 /**
@@ -458,7 +664,14 @@ function trip(db: Db, row: SessionRow, seq: number, source: CompactionSource, no
   if (comp.tripped_at) return false;
   db.prepare('UPDATE compactions SET tripped_at = ? WHERE session_id = ? AND seq = ?').run(now, row.session_id, seq);
   const reason = `context compaction #${seq} observed via ${source} (checkpoint ${comp.checkpoint_id ?? 'none'})`;
-  transition(db, row, compactionEvent(row.policy), { compaction_seq: seq, observed_via: source, checkpoint_id: comp.checkpoint_id, policy: row.policy }, reason, now);
+  transition(
+    db,
+    row,
+    compactionEvent(row.policy),
+    { compaction_seq: seq, observed_via: source, checkpoint_id: comp.checkpoint_id, policy: row.policy },
+    reason,
+    now,
+  );
   return !mayMutate(getSession(db, row.session_id)!.state);
 }
 
@@ -476,9 +689,14 @@ async function createSession(ctx: GuardContext, db: Db, obs: Observation, ev: La
   const meta = initial?.meta ?? null;
   const parentId = meta?.forkedFrom && meta.forkedFrom !== obs.sessionId ? meta.forkedFrom : null;
   const parent = parentId ? getSession(db, parentId) : undefined;
-  const policy: ResolvedPolicy = parent ? (JSON.parse(parent.policy_json) as ResolvedPolicy) : slow.resolvePolicy(ctx.home, workspace);
+  const policy: ResolvedPolicy = parent
+    ? (JSON.parse(parent.policy_json) as ResolvedPolicy)
+    : slow.resolvePolicy(ctx.home, workspace);
   // A fork of a session Latch never saw: its inherited history may hold compactions nobody verified.
-  const unseen = parentId && !parent && obs.transcriptPath ? unseenInheritedCompaction(ctx.agent, db, obs.transcriptPath, parentId) : null;
+  const unseen =
+    parentId && !parent && obs.transcriptPath
+      ? unseenInheritedCompaction(ctx.agent, db, obs.transcriptPath, parentId)
+      : null;
 
   // Compactions already in the transcript when Latch first sees the session. A fork inherits its
   // parent's decisions about them; otherwise the transcript scan will trip on them (fail closed).
@@ -512,11 +730,25 @@ async function createSession(ctx: GuardContext, db: Db, obs: Observation, ev: La
       // The parent's compactions were the parent's to verify: count them as seen, inherit its state.
       saveScanState(db, row.session_id, initial.state, now);
       if (!mayMutate(parent.state)) {
-        transition(db, row, parent.state === 'paused' ? 'inherit:paused' : 'inherit:latched', { parent_session_id: parent.session_id }, `forked from ${parent.state} session ${parent.session_id}`, now);
+        transition(
+          db,
+          row,
+          parent.state === 'paused' ? 'inherit:paused' : 'inherit:latched',
+          { parent_session_id: parent.session_id },
+          `forked from ${parent.state} session ${parent.session_id}`,
+          now,
+        );
       }
     }
     if (created && unseen && policy.policy !== 'continue') {
-      transition(db, row, policy.policy === 'pause' ? 'inherit:paused' : 'inherit:latched', { parent_session_id: parentId, ancestor_session_id: unseen.ancestor }, `forked from session ${parentId}: ${unseen.detail}`, now);
+      transition(
+        db,
+        row,
+        policy.policy === 'pause' ? 'inherit:paused' : 'inherit:latched',
+        { parent_session_id: parentId, ancestor_session_id: unseen.ancestor },
+        `forked from session ${parentId}: ${unseen.detail}`,
+        now,
+      );
     }
     return getSession(db, obs.sessionId)!;
   });
@@ -528,18 +760,27 @@ async function createSession(ctx: GuardContext, db: Db, obs: Observation, ev: La
  * Walks up through unseen ancestors and counts the compactions in each inherited prefix; an
  * ancestor Latch knows decides by its own state. Unreadable or missing history counts (fail closed).
  */
-function unseenInheritedCompaction(agent: Agent, db: Db, forkTranscript: string, parentId: string): { ancestor: string; detail: string } | null {
+function unseenInheritedCompaction(
+  agent: Agent,
+  db: Db,
+  forkTranscript: string,
+  parentId: string,
+): { ancestor: string; detail: string } | null {
   let child = forkTranscript;
   let id: string | null = parentId;
   for (let depth = 0; id !== null && depth < 32; depth++) {
     const cur: string = id;
     const known = getSession(db, cur);
-    if (known) return mayMutate(known.state) ? null : { ancestor: cur, detail: `its history comes from session ${cur}, which is ${known.state}` };
+    if (known)
+      return mayMutate(known.state)
+        ? null
+        : { ancestor: cur, detail: `its history comes from session ${cur}, which is ${known.state}` };
     const what = `the history it inherits from session ${cur}, which Latch never saw,`;
     try {
       const end = agent.transcript.inheritedEnd(child);
       const path = agent.transcript.find(child, cur);
-      if (!path) return { ancestor: cur, detail: `${what} cannot be checked for compaction (its transcript was not found)` };
+      if (!path)
+        return { ancestor: cur, detail: `${what} cannot be checked for compaction (its transcript was not found)` };
       const scan = agent.transcript.scan(path, EMPTY_SCAN);
       const n = scan.compactions.filter((c) => end === null || c.endOffset <= end).length;
       if (n > 0) return { ancestor: cur, detail: `${what} contains ${n} context compaction(s) that no one verified` };
@@ -570,12 +811,24 @@ export function blockers(db: Db, row: SessionRow): SessionRow[] {
   return out;
 }
 
-function decideTool(ctx: GuardContext, db: Db, row: SessionRow, obs: Observation, call: ToolCall, scan: TranscriptRead, held: HeldRead, now: string): Decision {
+function decideTool(
+  ctx: GuardContext,
+  db: Db,
+  row: SessionRow,
+  obs: Observation,
+  call: ToolCall,
+  scan: TranscriptRead,
+  held: HeldRead,
+  now: string,
+): Decision {
   const policy = JSON.parse(row.policy_json) as ResolvedPolicy;
   const reasons: Reason[] = [];
   const transcriptOptional = policy.transcript === 'optional' && !obs.transcriptPath;
   if (scan.problem && !transcriptOptional) {
-    reasons.push({ code: 'transcript_unchecked', message: `Latch cannot tell whether the context was compacted: ${scan.problem}.` });
+    reasons.push({
+      code: 'transcript_unchecked',
+      message: `Latch cannot tell whether the context was compacted: ${scan.problem}.`,
+    });
   }
   for (const s of blockers(db, row)) reasons.push(latchReason(db, s, row));
   if (reasons.length === 0) return allow([], row.state);
@@ -585,26 +838,55 @@ function decideTool(ctx: GuardContext, db: Db, row: SessionRow, obs: Observation
     if (d.verdict !== 'deny') return d;
     // The classifier's read that the held-read rules still refuse (a Latch read not in its exact form).
     reasons.push(...d.reasons);
-    recordDenial(db, { session_id: row.session_id, turn_id: obs.turnId, tool_name: call.name, tool_use_id: call.toolUseId, summary: summarizeCall(call), reasons }, now);
+    recordDenial(
+      db,
+      {
+        session_id: row.session_id,
+        turn_id: obs.turnId,
+        tool_name: call.name,
+        tool_use_id: call.toolUseId,
+        summary: summarizeCall(call),
+        reasons,
+      },
+      now,
+    );
     return { ...denyDecision(reasons, row.state), notice: denialNotice(db, row, call, reasons) };
   }
   if (readOnly) return allow([readOnly], row.state);
   if (call.kind === 'unknown') {
-    reasons.push({ code: 'unknown_tool', message: `Latch does not know the tool \`${call.name}\` (a newer agent release?); it is treated as able to change files.` });
+    reasons.push({
+      code: 'unknown_tool',
+      message: `Latch does not know the tool \`${call.name}\` (a newer agent release?); it is treated as able to change files.`,
+    });
   }
   if (call.kind === 'shell') {
     // Tell the agent why this command is not one of the reads that stay allowed, so it can re-spell it.
     const why = verdictOf(ctx, obs, call, true).reasons[0]?.replace(/\.$/, '');
-    if (why) reasons.push({ code: 'not_read_only', message: `This command is not a read Latch allows while held: ${why}.` });
+    if (why)
+      reasons.push({ code: 'not_read_only', message: `This command is not a read Latch allows while held: ${why}.` });
   }
-  recordDenial(db, { session_id: row.session_id, turn_id: obs.turnId, tool_name: call.name, tool_use_id: call.toolUseId, summary: summarizeCall(call), reasons }, now);
+  recordDenial(
+    db,
+    {
+      session_id: row.session_id,
+      turn_id: obs.turnId,
+      tool_name: call.name,
+      tool_use_id: call.toolUseId,
+      summary: summarizeCall(call),
+      reasons,
+    },
+    now,
+  );
   return { ...denyDecision(reasons, row.state), notice: denialNotice(db, row, call, reasons) };
 }
 
 /** What the human is told at a trip (Codex shows `systemMessage` to the user, not the model). */
 function tripNotice(db: Db, row: SessionRow, seq: number): string {
   const cp = latestCheckpoint(db, row.session_id);
-  const how = row.state === 'paused' ? `run \`latch resume\` in ${row.workspace}` : `review, then run \`latch verify\` in ${row.workspace}`;
+  const how =
+    row.state === 'paused'
+      ? `run \`latch resume\` in ${row.workspace}`
+      : `review, then run \`latch verify\` in ${row.workspace}`;
   return `Latch: context compaction #${seq} observed; session ${row.session_id} is ${row.state}${cp ? ` (checkpoint ${cp.id})` : ''}. Its writes are blocked until you ${how}.`;
 }
 
@@ -623,7 +905,12 @@ function denialNotice(db: Db, row: SessionRow, call: ToolCall, reasons: Reason[]
 function readSandbox(ctx: GuardContext): ReadSandbox {
   try {
     return ctx.agent.readSandbox(ctx.home, ctx.env ?? process.env, (bin, args, env) => {
-      const r = childProcess().spawnSync(bin, args, { env, encoding: 'utf8', stdio: ['ignore', 'ignore', 'pipe'], timeout: 20_000 });
+      const r = childProcess().spawnSync(bin, args, {
+        env,
+        encoding: 'utf8',
+        stdio: ['ignore', 'ignore', 'pipe'],
+        timeout: 20_000,
+      });
       return { status: r.status, stderr: r.stderr ?? String(r.error ?? '') };
     });
   } catch (err) {
@@ -646,7 +933,13 @@ function latchReplay(ctx: GuardContext, obs: Observation, call: ToolCall): strin
   const entry = latchEntry();
   const args = entry ? latchReadArgs(call.command ?? '', entry) : null;
   if (!entry || !args || !verdictOf(ctx, obs, call, true).readOnly) return null;
-  const r = childProcess().spawnSync(process.execPath, [entry, ...args], { cwd: obs.cwd, env: ctx.env ?? process.env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 30_000 });
+  const r = childProcess().spawnSync(process.execPath, [entry, ...args], {
+    cwd: obs.cwd,
+    env: ctx.env ?? process.env,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+    timeout: 30_000,
+  });
   return replayCommand((r.stdout ?? '') + (r.stderr ?? ''), r.status ?? 1);
 }
 
@@ -665,21 +958,37 @@ interface HeldRead {
  * classifier alone, and the reason says so.
  */
 function sandboxedRead(call: ToolCall, readOnly: Reason, held: HeldRead, state: AuthState): Decision {
-  const input = call.input && typeof call.input === 'object' && !Array.isArray(call.input) ? (call.input as Record<string, unknown>) : {};
-  if (held.replay !== null) return { ...allow([readOnly, { code: 'latch_read', message: 'Latch ran this read itself.' }], state), updatedInput: { ...input, command: held.replay } };
+  const input =
+    call.input && typeof call.input === 'object' && !Array.isArray(call.input)
+      ? (call.input as Record<string, unknown>)
+      : {};
+  if (held.replay !== null)
+    return {
+      ...allow([readOnly, { code: 'latch_read', message: 'Latch ran this read itself.' }], state),
+      updatedInput: { ...input, command: held.replay },
+    };
   const sb = held.sandbox;
   // The same decision the adversarial corpus checks (src/guard/held.ts), on the verdict already made.
   const run = heldShell(call.command ?? '', held.classify, sb?.ok ? sb.wrap : null);
   if (!run.allow) return denyDecision([{ code: 'not_read_only', message: run.reasons[0] ?? 'not a read' }], state);
   const how = run.sandboxed
     ? { code: 'sandboxed', message: 'It runs inside the agent’s read-only sandbox.' }
-    : { code: 'classifier_only', message: `No read-only sandbox (${sb && !sb.ok ? sb.why : 'not checked'}): the classifier alone guards this read.` };
+    : {
+        code: 'classifier_only',
+        message: `No read-only sandbox (${sb && !sb.ok ? sb.why : 'not checked'}): the classifier alone guards this read.`,
+      };
   return { ...allow([readOnly, how], state), updatedInput: { ...input, command: run.command } };
 }
 
 function classifyContextOf(ctx: GuardContext, obs: Observation): ClassifyContext {
   const env = ctx.env ?? process.env;
-  return classifierContext({ latchHome: ctx.home, cwd: obs.cwd, latchEntry: latchEntry(), env, registration: ctx.agent.registrationPaths(env, obs.cwd) });
+  return classifierContext({
+    latchHome: ctx.home,
+    cwd: obs.cwd,
+    latchEntry: latchEntry(),
+    env,
+    registration: ctx.agent.registrationPaths(env, obs.cwd),
+  });
 }
 
 const verdicts = new WeakMap<ToolCall, CommandVerdict>();
@@ -710,9 +1019,14 @@ function readOnlyCall(ctx: GuardContext, obs: Observation, call: ToolCall, polic
   return null;
 }
 
-function latestCheckpoint(db: Db, sessionId: string): { id: string; created_at: string; compaction_seq: number } | undefined {
+function latestCheckpoint(
+  db: Db,
+  sessionId: string,
+): { id: string; created_at: string; compaction_seq: number } | undefined {
   return db
-    .prepare('SELECT id, created_at, compaction_seq FROM checkpoints WHERE session_id = ? ORDER BY compaction_seq DESC, created_at DESC LIMIT 1')
+    .prepare(
+      'SELECT id, created_at, compaction_seq FROM checkpoints WHERE session_id = ? ORDER BY compaction_seq DESC, created_at DESC LIMIT 1',
+    )
     .get(sessionId) as { id: string; created_at: string; compaction_seq: number } | undefined;
 }
 
@@ -722,7 +1036,8 @@ const READS_STILL_WORK = `reads still work (inside the agent’s read-only sandb
 function latchReason(db: Db, holder: SessionRow, self: SessionRow): Reason {
   const cp = latestCheckpoint(db, holder.session_id);
   const cpText = cp ? `checkpoint ${cp.id} (compaction #${cp.compaction_seq}, ${cp.created_at})` : 'no checkpoint';
-  const whose = holder.session_id === self.session_id ? 'This session' : `Session ${holder.session_id} (workspace-scoped latch)`;
+  const whose =
+    holder.session_id === self.session_id ? 'This session' : `Session ${holder.session_id} (workspace-scoped latch)`;
   if (holder.state === 'paused') {
     return {
       code: 'paused',
@@ -743,7 +1058,10 @@ function latchReason(db: Db, holder: SessionRow, self: SessionRow): Reason {
 function sessionContext(db: Db, row: SessionRow): string | null {
   const held = blockers(db, row);
   if (held.length === 0) return null;
-  const lines = ['Latch: mutation authority for this session is revoked.', ...held.map((s) => latchReason(db, s, row).message)];
+  const lines = [
+    'Latch: mutation authority for this session is revoked.',
+    ...held.map((s) => latchReason(db, s, row).message),
+  ];
   lines.push('Until a human restores authority, only inspect (read-only commands) and report what you would do next.');
   return lines.join('\n');
 }

@@ -9,7 +9,17 @@ import { classifyCommand, type ClassifyContext } from '../shell/readonly.js';
 import { latchReadArgs, trustedPath, wrapClassifierOnly } from './read-shell.js';
 
 /** Shell startup files: agents run hooks and commands through a login shell, so these run before each. */
-export const SHELL_STARTUP_FILES = ['.bash_profile', '.bash_login', '.profile', '.bashrc', '.bash_logout', '.zshenv', '.zprofile', '.zshrc', '.zlogin'];
+export const SHELL_STARTUP_FILES = [
+  '.bash_profile',
+  '.bash_login',
+  '.profile',
+  '.bashrc',
+  '.bash_logout',
+  '.zshenv',
+  '.zprofile',
+  '.zshrc',
+  '.zlogin',
+];
 
 export interface ClassifierInputs {
   latchHome: string;
@@ -37,7 +47,10 @@ export function classifierContext(i: ClassifierInputs): ClassifyContext {
   const protectedPaths: ProtectedPath[] = [
     ...i.registration,
     { path: join(resolve(i.cwd), '.latch.toml'), reason: 'the project’s Latch policy (.latch.toml)' },
-    ...SHELL_STARTUP_FILES.map((f) => ({ path: join(home, f), reason: `a shell startup file (~/${f}) that runs before every hook` })),
+    ...SHELL_STARTUP_FILES.map((f) => ({
+      path: join(home, f),
+      reason: `a shell startup file (~/${f}) that runs before every hook`,
+    })),
   ];
   if (i.latchEntry) {
     protectedPaths.push(
@@ -53,18 +66,34 @@ export type HeldShell =
   | { allow: true; command: string; sandboxed: boolean; reasons: string[] };
 
 /** The decision for one Bash call of a held session: deny, or the command to run (as rewritten). */
-export function heldShell(command: string, ctx: ClassifyContext, sandbox: ((command: string) => string) | null, env: NodeJS.ProcessEnv = process.env): HeldShell {
+export function heldShell(
+  command: string,
+  ctx: ClassifyContext,
+  sandbox: ((command: string) => string) | null,
+  env: NodeJS.ProcessEnv = process.env,
+): HeldShell {
   // Both wrappers run the command with the held-read environment the classifier may then rely on.
   const v = classifyCommand(command, { ...ctx, gitEnvHardened: true });
   if (v.touchesLatch || !v.readOnly) return { allow: false, touchesLatch: v.touchesLatch, reasons: v.reasons };
   // Latch's own reads run in the hook (src/guard/guard.ts latchReplay), only in their exact form: any
   // other spelling of the installed Latch would run it in the agent's shell.
   if (ctx.latchBin && command.includes(basename(ctx.latchBin)) && !latchReadArgs(command, ctx.latchBin)) {
-    return { allow: false, touchesLatch: true, reasons: [`run Latch's reads alone and exactly as \`node ${ctx.latchBin} status\` (or \`brief --page N\`): Latch runs them itself`] };
+    return {
+      allow: false,
+      touchesLatch: true,
+      reasons: [
+        `run Latch's reads alone and exactly as \`node ${ctx.latchBin} status\` (or \`brief --page N\`): Latch runs them itself`,
+      ],
+    };
   }
   return sandbox
     ? { allow: true, command: sandbox(command), sandboxed: true, reasons: [] }
-    : { allow: true, command: wrapClassifierOnly(command, trustedPath(env.PATH, ctx.home ?? env.HOME)), sandboxed: false, reasons: [] };
+    : {
+        allow: true,
+        command: wrapClassifierOnly(command, trustedPath(env.PATH, ctx.home ?? env.HOME)),
+        sandboxed: false,
+        reasons: [],
+      };
 }
 
 /** `p` with every symlink in its longest existing prefix resolved (the rest appended as written). */
@@ -105,7 +134,10 @@ function inside(p: string, dir: string): boolean {
  */
 export function patchTouchesLatch(tool: string, paths: readonly string[], ctx: ClassifyContext): string[] {
   const cwd = ctx.cwd ?? process.cwd();
-  const targets = [{ path: ctx.latchHome, reason: `the Latch home directory ${ctx.latchHome}` }, ...(ctx.protectedPaths ?? [])].map((t) => ({
+  const targets = [
+    { path: ctx.latchHome, reason: `the Latch home directory ${ctx.latchHome}` },
+    ...(ctx.protectedPaths ?? []),
+  ].map((t) => ({
     ...t,
     paths: [resolve(t.path), realish(t.path)],
   }));
@@ -116,7 +148,8 @@ export function patchTouchesLatch(tool: string, paths: readonly string[], ctx: C
     const abs = resolve(cwd, expanded);
     const candidates = [abs, realish(abs)];
     for (const t of targets) {
-      if (candidates.some((c) => t.paths.some((d) => inside(c, d)))) reasons.push(`${tool} names ${raw}, which reaches ${t.reason}`);
+      if (candidates.some((c) => t.paths.some((d) => inside(c, d))))
+        reasons.push(`${tool} names ${raw}, which reaches ${t.reason}`);
     }
   }
   return reasons;

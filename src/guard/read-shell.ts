@@ -5,7 +5,15 @@
 import { GIT_SAFE_CONFIG } from '../shell/readonly.js';
 
 /** The environment every held read gets: no pager, no startup files, no prompts, no optional locks. */
-const READ_ENV = ['PAGER=cat', 'GIT_PAGER=cat', 'MANPAGER=cat', 'SYSTEMD_PAGER=cat', 'LESSSECURE=1', 'GIT_TERMINAL_PROMPT=0', 'GIT_OPTIONAL_LOCKS=0'];
+const READ_ENV = [
+  'PAGER=cat',
+  'GIT_PAGER=cat',
+  'MANPAGER=cat',
+  'SYSTEMD_PAGER=cat',
+  'LESSSECURE=1',
+  'GIT_TERMINAL_PROMPT=0',
+  'GIT_OPTIONAL_LOCKS=0',
+];
 
 /**
  * git config that runs a program, switched off for a held read (GIT_CONFIG_COUNT entries win over
@@ -14,17 +22,46 @@ const READ_ENV = ['PAGER=cat', 'GIT_PAGER=cat', 'MANPAGER=cat', 'SYSTEMD_PAGER=c
  */
 function gitOverrides(): string[] {
   const out = [`GIT_CONFIG_COUNT=${GIT_SAFE_CONFIG.length}`];
-  GIT_SAFE_CONFIG.forEach(([k, v], i) => out.push(shellQuote(`GIT_CONFIG_KEY_${i}=${k}`), shellQuote(`GIT_CONFIG_VALUE_${i}=${v}`)));
+  GIT_SAFE_CONFIG.forEach(([k, v], i) => {
+    out.push(shellQuote(`GIT_CONFIG_KEY_${i}=${k}`), shellQuote(`GIT_CONFIG_VALUE_${i}=${v}`));
+  });
   return out;
 }
 
 /** Variables that would make the shell or git read other files or run other programs. */
-const UNSET = ['BASH_ENV', 'ENV', 'CDPATH', 'GIT_CONFIG_PARAMETERS', 'GIT_CONFIG', 'GIT_CONFIG_GLOBAL', 'GIT_CONFIG_SYSTEM', 'GIT_EXEC_PATH', 'GIT_EXTERNAL_DIFF', 'GIT_DIR', 'GIT_WORK_TREE', 'RIPGREP_CONFIG_PATH', 'NODE_OPTIONS', 'LD_PRELOAD', 'LD_LIBRARY_PATH'];
+const UNSET = [
+  'BASH_ENV',
+  'ENV',
+  'CDPATH',
+  'GIT_CONFIG_PARAMETERS',
+  'GIT_CONFIG',
+  'GIT_CONFIG_GLOBAL',
+  'GIT_CONFIG_SYSTEM',
+  'GIT_EXEC_PATH',
+  'GIT_EXTERNAL_DIFF',
+  'GIT_DIR',
+  'GIT_WORK_TREE',
+  'RIPGREP_CONFIG_PATH',
+  'NODE_OPTIONS',
+  'LD_PRELOAD',
+  'LD_LIBRARY_PATH',
+];
 
 /** `env -u … <read env> bash --noprofile --norc -c '<command>'`: the read itself, in a clean shell. */
 export function readShell(command: string, path?: string): string[] {
   const p = path === undefined ? [] : [shellQuote(`PATH=${path}`)];
-  return ['/usr/bin/env', ...UNSET.flatMap((v) => ['-u', v]), ...READ_ENV, ...p, ...gitOverrides(), '/bin/bash', '--noprofile', '--norc', '-c', shellQuote(command)];
+  return [
+    '/usr/bin/env',
+    ...UNSET.flatMap((v) => ['-u', v]),
+    ...READ_ENV,
+    ...p,
+    ...gitOverrides(),
+    '/bin/bash',
+    '--noprofile',
+    '--norc',
+    '-c',
+    shellQuote(command),
+  ];
 }
 
 /**
@@ -55,7 +92,6 @@ export function shellQuote(s: string): string {
   return `'${s.replace(/'/g, `'\\''`)}'`;
 }
 
-
 /** Latch's read-only subcommands the hook may run on the agent's behalf while it is held. */
 const LATCH_READS: ReadonlySet<string> = new Set(['status', 'brief', 'log', 'blame']);
 /** A plain word: nothing a shell would expand, quote or split. */
@@ -83,7 +119,6 @@ export function replayCommand(output: string, code: number): string {
   const text = output.length > max ? output.slice(0, max) + `\n[latch: output cut at ${max} characters]\n` : output;
   return `printf '%s' ${shellQuote(text)}; exit ${Number.isInteger(code) && code >= 0 && code < 256 ? code : 1}`;
 }
-
 
 /** Is `text` the classifier-only clean shell (wrapClassifierOnly)? */
 export function isCleanShell(text: string): boolean {

@@ -5,4 +5,11 @@ export { checkpointRow, collectEvidence, hashPrefix, insertCheckpoint } from '..
 export { resolvePolicy } from '../session/policy.js';
 export { workspaceRoot } from '../base/git.js';
 export { observeWorkspace } from '../ledger/observe.js';
-export { captureBrief, deliveryText, evidenceRelease, qualify, recordReads, recordTranscript } from '../continuity/continuity.js';
+export {
+  captureBrief,
+  deliveryText,
+  evidenceRelease,
+  qualify,
+  recordReads,
+  recordTranscript,
+} from '../continuity/continuity.js';

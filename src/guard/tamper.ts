@@ -19,7 +19,17 @@
 //   finding; `checkRegistration` then refreshes the recorded stat so the next hook is quick again.
 //
 // A change is undone only by a human re-running `latch setup codex` (which re-records everything).
-import { accessSync, constants, lstatSync, readFileSync, readlinkSync, readdirSync, realpathSync, statSync, type BigIntStats } from 'node:fs';
+import {
+  accessSync,
+  constants,
+  lstatSync,
+  readFileSync,
+  readlinkSync,
+  readdirSync,
+  realpathSync,
+  statSync,
+  type BigIntStats,
+} from 'node:fs';
 import { createRequire } from 'node:module';
 import { delimiter, dirname, isAbsolute, join, resolve } from 'node:path';
 import { nodeCrypto } from '../base/lazy.js';
@@ -161,10 +171,20 @@ export function statSig(path: string): string {
 // store access
 
 export function loadRecorded(db: Db): Recorded {
-  const scopes = db.prepare('SELECT scope, kind, recorded_at, json FROM registrations ORDER BY scope').all() as ScopeRow[];
-  const files = db.prepare('SELECT scope, path, role, sig, sha256, link FROM registration_files ORDER BY scope, path').all() as FileRow[];
-  const a = db.prepare('SELECT sigs, findings_json, at FROM registration_alarm WHERE id = 1').get() as { sigs: string; findings_json: string; at: string } | undefined;
-  return { scopes, files, alarm: a ? { sigs: a.sigs, findings: JSON.parse(a.findings_json) as Finding[], at: a.at } : null };
+  const scopes = db
+    .prepare('SELECT scope, kind, recorded_at, json FROM registrations ORDER BY scope')
+    .all() as ScopeRow[];
+  const files = db
+    .prepare('SELECT scope, path, role, sig, sha256, link FROM registration_files ORDER BY scope, path')
+    .all() as FileRow[];
+  const a = db.prepare('SELECT sigs, findings_json, at FROM registration_alarm WHERE id = 1').get() as
+    | { sigs: string; findings_json: string; at: string }
+    | undefined;
+  return {
+    scopes,
+    files,
+    alarm: a ? { sigs: a.sigs, findings: JSON.parse(a.findings_json) as Finding[], at: a.at } : null,
+  };
 }
 
 function isRecorded(src: Db | Recorded): src is Recorded {
@@ -180,7 +200,11 @@ function stmts(db: Db): { packed: Statement; ws: Statement } {
   if (!s) {
     s = {
       // One string for the hot path (a row per file costs ~4x more to fetch): scope US path US sig RS ...
-      packed: db.prepare(`SELECT group_concat(scope || char(31) || path || char(31) || sig, char(30)) AS p FROM registration_files WHERE scope NOT LIKE 'ws:%' OR scope = ?`).pluck(),
+      packed: db
+        .prepare(
+          `SELECT group_concat(scope || char(31) || path || char(31) || sig, char(30)) AS p FROM registration_files WHERE scope NOT LIKE 'ws:%' OR scope = ?`,
+        )
+        .pluck(),
       ws: db.prepare('SELECT scope, path, role, sig, sha256, link FROM registration_files WHERE scope = ?'),
     };
     statements.set(db, s);
@@ -206,9 +230,14 @@ function packedRows(db: Db, wsScope: string): QuickRow[] {
 function workspaceRows(src: Db | Recorded, workspace: string | null | undefined): FileRow[] {
   if (!workspace) return [];
   const scope = WS_PREFIX + workspace;
-  const recorded = isRecorded(src) ? src.files.filter((f) => f.scope === scope) : (stmts(src).ws.all(scope) as FileRow[]);
+  const recorded = isRecorded(src)
+    ? src.files.filter((f) => f.scope === scope)
+    : (stmts(src).ws.all(scope) as FileRow[]);
   const rows: FileRow[] = [];
-  for (const [name, role] of [['config.toml', 'ws_config'], ['hooks.json', 'ws_hooks']] as const) {
+  for (const [name, role] of [
+    ['config.toml', 'ws_config'],
+    ['hooks.json', 'ws_hooks'],
+  ] as const) {
     const path = join(workspace, '.codex', name);
     rows.push(recorded.find((r) => r.path === path) ?? { scope, path, role, sig: 'absent', sha256: null, link: null });
   }
@@ -231,7 +260,9 @@ export interface QuickResult {
  */
 export function quickCheck(src: Db | Recorded, opts: { workspace?: string | null } = {}): QuickResult {
   const wsScope = opts.workspace ? WS_PREFIX + opts.workspace : '';
-  const packed: QuickRow[] = isRecorded(src) ? src.files.filter((f) => !f.scope.startsWith(WS_PREFIX) || f.scope === wsScope) : packedRows(src, wsScope);
+  const packed: QuickRow[] = isRecorded(src)
+    ? src.files.filter((f) => !f.scope.startsWith(WS_PREFIX) || f.scope === wsScope)
+    : packedRows(src, wsScope);
   const files = packed.filter((f) => !f.scope.startsWith(WS_PREFIX));
   const rows: QuickRow[] = files.slice();
   if (opts.workspace) {
@@ -294,7 +325,8 @@ const MAX_HASHED = 64 * 1024 * 1024;
 function readNow(path: string): FileNow {
   const sig = statSig(path);
   if (sig === 'absent') return { sig, kind: 'absent', link: null, bytes: null, sha256: null };
-  if (sig.startsWith('error:')) return { sig, kind: 'error', link: null, bytes: null, sha256: null, error: sig.slice(6) };
+  if (sig.startsWith('error:'))
+    return { sig, kind: 'error', link: null, bytes: null, sha256: null, error: sig.slice(6) };
   const k = sig[0];
   const kind = k === 'f' ? 'file' : k === 'l' ? 'symlink' : k === 'd' ? 'dir' : 'other';
   let link: string | null = null;
@@ -305,16 +337,25 @@ function readNow(path: string): FileNow {
       link = null;
     }
   }
-  if (kind === 'dir' || kind === 'other' || sig.endsWith('>dangling')) return { sig, kind, link, bytes: null, sha256: null };
+  if (kind === 'dir' || kind === 'other' || sig.endsWith('>dangling'))
+    return { sig, kind, link, bytes: null, sha256: null };
   if (kind === 'symlink' && !/>f:/.test(sig)) return { sig, kind, link, bytes: null, sha256: null };
   // No recorded file is this large; hashing one would blow the hook's deadline (and memory).
   const size = Number((kind === 'symlink' ? sig.slice(sig.indexOf('>') + 1) : sig).split(':')[1]);
-  if (size > MAX_HASHED) return { sig, kind, link, bytes: null, sha256: `too-large:${size}`, error: `larger than ${MAX_HASHED} bytes` };
+  if (size > MAX_HASHED)
+    return { sig, kind, link, bytes: null, sha256: `too-large:${size}`, error: `larger than ${MAX_HASHED} bytes` };
   try {
     const bytes = readFileSync(path);
     return { sig, kind, link, bytes, sha256: sha256(bytes) };
   } catch (err) {
-    return { sig, kind: 'error', link, bytes: null, sha256: null, error: (err as NodeJS.ErrnoException).code ?? String(err) };
+    return {
+      sig,
+      kind: 'error',
+      link,
+      bytes: null,
+      sha256: null,
+      error: (err as NodeJS.ErrnoException).code ?? String(err),
+    };
   }
 }
 
@@ -349,7 +390,13 @@ export function latchHandlersOf(data: unknown): CanonHandler[] {
       if (!Array.isArray(group.hooks)) return;
       group.hooks.forEach((h: unknown, hi) => {
         if (!isLatchHandler(h)) return;
-        out.push({ event, group: gi, index: hi, matcher: typeof group.matcher === 'string' ? group.matcher : null, json: canonicalJson(h) });
+        out.push({
+          event,
+          group: gi,
+          index: hi,
+          matcher: typeof group.matcher === 'string' ? group.matcher : null,
+          json: canonicalJson(h),
+        });
       });
     });
   }
@@ -386,9 +433,16 @@ function parseHooks(bytes: Buffer): { data: unknown; error?: string } {
 function describeHandlerChange(before: CanonHandler, after: CanonHandler): string {
   const b = JSON.parse(before.json) as Record<string, unknown>;
   const a = JSON.parse(after.json) as Record<string, unknown>;
-  const fields = [...new Set([...Object.keys(b), ...Object.keys(a)])].filter((k) => canonicalJson(b[k]) !== canonicalJson(a[k]));
-  const parts = fields.map((k) => (k === 'command' ? `command now ${clip(String(a[k]))}` : `${k} ${clip(canonicalJson(b[k]))} -> ${clip(canonicalJson(a[k]))}`));
-  if (before.matcher !== after.matcher) parts.push(`matcher ${JSON.stringify(before.matcher)} -> ${JSON.stringify(after.matcher)}`);
+  const fields = [...new Set([...Object.keys(b), ...Object.keys(a)])].filter(
+    (k) => canonicalJson(b[k]) !== canonicalJson(a[k]),
+  );
+  const parts = fields.map((k) =>
+    k === 'command'
+      ? `command now ${clip(String(a[k]))}`
+      : `${k} ${clip(canonicalJson(b[k]))} -> ${clip(canonicalJson(a[k]))}`,
+  );
+  if (before.matcher !== after.matcher)
+    parts.push(`matcher ${JSON.stringify(before.matcher)} -> ${JSON.stringify(after.matcher)}`);
   return parts.join('; ') || 'changed';
 }
 
@@ -399,35 +453,67 @@ function clip(s: string, max = 160): string {
 function compareHooks(scope: HooksScope, row: FileRow, now: FileNow): Finding[] {
   const path = row.path;
   const f = (code: string, detail: string): Finding => ({ code, severity: 'tamper', path, detail });
-  if (now.kind === 'absent') return [f('hooks_file_missing', 'hooks.json was removed: Codex runs none of the Latch handlers')];
-  if (now.kind === 'error' || now.bytes === null) return [f('hooks_file_unreadable', `cannot read it (${now.error ?? now.kind})`)];
+  if (now.kind === 'absent')
+    return [f('hooks_file_missing', 'hooks.json was removed: Codex runs none of the Latch handlers')];
+  if (now.kind === 'error' || now.bytes === null)
+    return [f('hooks_file_unreadable', `cannot read it (${now.error ?? now.kind})`)];
   const out: Finding[] = [];
   if (row.link !== now.link || kindOfSig(row.sig) !== kindOfSig(now.sig)) {
-    out.push(f('file_replaced', `was a ${kindOfSig(row.sig)}${row.link ? ` -> ${row.link}` : ''}, now a ${kindOfSig(now.sig)}${now.link ? ` -> ${now.link}` : ''}`));
+    out.push(
+      f(
+        'file_replaced',
+        `was a ${kindOfSig(row.sig)}${row.link ? ` -> ${row.link}` : ''}, now a ${kindOfSig(now.sig)}${now.link ? ` -> ${now.link}` : ''}`,
+      ),
+    );
   }
   if (now.sha256 === scope.hooks_sha256) return out;
   const parsed = parseHooks(now.bytes);
-  if (parsed.error) return [...out, f('hooks_file_unreadable', `${parsed.error}: Codex cannot load it, so no Latch handler runs`)];
+  if (parsed.error)
+    return [...out, f('hooks_file_unreadable', `${parsed.error}: Codex cannot load it, so no Latch handler runs`)];
   const cur = latchHandlersOf(parsed.data);
   const pos = (h: CanonHandler) => `${h.event}:${h.group}:${h.index}`;
   for (const r of scope.handlers) {
     const same = cur.find((c) => pos(c) === pos(r));
     if (same && same.json === r.json && same.matcher === r.matcher) continue;
     if (same) {
-      out.push(f('handler_changed', `${r.event} handler ${describeHandlerChange(r, same)} (Codex skips a changed handler until it is trusted again)`));
+      out.push(
+        f(
+          'handler_changed',
+          `${r.event} handler ${describeHandlerChange(r, same)} (Codex skips a changed handler until it is trusted again)`,
+        ),
+      );
       continue;
     }
     const moved = cur.find((c) => c.event === r.event && c.json === r.json);
-    if (moved) out.push(f('handler_moved', `${r.event} handler moved from group ${r.group}/${r.index} to ${moved.group}/${moved.index} (its trust key changed: Codex skips it)`));
+    if (moved)
+      out.push(
+        f(
+          'handler_moved',
+          `${r.event} handler moved from group ${r.group}/${r.index} to ${moved.group}/${moved.index} (its trust key changed: Codex skips it)`,
+        ),
+      );
     else out.push(f('handler_removed', `${r.event} handler removed`));
   }
   for (const c of cur) {
-    if (!scope.handlers.some((r) => pos(r) === pos(c)) && !scope.handlers.some((r) => r.event === c.event && r.json === c.json)) {
-      out.push(f('handler_added', `a Latch-looking ${c.event} handler was added at ${c.group}/${c.index}: ${clip(String((JSON.parse(c.json) as { command?: unknown }).command))}`));
+    if (
+      !scope.handlers.some((r) => pos(r) === pos(c)) &&
+      !scope.handlers.some((r) => r.event === c.event && r.json === c.json)
+    ) {
+      out.push(
+        f(
+          'handler_added',
+          `a Latch-looking ${c.event} handler was added at ${c.group}/${c.index}: ${clip(String((JSON.parse(c.json) as { command?: unknown }).command))}`,
+        ),
+      );
     }
   }
   if (out.length === 0 && sha256(canonicalJson(parsed.data)) !== scope.hooks_canon_sha256) {
-    out.push(f('hooks_file_changed', 'content other than the Latch handlers changed (a hook added, removed or edited: it runs outside any sandbox on every matching event)'));
+    out.push(
+      f(
+        'hooks_file_changed',
+        'content other than the Latch handlers changed (a hook added, removed or edited: it runs outside any sandbox on every matching event)',
+      ),
+    );
   }
   return out;
 }
@@ -448,7 +534,14 @@ export function configPart(bytes: Buffer | null, latchKeys: string[], project: s
   try {
     cfg = parseToml(bytes.toString('utf8'));
   } catch (err) {
-    return { exists: true, error: (err as Error).message.split('\n')[0] ?? 'parse error', features: {}, state: {}, foreign: [], inline: null };
+    return {
+      exists: true,
+      error: (err as Error).message.split('\n')[0] ?? 'parse error',
+      features: {},
+      state: {},
+      foreign: [],
+      inline: null,
+    };
   }
   const features: Record<string, unknown> = {};
   if (isTable(cfg.features)) for (const k of FEATURE_FLAGS) if (k in cfg.features) features[k] = cfg.features[k];
@@ -458,10 +551,17 @@ export function configPart(bytes: Buffer | null, latchKeys: string[], project: s
   const foreign: string[] = [];
   for (const [k, v] of Object.entries(stateTable)) {
     if (latchKeys.includes(k)) state[k] = JSON.parse(canonicalJson(v));
-    else if (isTable(v) && typeof v.trusted_hash === 'string' && v.enabled !== false) foreign.push(`${k}=${v.trusted_hash}`);
+    else if (isTable(v) && typeof v.trusted_hash === 'string' && v.enabled !== false)
+      foreign.push(`${k}=${v.trusted_hash}`);
   }
   const rest = Object.fromEntries(Object.entries(hooks).filter(([k]) => k !== 'state'));
-  const part: ConfigPart = { exists: true, features, state, foreign: foreign.sort(), inline: Object.keys(rest).length ? sha256(canonicalJson(rest)) : null };
+  const part: ConfigPart = {
+    exists: true,
+    features,
+    state,
+    foreign: foreign.sort(),
+    inline: Object.keys(rest).length ? sha256(canonicalJson(rest)) : null,
+  };
   if (project) {
     const projects = isTable(cfg.projects) ? cfg.projects : {};
     const p = projects[project] ?? projects[realOr(project)];
@@ -474,28 +574,60 @@ export function configPart(bytes: Buffer | null, latchKeys: string[], project: s
 function compareConfig(path: string, before: ConfigPart, after: ConfigPart): Finding[] {
   const out: Finding[] = [];
   const f = (code: string, detail: string): Finding => ({ code, severity: 'tamper', path, detail });
-  if (after.error) return [f('config_unreadable', `not valid TOML (${after.error}): Codex falls back to defaults, which drops every trust entry`)];
+  if (after.error)
+    return [
+      f(
+        'config_unreadable',
+        `not valid TOML (${after.error}): Codex falls back to defaults, which drops every trust entry`,
+      ),
+    ];
   for (const k of FEATURE_FLAGS) {
     const b = before.features[k];
     const a = after.features[k];
-    if (a !== undefined && a !== true && canonicalJson(a) !== canonicalJson(b)) out.push(f('feature_disabled', `features.${k} = ${canonicalJson(a)} (was ${b === undefined ? 'unset' : canonicalJson(b)}): Codex runs no hooks`));
+    if (a !== undefined && a !== true && canonicalJson(a) !== canonicalJson(b))
+      out.push(
+        f(
+          'feature_disabled',
+          `features.${k} = ${canonicalJson(a)} (was ${b === undefined ? 'unset' : canonicalJson(b)}): Codex runs no hooks`,
+        ),
+      );
   }
   for (const [k, b] of Object.entries(before.state)) {
     const a = after.state[k];
     const bh = isTable(b) ? b.trusted_hash : undefined;
     const ah = isTable(a) ? a.trusted_hash : undefined;
-    if (typeof bh === 'string' && ah === undefined) out.push(f('trust_removed', `[hooks.state."${k}"] trust entry removed: Codex skips this Latch handler`));
-    else if (typeof bh === 'string' && ah !== bh) out.push(f('trust_changed', `[hooks.state."${k}"] trusted_hash ${String(bh)} -> ${String(ah)}: Codex skips this Latch handler`));
+    if (typeof bh === 'string' && ah === undefined)
+      out.push(f('trust_removed', `[hooks.state."${k}"] trust entry removed: Codex skips this Latch handler`));
+    else if (typeof bh === 'string' && ah !== bh)
+      out.push(
+        f(
+          'trust_changed',
+          `[hooks.state."${k}"] trusted_hash ${String(bh)} -> ${String(ah)}: Codex skips this Latch handler`,
+        ),
+      );
   }
   for (const [k, a] of Object.entries(after.state)) {
     const b = before.state[k];
-    if (isTable(a) && a.enabled === false && !(isTable(b) && b.enabled === false)) out.push(f('hook_disabled', `[hooks.state."${k}"] enabled = false: Codex skips this Latch handler`));
+    if (isTable(a) && a.enabled === false && !(isTable(b) && b.enabled === false))
+      out.push(f('hook_disabled', `[hooks.state."${k}"] enabled = false: Codex skips this Latch handler`));
   }
   const added = after.foreign.filter((x) => !before.foreign.includes(x));
-  for (const x of added) out.push(f('trust_added', `a hook outside Latch is now trusted (${clip(x)}): it runs outside any sandbox`));
-  if (after.inline !== before.inline) out.push(f('inline_hooks_changed', `the inline [hooks] tables changed (hook definitions in config.toml run outside any sandbox)`));
+  for (const x of added)
+    out.push(f('trust_added', `a hook outside Latch is now trusted (${clip(x)}): it runs outside any sandbox`));
+  if (after.inline !== before.inline)
+    out.push(
+      f(
+        'inline_hooks_changed',
+        `the inline [hooks] tables changed (hook definitions in config.toml run outside any sandbox)`,
+      ),
+    );
   if ('project_trust' in before && before.project_trust === 'trusted' && after.project_trust !== 'trusted') {
-    out.push(f('project_untrusted', `the project is no longer trusted (trust_level ${canonicalJson(after.project_trust ?? null)}): Codex stops loading its .codex/hooks.json`));
+    out.push(
+      f(
+        'project_untrusted',
+        `the project is no longer trusted (trust_level ${canonicalJson(after.project_trust ?? null)}): Codex stops loading its .codex/hooks.json`,
+      ),
+    );
   }
   return out;
 }
@@ -504,26 +636,60 @@ function compareConfig(path: string, before: ConfigPart, after: ConfigPart): Fin
 function ruleCheckWorkspace(row: FileRow, now: FileNow, latchKeys: string[]): Finding[] {
   if (now.kind === 'absent') return [];
   const path = row.path;
-  if (now.bytes === null) return [{ code: 'project_config_unreadable', severity: 'warn', path, detail: `cannot read it (${now.error ?? now.kind})` }];
+  if (now.bytes === null)
+    return [
+      {
+        code: 'project_config_unreadable',
+        severity: 'warn',
+        path,
+        detail: `cannot read it (${now.error ?? now.kind})`,
+      },
+    ];
   if (row.role === 'ws_config') {
     const part = configPart(now.bytes, latchKeys, null);
-    if (part.error) return [{ code: 'project_config_unreadable', severity: 'tamper', path, detail: `not valid TOML (${part.error})` }];
+    if (part.error)
+      return [
+        { code: 'project_config_unreadable', severity: 'tamper', path, detail: `not valid TOML (${part.error})` },
+      ];
     const out: Finding[] = [];
     for (const k of FEATURE_FLAGS) {
       const v = part.features[k];
-      if (v !== undefined && v !== true) out.push({ code: 'feature_disabled', severity: 'tamper', path, detail: `features.${k} = ${canonicalJson(v)} in the project's config: Codex runs no hooks here` });
+      if (v !== undefined && v !== true)
+        out.push({
+          code: 'feature_disabled',
+          severity: 'tamper',
+          path,
+          detail: `features.${k} = ${canonicalJson(v)} in the project's config: Codex runs no hooks here`,
+        });
     }
     for (const [k, v] of Object.entries(part.state)) {
-      if (isTable(v) && v.enabled === false) out.push({ code: 'hook_disabled', severity: 'tamper', path, detail: `[hooks.state."${k}"] enabled = false` });
+      if (isTable(v) && v.enabled === false)
+        out.push({ code: 'hook_disabled', severity: 'tamper', path, detail: `[hooks.state."${k}"] enabled = false` });
     }
-    if (part.inline) out.push({ code: 'project_hooks', severity: 'warn', path, detail: 'the project config defines hooks inline (they run only once trusted)' });
+    if (part.inline)
+      out.push({
+        code: 'project_hooks',
+        severity: 'warn',
+        path,
+        detail: 'the project config defines hooks inline (they run only once trusted)',
+      });
     return out;
   }
   const parsed = parseHooks(now.bytes);
-  if (parsed.error) return [{ code: 'project_hooks', severity: 'warn', path, detail: `project hooks file: ${parsed.error}` }];
+  if (parsed.error)
+    return [{ code: 'project_hooks', severity: 'warn', path, detail: `project hooks file: ${parsed.error}` }];
   const latch = latchHandlersOf(parsed.data);
   const hooks = (parsed.data as { hooks?: unknown }).hooks;
-  const total = isTable(hooks) ? Object.values(hooks).reduce<number>((n, gs) => n + (Array.isArray(gs) ? gs.reduce<number>((m, g) => m + (isTable(g) && Array.isArray(g.hooks) ? g.hooks.length : 0), 0) : 0), 0) : 0;
+  const total = isTable(hooks)
+    ? Object.values(hooks).reduce<number>(
+        (n, gs) =>
+          n +
+          (Array.isArray(gs)
+            ? gs.reduce<number>((m, g) => m + (isTable(g) && Array.isArray(g.hooks) ? g.hooks.length : 0), 0)
+            : 0),
+        0,
+      )
+    : 0;
   if (total === 0) return [];
   return [
     {
@@ -555,7 +721,8 @@ export function resolveOnPath(name: string, dirs: string[]): string | null {
 
 export function pathDirs(pathVar: string | undefined): string[] {
   const out: string[] = [];
-  for (const d of (pathVar ?? '').split(delimiter)) if (d && isAbsolute(d) && !out.includes(resolve(d))) out.push(resolve(d));
+  for (const d of (pathVar ?? '').split(delimiter))
+    if (d && isAbsolute(d) && !out.includes(resolve(d))) out.push(resolve(d));
   return out;
 }
 
@@ -597,11 +764,14 @@ export function fullCheck(recorded: Recorded, opts: { only?: FileRow[]; workspac
       code: 'no_fingerprint',
       severity: 'warn',
       path: '',
-      detail: 'no registration fingerprint is recorded (Latch was set up by an older version): changes to hooks.json, config.toml, Latch\'s files or shell startup files go unnoticed; run `latch setup codex` to record it',
+      detail:
+        "no registration fingerprint is recorded (Latch was set up by an older version): changes to hooks.json, config.toml, Latch's files or shell startup files go unnoticed; run `latch setup codex` to record it",
     });
     if (!opts.only) return res;
   }
-  const rows = opts.only ?? recorded.files.filter((f) => !f.scope.startsWith(WS_PREFIX)).concat(workspaceRows(recorded, opts.workspace));
+  const rows =
+    opts.only ??
+    recorded.files.filter((f) => !f.scope.startsWith(WS_PREFIX)).concat(workspaceRows(recorded, opts.workspace));
   const install = scopeJson<InstallScope>(recorded, INSTALL_SCOPE);
   const scopes = new Map<string, HooksScope>();
   let pathFindings: Finding[] | null = null;
@@ -609,7 +779,8 @@ export function fullCheck(recorded: Recorded, opts: { only?: FileRow[]; workspac
     res.checked++;
     const now = readNow(row.path);
     const before = res.findings.length;
-    const f = (code: string, detail: string, severity: Severity = 'tamper') => res.findings.push({ code, severity, path: row.path, detail });
+    const f = (code: string, detail: string, severity: Severity = 'tamper') =>
+      res.findings.push({ code, severity, path: row.path, detail });
     switch (row.role) {
       case 'hooks': {
         const s = scopes.get(row.scope) ?? scopeJson<HooksScope>(recorded, row.scope);
@@ -623,7 +794,13 @@ export function fullCheck(recorded: Recorded, opts: { only?: FileRow[]; workspac
         if (!s) break;
         scopes.set(row.scope, s);
         const keys = s.handlers.flatMap((h) => trustKeysOf(s.hooks_file, h));
-        const recordedPart = s.config[row.path] ?? { exists: false, features: {}, state: {}, foreign: [], inline: null };
+        const recordedPart = s.config[row.path] ?? {
+          exists: false,
+          features: {},
+          state: {},
+          foreign: [],
+          inline: null,
+        };
         if (now.kind === 'error') {
           f('config_unreadable', `cannot read it (${now.error})`);
           break;
@@ -637,7 +814,9 @@ export function fullCheck(recorded: Recorded, opts: { only?: FileRow[]; workspac
         res.findings.push(...compareConfig(row.path, recordedPart, part));
         if (res.findings.length === before && canonicalJson(part) !== canonicalJson(recordedPart)) {
           s.config[row.path] = part;
-          res.scopeUpdates = res.scopeUpdates.filter((u) => u.scope !== row.scope).concat({ scope: row.scope, json: JSON.stringify(s) });
+          res.scopeUpdates = res.scopeUpdates
+            .filter((u) => u.scope !== row.scope)
+            .concat({ scope: row.scope, json: JSON.stringify(s) });
         }
         break;
       }
@@ -646,15 +825,26 @@ export function fullCheck(recorded: Recorded, opts: { only?: FileRow[]; workspac
       case 'path_target': {
         const wasAbsent = row.sig === 'absent';
         if (wasAbsent && now.kind === 'absent') break;
-        const what = row.role === 'shell' ? 'shell startup file (runs before every hook and command: `$SHELL -lc`)' : row.role === 'path_target' ? '`latch` on the PATH' : 'Latch installed file';
+        const what =
+          row.role === 'shell'
+            ? 'shell startup file (runs before every hook and command: `$SHELL -lc`)'
+            : row.role === 'path_target'
+              ? '`latch` on the PATH'
+              : 'Latch installed file';
         if (wasAbsent) f('file_appeared', `${what} appeared (was absent at setup)`);
         else if (now.kind === 'absent') f('file_missing', `${what} was removed`);
         else if (kindOfSig(row.sig) !== kindOfSig(now.sig) || row.link !== now.link) {
-          f('file_replaced', `${what}: was a ${kindOfSig(row.sig)}${row.link ? ` -> ${row.link}` : ''}, now a ${kindOfSig(now.sig)}${now.link ? ` -> ${now.link}` : ''}`);
+          f(
+            'file_replaced',
+            `${what}: was a ${kindOfSig(row.sig)}${row.link ? ` -> ${row.link}` : ''}, now a ${kindOfSig(now.sig)}${now.link ? ` -> ${now.link}` : ''}`,
+          );
         } else if (now.sha256 !== row.sha256) {
           const size = row.sig.split(':')[1];
           const nowSize = now.sig.split(':')[1];
-          f('file_changed', `${what}: content changed (sha256 ${short(row.sha256)} -> ${short(now.sha256)}${size === nowSize ? ', same size' : `, size ${size} -> ${nowSize}`})`);
+          f(
+            'file_changed',
+            `${what}: content changed (sha256 ${short(row.sha256)} -> ${short(now.sha256)}${size === nowSize ? ', same size' : `, size ${size} -> ${nowSize}`})`,
+          );
         }
         break;
       }
@@ -665,7 +855,13 @@ export function fullCheck(recorded: Recorded, opts: { only?: FileRow[]; workspac
           for (const name of PATH_NAMES) {
             const was = install.resolved[name] ?? null;
             const is = resolveOnPath(name, install.path_dirs);
-            if (was !== is) pathFindings.push({ code: 'path_shim', severity: 'tamper', path: is ?? was ?? row.path, detail: `\`${name}\` on the PATH setup recorded now resolves to ${is ?? 'nothing'} (was ${was ?? 'nothing'})` });
+            if (was !== is)
+              pathFindings.push({
+                code: 'path_shim',
+                severity: 'tamper',
+                path: is ?? was ?? row.path,
+                detail: `\`${name}\` on the PATH setup recorded now resolves to ${is ?? 'nothing'} (was ${was ?? 'nothing'})`,
+              });
           }
           res.findings.push(...pathFindings);
         }
@@ -680,7 +876,8 @@ export function fullCheck(recorded: Recorded, opts: { only?: FileRow[]; workspac
         break;
     }
     const tamper = res.findings.slice(before).some((x) => x.severity === 'tamper');
-    if (!tamper && now.sig !== row.sig) res.refresh.push({ ...row, sig: now.sig, sha256: now.sha256 ?? row.sha256, link: now.link });
+    if (!tamper && now.sig !== row.sig)
+      res.refresh.push({ ...row, sig: now.sig, sha256: now.sha256 ?? row.sha256, link: now.link });
   }
   return res;
 }
@@ -713,42 +910,72 @@ export function checkRegistration(db: Db, opts: { workspace?: string | null; now
   const q = quickCheck(db, opts);
   if (q.status === 'unrecorded') {
     const none = db.prepare('SELECT COUNT(*) AS n FROM registrations').get() as { n: number };
-    if (none.n === 0) return { status: 'unrecorded', findings: fullCheck({ scopes: [], files: [], alarm: null }).findings, escalated: false, cached: false };
+    if (none.n === 0)
+      return {
+        status: 'unrecorded',
+        findings: fullCheck({ scopes: [], files: [], alarm: null }).findings,
+        escalated: false,
+        cached: false,
+      };
   }
   if (q.status === 'ok') return { status: 'ok', findings: [], escalated: false, cached: false };
-  const alarm = db.prepare('SELECT sigs, findings_json FROM registration_alarm WHERE id = 1').get() as { sigs: string; findings_json: string } | undefined;
-  if (alarm && alarm.sigs === q.sigs) return { status: 'tampered', findings: JSON.parse(alarm.findings_json) as Finding[], escalated: true, cached: true };
+  const alarm = db.prepare('SELECT sigs, findings_json FROM registration_alarm WHERE id = 1').get() as
+    | { sigs: string; findings_json: string }
+    | undefined;
+  if (alarm && alarm.sigs === q.sigs)
+    return {
+      status: 'tampered',
+      findings: JSON.parse(alarm.findings_json) as Finding[],
+      escalated: true,
+      cached: true,
+    };
   const recorded = loadRecorded(db);
   const ws = workspaceRows(recorded, opts.workspace);
   const only = q.changed
-    .map((c) => recorded.files.find((f) => f.scope === c.scope && f.path === c.path) ?? ws.find((f) => f.scope === c.scope && f.path === c.path))
+    .map(
+      (c) =>
+        recorded.files.find((f) => f.scope === c.scope && f.path === c.path) ??
+        ws.find((f) => f.scope === c.scope && f.path === c.path),
+    )
     .filter((r): r is FileRow => !!r);
   const full = fullCheck(recorded, { only, workspace: opts.workspace });
   const tamper = full.findings.filter((f) => f.severity === 'tamper');
   immediate(db, () => {
-    const up = db.prepare('INSERT INTO registration_files (scope, path, role, sig, sha256, link) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (scope, path) DO UPDATE SET sig = excluded.sig, sha256 = excluded.sha256, link = excluded.link');
+    const up = db.prepare(
+      'INSERT INTO registration_files (scope, path, role, sig, sha256, link) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (scope, path) DO UPDATE SET sig = excluded.sig, sha256 = excluded.sha256, link = excluded.link',
+    );
     for (const r of full.refresh) up.run(r.scope, r.path, r.role, r.sig, r.sha256, r.link);
     // Same content, other stat identity (a touch): accepted, but kept as evidence, since a change
     // reverted before any hook ran (one that blinded the hooks meanwhile) looks the same.
     const touched: Touch[] = full.refresh
-      .filter((r) => TOUCH_ROLES.has(r.role) && only.some((o) => o.path === r.path && o.scope === r.scope && o.sha256 !== null && o.sha256 === r.sha256 && o.sig !== 'absent'))
+      .filter(
+        (r) =>
+          TOUCH_ROLES.has(r.role) &&
+          only.some(
+            (o) =>
+              o.path === r.path &&
+              o.scope === r.scope &&
+              o.sha256 !== null &&
+              o.sha256 === r.sha256 &&
+              o.sig !== 'absent',
+          ),
+      )
       .map((r) => ({ at: opts.now, path: r.path, role: r.role }));
     if (touched.length) {
-      const prev = db.prepare('SELECT json FROM registrations WHERE scope = ?').pluck().get(TOUCH_SCOPE) as string | undefined;
+      const prev = db.prepare('SELECT json FROM registrations WHERE scope = ?').pluck().get(TOUCH_SCOPE) as
+        | string
+        | undefined;
       const log = [...(prev ? (JSON.parse(prev) as Touch[]) : []), ...touched].slice(-TOUCH_LOG_MAX);
-      db.prepare(`INSERT INTO registrations (scope, kind, recorded_at, json) VALUES (?, 'log', ?, ?) ON CONFLICT (scope) DO UPDATE SET json = excluded.json, recorded_at = excluded.recorded_at`).run(
-        TOUCH_SCOPE,
-        opts.now,
-        JSON.stringify(log),
-      );
+      db.prepare(
+        `INSERT INTO registrations (scope, kind, recorded_at, json) VALUES (?, 'log', ?, ?) ON CONFLICT (scope) DO UPDATE SET json = excluded.json, recorded_at = excluded.recorded_at`,
+      ).run(TOUCH_SCOPE, opts.now, JSON.stringify(log));
     }
-    for (const u of full.scopeUpdates) db.prepare('UPDATE registrations SET json = ? WHERE scope = ?').run(u.json, u.scope);
+    for (const u of full.scopeUpdates)
+      db.prepare('UPDATE registrations SET json = ? WHERE scope = ?').run(u.json, u.scope);
     if (tamper.length) {
-      db.prepare('INSERT INTO registration_alarm (id, sigs, findings_json, at) VALUES (1, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET sigs = excluded.sigs, findings_json = excluded.findings_json, at = excluded.at').run(
-        q.sigs,
-        JSON.stringify(full.findings),
-        opts.now,
-      );
+      db.prepare(
+        'INSERT INTO registration_alarm (id, sigs, findings_json, at) VALUES (1, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET sigs = excluded.sigs, findings_json = excluded.findings_json, at = excluded.at',
+      ).run(q.sigs, JSON.stringify(full.findings), opts.now);
     }
   });
   return { status: tamper.length ? 'tampered' : 'ok', findings: full.findings, escalated: true, cached: false };
@@ -769,11 +996,16 @@ export function summarize(findings: Finding[], max = 3): string {
 export function tamperReasons(findings: Finding[]): { code: string; message: string }[] {
   const t = findings.filter((f) => f.severity === 'tamper');
   if (t.length === 0) return [];
-  const reasons = t.slice(0, 5).map((f) => ({ code: TAMPER_CODE, message: `Latch's registration changed since \`latch setup codex\`: ${f.path ? `${f.path}: ` : ''}${f.detail} [${f.code}]` }));
-  if (t.length > 5) reasons.push({ code: TAMPER_CODE, message: `and ${t.length - 5} more change(s); \`latch status\` lists them` });
+  const reasons = t.slice(0, 5).map((f) => ({
+    code: TAMPER_CODE,
+    message: `Latch's registration changed since \`latch setup codex\`: ${f.path ? `${f.path}: ` : ''}${f.detail} [${f.code}]`,
+  }));
+  if (t.length > 5)
+    reasons.push({ code: TAMPER_CODE, message: `and ${t.length - 5} more change(s); \`latch status\` lists them` });
   reasons.push({
     code: TAMPER_CODE,
-    message: 'Every session of this workspace is latched. A human checks the change (`latch doctor`), re-runs `latch setup codex` if it is theirs (that re-records the fingerprint), then runs `latch verify`.',
+    message:
+      'Every session of this workspace is latched. A human checks the change (`latch doctor`), re-runs `latch setup codex` if it is theirs (that re-records the fingerprint), then runs `latch verify`.',
   });
   return reasons;
 }
@@ -792,7 +1024,8 @@ export function latchForTamper(db: Db, workspace: string, findings: Finding[], n
     const done: string[] = [];
     for (const row of sessionsIn(db, workspace)) {
       if (row.state === 'latched' && row.state_reason?.startsWith(TAMPER_CODE)) continue;
-      const r = row.state === 'latched' && row.state_reason ? `${reason} (latched before: ${row.state_reason})` : reason;
+      const r =
+        row.state === 'latched' && row.state_reason ? `${reason} (latched before: ${row.state_reason})` : reason;
       transition(db, row, 'inherit:latched', { code: TAMPER_CODE, findings: t }, r, now);
       done.push(row.session_id);
     }
@@ -823,7 +1056,9 @@ export interface RecordInput {
  * CODEX_HOME, and the system layer in /etc/codex (only when this user could change it).
  */
 export function extraCodexConfigs(codexHome: string): string[] {
-  const system = ['/etc/codex/config.toml', '/etc/codex/managed_config.toml', '/etc/codex/requirements.toml'].filter(userCanChange);
+  const system = ['/etc/codex/config.toml', '/etc/codex/managed_config.toml', '/etc/codex/requirements.toml'].filter(
+    userCanChange,
+  );
   return [join(codexHome, 'managed_config.toml'), ...system];
 }
 
@@ -863,7 +1098,11 @@ export function installedFiles(entry: string): string[] {
   const r = createRequire(entry);
   const beside = join(dist, '..', 'node_modules', 'better-sqlite3', 'build', 'Release', 'better_sqlite3.node');
   try {
-    out.add(readNow(beside).kind !== 'absent' ? resolve(beside) : join(dirname(r.resolve('better-sqlite3/package.json')), 'build', 'Release', 'better_sqlite3.node'));
+    out.add(
+      readNow(beside).kind !== 'absent'
+        ? resolve(beside)
+        : join(dirname(r.resolve('better-sqlite3/package.json')), 'build', 'Release', 'better_sqlite3.node'),
+    );
   } catch {
     /* not installed: the hook cannot open the store either */
   }
@@ -898,13 +1137,26 @@ function fileRow(scope: string, path: string, role: Role): FileRow {
  * (scope `*`: Latch's files, shell startup files, PATH). Replaces what was recorded for them and
  * clears the alarm. Returns the number of files recorded.
  */
-export function recordRegistration(db: Db, input: RecordInput, now: string): { files: number; missingCaches: string[] } {
+export function recordRegistration(
+  db: Db,
+  input: RecordInput,
+  now: string,
+): { files: number; missingCaches: string[] } {
   const hooks = readNow(input.hooksFile);
   const parsed = hooks.bytes ? parseHooks(hooks.bytes) : { data: null };
   const handlers = latchHandlersOf(parsed.data);
   const keys = handlers.flatMap((h) => trustKeysOf(input.hooksFile, h));
   const config: Record<string, ConfigPart> = {};
-  const rows: FileRow[] = [{ scope: input.hooksFile, path: input.hooksFile, role: 'hooks', sig: hooks.sig, sha256: hooks.sha256, link: hooks.link }];
+  const rows: FileRow[] = [
+    {
+      scope: input.hooksFile,
+      path: input.hooksFile,
+      role: 'hooks',
+      sig: hooks.sig,
+      sha256: hooks.sha256,
+      link: hooks.link,
+    },
+  ];
   for (const c of [...new Set(input.configFiles)]) {
     const r = readNow(c);
     config[c] = configPart(r.bytes, keys, input.project && c === input.projectTrustFile ? input.project : null);
@@ -921,7 +1173,13 @@ export function recordRegistration(db: Db, input: RecordInput, now: string): { f
   const dirs = pathDirs(input.pathVar);
   const resolved: Record<string, string | null> = {};
   for (const n of PATH_NAMES) resolved[n] = resolveOnPath(n, dirs);
-  const install: InstallScope = { latch_version: input.version, node: input.node, entry: input.entry, path_dirs: dirs, resolved };
+  const install: InstallScope = {
+    latch_version: input.version,
+    node: input.node,
+    entry: input.entry,
+    path_dirs: dirs,
+    resolved,
+  };
   const inst: FileRow[] = [];
   const seen = new Set<string>();
   const add = (p: string, role: Role) => {
@@ -932,18 +1190,25 @@ export function recordRegistration(db: Db, input: RecordInput, now: string): { f
   for (const p of installedFiles(input.entry)) add(p, 'installed');
   // Outside HOME, only what this user could change (a file or its directory writable: root-owned
   // /etc/profile or /usr/bin are out of an agent's reach), which keeps the hot path's stat count down.
-  for (const p of shellStartupFiles(input.home)) if (p.startsWith(input.home + '/') || userCanChange(p)) add(p, 'shell');
+  for (const p of shellStartupFiles(input.home))
+    if (p.startsWith(input.home + '/') || userCanChange(p)) add(p, 'shell');
   for (const d of dirs) if (userCanChange(d)) add(d, 'path_dir');
   if (resolved.latch) add(resolved.latch, 'path_target');
-  const missingCaches = CACHED_BUNDLES.map((n) => join(dirname(input.entry), `${n}.v8cache`)).filter((p) => inst.some((r) => r.path === p && r.sig === 'absent'));
+  const missingCaches = CACHED_BUNDLES.map((n) => join(dirname(input.entry), `${n}.v8cache`)).filter((p) =>
+    inst.some((r) => r.path === p && r.sig === 'absent'),
+  );
   immediate(db, () => {
     db.prepare('DELETE FROM registration_files WHERE scope IN (?, ?)').run(input.hooksFile, INSTALL_SCOPE);
     db.prepare('DELETE FROM registration_alarm').run();
     db.prepare('DELETE FROM registrations WHERE scope = ?').run(TOUCH_SCOPE);
-    const upScope = db.prepare('INSERT INTO registrations (scope, kind, recorded_at, json) VALUES (?, ?, ?, ?) ON CONFLICT (scope) DO UPDATE SET kind = excluded.kind, recorded_at = excluded.recorded_at, json = excluded.json');
+    const upScope = db.prepare(
+      'INSERT INTO registrations (scope, kind, recorded_at, json) VALUES (?, ?, ?, ?) ON CONFLICT (scope) DO UPDATE SET kind = excluded.kind, recorded_at = excluded.recorded_at, json = excluded.json',
+    );
     upScope.run(input.hooksFile, input.kind, now, JSON.stringify(scope));
     upScope.run(INSTALL_SCOPE, 'install', now, JSON.stringify(install));
-    const ins = db.prepare('INSERT INTO registration_files (scope, path, role, sig, sha256, link) VALUES (?, ?, ?, ?, ?, ?)');
+    const ins = db.prepare(
+      'INSERT INTO registration_files (scope, path, role, sig, sha256, link) VALUES (?, ?, ?, ?, ?, ?)',
+    );
     for (const r of [...rows, ...inst]) ins.run(r.scope, r.path, r.role, r.sig, r.sha256, r.link);
   });
   return { files: rows.length + inst.length, missingCaches };
@@ -955,7 +1220,9 @@ export function forgetRegistration(db: Db, hooksFile: string): void {
     db.prepare('DELETE FROM registrations WHERE scope = ?').run(hooksFile);
     db.prepare('DELETE FROM registration_files WHERE scope = ?').run(hooksFile);
     db.prepare('DELETE FROM registration_alarm').run();
-    const left = db.prepare(`SELECT COUNT(*) AS n FROM registrations WHERE kind IN ('user', 'project')`).get() as { n: number };
+    const left = db.prepare(`SELECT COUNT(*) AS n FROM registrations WHERE kind IN ('user', 'project')`).get() as {
+      n: number;
+    };
     if (left.n === 0) {
       db.prepare('DELETE FROM registrations WHERE scope IN (?, ?)').run(INSTALL_SCOPE, TOUCH_SCOPE);
       db.prepare('DELETE FROM registration_files WHERE scope = ?').run(INSTALL_SCOPE);
@@ -973,10 +1240,16 @@ export function rerecordCodeCachesAtExit(openDb: () => Db): void {
     try {
       const db = openDb();
       try {
-        const rows = (db.prepare(`SELECT scope, path, role, sig, sha256, link FROM registration_files WHERE scope = ? AND role = 'installed'`).all(INSTALL_SCOPE) as FileRow[]).filter(
-          (r) => r.path.endsWith('.v8cache'),
+        const rows = (
+          db
+            .prepare(
+              `SELECT scope, path, role, sig, sha256, link FROM registration_files WHERE scope = ? AND role = 'installed'`,
+            )
+            .all(INSTALL_SCOPE) as FileRow[]
+        ).filter((r) => r.path.endsWith('.v8cache'));
+        const up = db.prepare(
+          'UPDATE registration_files SET sig = ?, sha256 = ?, link = ? WHERE scope = ? AND path = ?',
         );
-        const up = db.prepare('UPDATE registration_files SET sig = ?, sha256 = ?, link = ? WHERE scope = ? AND path = ?');
         for (const r of rows) {
           if (statSig(r.path) === r.sig) continue;
           const now = readNow(r.path);
@@ -1021,11 +1294,17 @@ export function registrationReport(db: Db, workspace: string | null): Registrati
   const full = fullCheck(recorded, { workspace });
   const files: Record<string, number> = {};
   for (const f of recorded.files) if (!f.scope.startsWith(WS_PREFIX)) files[f.role] = (files[f.role] ?? 0) + 1;
-  const regs = recorded.scopes.filter(isRegistration).map((s) => ({ scope: s.scope, kind: s.kind, recorded_at: s.recorded_at }));
+  const regs = recorded.scopes
+    .filter(isRegistration)
+    .map((s) => ({ scope: s.scope, kind: s.kind, recorded_at: s.recorded_at }));
   const tamper = full.findings.some((f) => f.severity === 'tamper');
   return {
     status: regs.length === 0 ? 'unrecorded' : tamper ? 'changed' : 'ok',
-    recorded_at: regs.map((r) => r.recorded_at).sort().at(-1) ?? null,
+    recorded_at:
+      regs
+        .map((r) => r.recorded_at)
+        .sort()
+        .at(-1) ?? null,
     files,
     registrations: regs,
     findings: full.findings,
@@ -1042,18 +1321,29 @@ const ROLE_LABEL: Record<string, string> = {
   path_target: '`latch` on the PATH',
 };
 
-export const RERECORD_FIX = 'check each change; if it is yours, re-run `latch setup codex` (with --project DIR for a project install) to record the fingerprint again, then `latch verify` in each latched workspace';
+export const RERECORD_FIX =
+  'check each change; if it is yours, re-run `latch setup codex` (with --project DIR for a project install) to record the fingerprint again, then `latch verify` in each latched workspace';
 
 /** Text lines for a report: first line is the summary. */
 export function registrationLines(r: RegistrationReport): string[] {
   const counts = Object.entries(r.files)
     .map(([role, n]) => `${n} ${ROLE_LABEL[role] ?? role}`)
     .join(', ');
-  if (r.status === 'unrecorded') return [r.findings.find((f) => f.code === 'no_fingerprint')?.detail ?? 'no registration fingerprint recorded'];
-  const head = r.status === 'ok' ? `ok: unchanged since \`latch setup codex\` (${r.recorded_at}); compared ${counts}` : `CHANGED since \`latch setup codex\` (${r.recorded_at}):`;
+  if (r.status === 'unrecorded')
+    return [r.findings.find((f) => f.code === 'no_fingerprint')?.detail ?? 'no registration fingerprint recorded'];
+  const head =
+    r.status === 'ok'
+      ? `ok: unchanged since \`latch setup codex\` (${r.recorded_at}); compared ${counts}`
+      : `CHANGED since \`latch setup codex\` (${r.recorded_at}):`;
   const lines = [head];
-  for (const f of r.findings) lines.push(`${f.severity === 'tamper' ? 'changed' : 'note'}: ${f.path ? `${f.path}: ` : ''}${f.detail} [${f.code}]`);
-  for (const t of r.touched.slice(-5)) lines.push(`note: ${t.path}: touched at ${t.at}, content unchanged (a change undone before any hook ran would look the same)`);
+  for (const f of r.findings)
+    lines.push(
+      `${f.severity === 'tamper' ? 'changed' : 'note'}: ${f.path ? `${f.path}: ` : ''}${f.detail} [${f.code}]`,
+    );
+  for (const t of r.touched.slice(-5))
+    lines.push(
+      `note: ${t.path}: touched at ${t.at}, content unchanged (a change undone before any hook ran would look the same)`,
+    );
   if (r.touched.length > 5) lines.push(`note: and ${r.touched.length - 5} earlier touch(es)`);
   return lines;
 }
@@ -1084,6 +1374,12 @@ export function guardRegistration(db: Db, workspace: string, now: string): Guard
     return { status: r.status, findings: r.findings, reasons: tamperReasons(r.findings), latched };
   } catch (err) {
     const error = err instanceof Error ? err.message : String(err);
-    return { status: 'error', findings: [], reasons: [{ code: TAMPER_CODE, message: `Latch could not compare its registration fingerprint (${error}).` }], latched: [], error };
+    return {
+      status: 'error',
+      findings: [],
+      reasons: [{ code: TAMPER_CODE, message: `Latch could not compare its registration fingerprint (${error}).` }],
+      latched: [],
+      error,
+    };
   }
 }

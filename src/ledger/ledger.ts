@@ -26,7 +26,15 @@ export type AttemptPlace = AttemptState | 'absent';
  * (markUntimed), close_begin (beginClose), close_end and recover (endClose), abandon
  * (abandonAttempts), claim (claimRecovery).
  */
-export const ATTEMPT_EVENTS = ['start', 'mark_untimed', 'close_begin', 'close_end', 'abandon', 'claim', 'recover'] as const;
+export const ATTEMPT_EVENTS = [
+  'start',
+  'mark_untimed',
+  'close_begin',
+  'close_end',
+  'abandon',
+  'claim',
+  'recover',
+] as const;
 export type AttemptEvent = (typeof ATTEMPT_EVENTS)[number];
 
 /**
@@ -49,7 +57,10 @@ export function attemptStep(s: AttemptPlace, e: AttemptEvent): AttemptState | nu
 /** The (row state -> next state) moves of an event, read from ATTEMPT_TABLE at each call. */
 function movesOf(e: AttemptEvent): [AttemptState, AttemptState][] {
   const moves: [AttemptState, AttemptState][] = [];
-  for (const [from, row] of Object.entries(ATTEMPT_TABLE) as [AttemptPlace, Partial<Record<AttemptEvent, AttemptState>>][]) {
+  for (const [from, row] of Object.entries(ATTEMPT_TABLE) as [
+    AttemptPlace,
+    Partial<Record<AttemptEvent, AttemptState>>,
+  ][]) {
     const to = row[e];
     if (from !== 'absent' && to) moves.push([from, to]);
   }
@@ -62,13 +73,23 @@ function movesOf(e: AttemptEvent): [AttemptState, AttemptState][] {
  * alone), with the event's own columns (`set`, evaluated against the row before the update) and an
  * optional extra condition. Returns whether the row changed.
  */
-function applyEvent(db: Db, id: string, event: AttemptEvent, set: string, setParams: unknown[], also = '', alsoParams: unknown[] = []): boolean {
+function applyEvent(
+  db: Db,
+  id: string,
+  event: AttemptEvent,
+  set: string,
+  setParams: unknown[],
+  also = '',
+  alsoParams: unknown[] = [],
+): boolean {
   const moves = movesOf(event);
   if (moves.length === 0) return false;
   const sql =
     `UPDATE attempts SET state = CASE state${' WHEN ? THEN ?'.repeat(moves.length)} END${set ? `, ${set}` : ''}` +
     ` WHERE id = ? AND state IN (${moves.map(() => '?').join(', ')})${also ? ` AND ${also}` : ''}`;
-  return db.prepare(sql).run(...moves.flat(), ...setParams, id, ...moves.map(([from]) => from), ...alsoParams).changes === 1;
+  return (
+    db.prepare(sql).run(...moves.flat(), ...setParams, id, ...moves.map(([from]) => from), ...alsoParams).changes === 1
+  );
 }
 
 export const LIVE: readonly AttemptState[] = ['started', 'closing'];
@@ -144,11 +165,15 @@ export function getAttempt(db: Db, id: string): AttemptRow | undefined {
 }
 
 export function liveAttempts(db: Db, workspace: string): AttemptRow[] {
-  return db.prepare("SELECT * FROM attempts WHERE workspace = ? AND state IN ('started','closing') ORDER BY started_ns").all(workspace) as AttemptRow[];
+  return db
+    .prepare("SELECT * FROM attempts WHERE workspace = ? AND state IN ('started','closing') ORDER BY started_ns")
+    .all(workspace) as AttemptRow[];
 }
 
 function scanGen(db: Db, workspace: string): number {
-  const r = db.prepare('SELECT scan_gen FROM workspaces WHERE workspace = ?').get(workspace) as { scan_gen: number } | undefined;
+  const r = db.prepare('SELECT scan_gen FROM workspaces WHERE workspace = ?').get(workspace) as
+    | { scan_gen: number }
+    | undefined;
   return r?.scan_gen ?? 0;
 }
 
@@ -173,7 +198,21 @@ export function startAttempt(db: Db, s: StartInput, now: string): { attempt: Att
   db.prepare(
     `INSERT INTO attempts (id, session_id, workspace, turn_id, agent_id, lane, tool_name, tool_use_id, summary, state, started_at, started_ns, scan_gen)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-  ).run(id, s.sessionId, s.workspace, s.turnId, s.agentId, laneOf(s.sessionId, s.agentId), s.toolName, s.toolUseId, s.summary, state, now, nowNs().toString(), scanGen(db, s.workspace));
+  ).run(
+    id,
+    s.sessionId,
+    s.workspace,
+    s.turnId,
+    s.agentId,
+    laneOf(s.sessionId, s.agentId),
+    s.toolName,
+    s.toolUseId,
+    s.summary,
+    state,
+    now,
+    nowNs().toString(),
+    scanGen(db, s.workspace),
+  );
   return { attempt: getAttempt(db, id)!, duplicate: false };
 }
 
@@ -191,7 +230,11 @@ export function beginClose(db: Db, id: string, owner: ProcessId): AttemptRow | u
   const a = getAttempt(db, id);
   if (!a) return undefined;
   if (!attemptStep(a.state, 'close_begin')) return a;
-  applyEvent(db, id, 'close_begin', 'closing_ns = ?, closer_pid = ?, closer_start = ?', [nowNs().toString(), owner.pid, owner.start]);
+  applyEvent(db, id, 'close_begin', 'closing_ns = ?, closer_pid = ?, closer_start = ?', [
+    nowNs().toString(),
+    owner.pid,
+    owner.start,
+  ]);
   return getAttempt(db, id);
 }
 
@@ -211,26 +254,46 @@ export const CLOSE_REASON = {
  * Phase 2 (inside the observation transaction): closing -> closed; the recovery barrier's reason is
  * the `recover` event, any other reason `close_end`. Returns whether the attempt was closed.
  */
-export function endClose(db: Db, id: string, now: string, reason: (typeof CLOSE_REASON)[keyof typeof CLOSE_REASON]): boolean {
+export function endClose(
+  db: Db,
+  id: string,
+  now: string,
+  reason: (typeof CLOSE_REASON)[keyof typeof CLOSE_REASON],
+): boolean {
   const event: AttemptEvent = reason === CLOSE_REASON.recovered ? 'recover' : 'close_end';
-  return applyEvent(db, id, event, 'ended_at = ?, ended_ns = COALESCE(closing_ns, ?), end_reason = ?', [now, nowNs().toString(), reason]);
+  return applyEvent(db, id, event, 'ended_at = ?, ended_ns = COALESCE(closing_ns, ?), end_reason = ?', [
+    now,
+    nowNs().toString(),
+    reason,
+  ]);
 }
 
 /**
  * Abandons the live (started) attempts selected by `where` (inside the caller's transaction): by ids,
  * else by session and/or lane (neither: every attempt the table lets abandon). Returns how many.
  */
-export function abandonAttempts(db: Db, where: { session?: string; lane?: string; ids?: string[] }, reason: string, now: string): number {
+export function abandonAttempts(
+  db: Db,
+  where: { session?: string; lane?: string; ids?: string[] },
+  reason: string,
+  now: string,
+): number {
   const from = movesOf('abandon').map(([state]) => state);
   const ids =
     where.ids ??
     (
       db
-        .prepare(`SELECT id FROM attempts WHERE state IN (${from.map(() => '?').join(', ')}) AND (session_id = ? OR ? IS NULL) AND (lane = ? OR ? IS NULL)`)
-        .all(...from, where.session ?? null, where.session ?? null, where.lane ?? null, where.lane ?? null) as { id: string }[]
+        .prepare(
+          `SELECT id FROM attempts WHERE state IN (${from.map(() => '?').join(', ')}) AND (session_id = ? OR ? IS NULL) AND (lane = ? OR ? IS NULL)`,
+        )
+        .all(...from, where.session ?? null, where.session ?? null, where.lane ?? null, where.lane ?? null) as {
+        id: string;
+      }[]
     ).map((r) => r.id);
   let n = 0;
-  for (const id of ids) if (applyEvent(db, id, 'abandon', 'ended_at = ?, ended_ns = ?, end_reason = ?', [now, nowNs().toString(), reason])) n++;
+  for (const id of ids)
+    if (applyEvent(db, id, 'abandon', 'ended_at = ?, ended_ns = ?, end_reason = ?', [now, nowNs().toString(), reason]))
+      n++;
   return n;
 }
 
@@ -277,9 +340,9 @@ export function isAlive(owner: { pid: number | null; start: string | null }): bo
 
 /** Closing attempts whose closer died before recording: the recovery barrier's work list. */
 export function orphanedClosings(db: Db, workspace: string): AttemptRow[] {
-  return (db.prepare("SELECT * FROM attempts WHERE workspace = ? AND state = 'closing'").all(workspace) as AttemptRow[]).filter(
-    (a) => !isAlive({ pid: a.closer_pid, start: a.closer_start }),
-  );
+  return (
+    db.prepare("SELECT * FROM attempts WHERE workspace = ? AND state = 'closing'").all(workspace) as AttemptRow[]
+  ).filter((a) => !isAlive({ pid: a.closer_pid, start: a.closer_start }));
 }
 
 /**
@@ -288,5 +351,13 @@ export function orphanedClosings(db: Db, workspace: string): AttemptRow[] {
  * generation); a crashed recoverer is itself orphaned and reclaimed by the next one.
  */
 export function claimRecovery(db: Db, a: AttemptRow, owner: ProcessId): boolean {
-  return applyEvent(db, a.id, 'claim', 'recovery_gen = recovery_gen + 1, closer_pid = ?, closer_start = ?', [owner.pid, owner.start], 'recovery_gen = ?', [a.recovery_gen]);
+  return applyEvent(
+    db,
+    a.id,
+    'claim',
+    'recovery_gen = recovery_gen + 1, closer_pid = ?, closer_start = ?',
+    [owner.pid, owner.start],
+    'recovery_gen = ?',
+    [a.recovery_gen],
+  );
 }

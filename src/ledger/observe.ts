@@ -36,7 +36,10 @@ interface Window {
 }
 
 /** Attributes a change at time t (ns) among attempt windows. */
-export function attribute(t: bigint | null, windows: Window[]): { attribution: Attribution; attempt: Window | null; candidates: Window[] } {
+export function attribute(
+  t: bigint | null,
+  windows: Window[],
+): { attribution: Attribution; attempt: Window | null; candidates: Window[] } {
   if (t === null) return { attribution: 'unknown', attempt: null, candidates: [] };
   // A change is inside a window only up to its end: the tool had finished by then (ctime never runs
   // ahead of the real write time), so a later change is someone else's. 1 ms covers clock rounding.
@@ -44,9 +47,11 @@ export function attribute(t: bigint | null, windows: Window[]): { attribution: A
   const near = windows.filter((w) => !inside.includes(w) && t >= w.start - EDGE_NS && t < w.start);
   // An attempt with no recorded Start (start 0) cannot be timed: whatever it may cover is unknown.
   if (inside.some((w) => w.start === 0n)) return { attribution: 'unknown', attempt: null, candidates: inside };
-  if (inside.length === 1 && near.length === 0) return { attribution: 'attempt', attempt: inside[0]!, candidates: inside };
+  if (inside.length === 1 && near.length === 0)
+    return { attribution: 'attempt', attempt: inside[0]!, candidates: inside };
   if (inside.length > 1) return { attribution: 'contended', attempt: null, candidates: [...inside, ...near] };
-  if (near.length > 0 || inside.length === 1) return { attribution: 'unknown', attempt: null, candidates: [...inside, ...near] };
+  if (near.length > 0 || inside.length === 1)
+    return { attribution: 'unknown', attempt: null, candidates: [...inside, ...near] };
   return { attribution: 'outside', attempt: null, candidates: [] };
 }
 
@@ -64,8 +69,17 @@ function changeTime(root: string, path: string, removed: boolean): bigint | null
 
 function windowsOf(db: Db, workspace: string, sinceNs: bigint): Window[] {
   const rows = db
-    .prepare("SELECT id, session_id, started_ns, ended_ns, closing_ns, state FROM attempts WHERE workspace = ? AND (state IN ('started','closing') OR CAST(ended_ns AS INTEGER) >= ?)")
-    .all(workspace, (sinceNs - 10n * EDGE_NS).toString()) as { id: string; session_id: string; started_ns: string; ended_ns: string | null; closing_ns: string | null; state: AttemptState }[];
+    .prepare(
+      "SELECT id, session_id, started_ns, ended_ns, closing_ns, state FROM attempts WHERE workspace = ? AND (state IN ('started','closing') OR CAST(ended_ns AS INTEGER) >= ?)",
+    )
+    .all(workspace, (sinceNs - 10n * EDGE_NS).toString()) as {
+    id: string;
+    session_id: string;
+    started_ns: string;
+    ended_ns: string | null;
+    closing_ns: string | null;
+    state: AttemptState;
+  }[];
   // A closing attempt's window already ended: its PostToolUse arrived (closing_ns) after the tool finished.
   const endOf = (r: (typeof rows)[number]) => (r.state === 'started' ? null : (r.ended_ns ?? r.closing_ns));
   return rows.map((r) => {
@@ -91,7 +105,9 @@ export function observeWorkspace(
   // the delta comes straight from the stored state (src/tree/tree.ts, observeTree).
   const obs = observeTree(workspace, db, { isGit, watch: opts.watch });
   const snapshot = obs.snapshot;
-  const ws = db.prepare('SELECT scan_gen, last_scan_ns FROM workspaces WHERE workspace = ?').get(workspace) as { scan_gen: number; last_scan_ns: string | null } | undefined;
+  const ws = db.prepare('SELECT scan_gen, last_scan_ns FROM workspaces WHERE workspace = ?').get(workspace) as
+    | { scan_gen: number; last_scan_ns: string | null }
+    | undefined;
   const gen = (ws?.scan_gen ?? 0) + 1;
   const firstScan = ws === undefined && obs.beforeCount === 0;
   const changes: ChangeRecord[] = [];
@@ -116,7 +132,11 @@ export function observeWorkspace(
           changed_ns: t === null ? null : t.toString(),
           attribution: a.attribution,
           attempt_id: a.attempt?.id ?? null,
-          session_id: a.attempt?.session_id ?? (a.candidates.length > 0 && a.candidates.every((c) => c.session_id === a.candidates[0]!.session_id) ? a.candidates[0]!.session_id : null),
+          session_id:
+            a.attempt?.session_id ??
+            (a.candidates.length > 0 && a.candidates.every((c) => c.session_id === a.candidates[0]!.session_id)
+              ? a.candidates[0]!.session_id
+              : null),
           candidates: a.candidates.map((c) => c.id),
         };
         changes.push(rec);

@@ -50,7 +50,10 @@ export interface CompactionRow {
 
 export type CompactionSource = 'pre_compact' | 'post_compact' | 'session_start' | 'transcript';
 
-export const SEEN_COLUMN: Record<Exclude<CompactionSource, 'transcript'>, 'seen_pre_compact' | 'seen_post_compact' | 'seen_start_compact'> = {
+export const SEEN_COLUMN: Record<
+  Exclude<CompactionSource, 'transcript'>,
+  'seen_pre_compact' | 'seen_post_compact' | 'seen_start_compact'
+> = {
   pre_compact: 'seen_pre_compact',
   post_compact: 'seen_post_compact',
   session_start: 'seen_start_compact',
@@ -61,7 +64,9 @@ export function getSession(db: Db, id: string): SessionRow | undefined {
 }
 
 export function sessionsIn(db: Db, workspace: string): SessionRow[] {
-  return db.prepare('SELECT * FROM sessions WHERE workspace = ? ORDER BY created_at, session_id').all(workspace) as SessionRow[];
+  return db
+    .prepare('SELECT * FROM sessions WHERE workspace = ? ORDER BY created_at, session_id')
+    .all(workspace) as SessionRow[];
 }
 
 export function allSessions(db: Db): SessionRow[] {
@@ -132,7 +137,9 @@ export function saveScanState(db: Db, sessionId: string, st: ScanState, now: str
 }
 
 export function getCompaction(db: Db, sessionId: string, seq: number): CompactionRow | undefined {
-  return db.prepare('SELECT * FROM compactions WHERE session_id = ? AND seq = ?').get(sessionId, seq) as CompactionRow | undefined;
+  return db.prepare('SELECT * FROM compactions WHERE session_id = ? AND seq = ?').get(sessionId, seq) as
+    | CompactionRow
+    | undefined;
 }
 
 export function compactionsOf(db: Db, sessionId: string): CompactionRow[] {
@@ -145,7 +152,12 @@ export function observeCompaction(
   sessionId: string,
   seq: number,
   source: CompactionSource,
-  fields: { trigger?: string | null; turn_id?: string | null; transcript_offset?: number | null; summary_kind?: string | null },
+  fields: {
+    trigger?: string | null;
+    turn_id?: string | null;
+    transcript_offset?: number | null;
+    summary_kind?: string | null;
+  },
   now: string,
 ): CompactionRow {
   const existing = getCompaction(db, sessionId, seq);
@@ -153,7 +165,16 @@ export function observeCompaction(
     db.prepare(
       `INSERT INTO compactions (session_id, seq, trigger, observed_via, turn_id, transcript_offset, summary_kind, first_seen_at)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-    ).run(sessionId, seq, fields.trigger ?? null, JSON.stringify([source]), fields.turn_id ?? null, fields.transcript_offset ?? null, fields.summary_kind ?? null, now);
+    ).run(
+      sessionId,
+      seq,
+      fields.trigger ?? null,
+      JSON.stringify([source]),
+      fields.turn_id ?? null,
+      fields.transcript_offset ?? null,
+      fields.summary_kind ?? null,
+      now,
+    );
   } else {
     const via = JSON.parse(existing.observed_via) as string[];
     if (!via.includes(source)) via.push(source);
@@ -161,7 +182,15 @@ export function observeCompaction(
       `UPDATE compactions SET observed_via = ?, trigger = COALESCE(trigger, ?), turn_id = COALESCE(turn_id, ?),
          transcript_offset = COALESCE(transcript_offset, ?), summary_kind = COALESCE(summary_kind, ?)
        WHERE session_id = ? AND seq = ?`,
-    ).run(JSON.stringify(via), fields.trigger ?? null, fields.turn_id ?? null, fields.transcript_offset ?? null, fields.summary_kind ?? null, sessionId, seq);
+    ).run(
+      JSON.stringify(via),
+      fields.trigger ?? null,
+      fields.turn_id ?? null,
+      fields.transcript_offset ?? null,
+      fields.summary_kind ?? null,
+      sessionId,
+      seq,
+    );
   }
   return getCompaction(db, sessionId, seq)!;
 }
@@ -170,7 +199,14 @@ export function observeCompaction(
  * Applies an authority event to a session through the state machine and records the transition
  * with its evidence. Returns the new state, or throws with the table's refusal.
  */
-export function transition(db: Db, row: SessionRow, event: AuthEvent, evidence: Record<string, unknown>, reason: string, now: string): AuthState {
+export function transition(
+  db: Db,
+  row: SessionRow,
+  event: AuthEvent,
+  evidence: Record<string, unknown>,
+  reason: string,
+  now: string,
+): AuthState {
   const r = step(row.state, event);
   if ('refuse' in r) throw new RefusedTransition(r.refuse);
   const to = r.to;
@@ -180,14 +216,9 @@ export function transition(db: Db, row: SessionRow, event: AuthEvent, evidence: 
     `UPDATE sessions SET state = ?, state_reason = ?, episode_started_at = CASE WHEN ? THEN ? WHEN ? THEN NULL ELSE episode_started_at END,
        updated_at = ? WHERE session_id = ?`,
   ).run(to, endsEpisode ? null : reason, startsEpisode ? 1 : 0, now, endsEpisode ? 1 : 0, now, row.session_id);
-  db.prepare('INSERT INTO transitions (session_id, at, event, from_state, to_state, evidence_json) VALUES (?, ?, ?, ?, ?, ?)').run(
-    row.session_id,
-    now,
-    event,
-    row.state,
-    to,
-    JSON.stringify({ reason, ...evidence }),
-  );
+  db.prepare(
+    'INSERT INTO transitions (session_id, at, event, from_state, to_state, evidence_json) VALUES (?, ?, ?, ?, ?, ?)',
+  ).run(row.session_id, now, event, row.state, to, JSON.stringify({ reason, ...evidence }));
   row.state = to;
   row.state_reason = endsEpisode ? null : reason;
   if (startsEpisode) row.episode_started_at = now;
@@ -201,16 +232,17 @@ export class RefusedTransition extends Error {
 
 export function recordDenial(
   db: Db,
-  d: { session_id: string; turn_id: string | null; tool_name: string; tool_use_id: string | null; summary: string; reasons: unknown },
+  d: {
+    session_id: string;
+    turn_id: string | null;
+    tool_name: string;
+    tool_use_id: string | null;
+    summary: string;
+    reasons: unknown;
+  },
   now: string,
 ): void {
-  db.prepare('INSERT INTO denials (session_id, at, turn_id, tool_name, tool_use_id, summary, reasons_json) VALUES (?, ?, ?, ?, ?, ?, ?)').run(
-    d.session_id,
-    now,
-    d.turn_id,
-    d.tool_name,
-    d.tool_use_id,
-    d.summary,
-    JSON.stringify(d.reasons),
-  );
+  db.prepare(
+    'INSERT INTO denials (session_id, at, turn_id, tool_name, tool_use_id, summary, reasons_json) VALUES (?, ?, ?, ?, ?, ?, ?)',
+  ).run(d.session_id, now, d.turn_id, d.tool_name, d.tool_use_id, d.summary, JSON.stringify(d.reasons));
 }

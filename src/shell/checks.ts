@@ -69,14 +69,60 @@ function grepOperands(args: readonly Word[], shortWithValue: string, longWithVal
 }
 
 const GREP_LONG_WITH_VALUE = [
-  'regexp', 'file', 'max-count', 'after-context', 'before-context', 'context', 'directories', 'devices', 'include', 'exclude',
-  'exclude-dir', 'exclude-from', 'label', 'binary-files', 'group-separator',
+  'regexp',
+  'file',
+  'max-count',
+  'after-context',
+  'before-context',
+  'context',
+  'directories',
+  'devices',
+  'include',
+  'exclude',
+  'exclude-dir',
+  'exclude-from',
+  'label',
+  'binary-files',
+  'group-separator',
 ];
 const RG_LONG_WITH_VALUE = [
-  'regexp', 'file', 'glob', 'iglob', 'type', 'type-not', 'type-add', 'type-clear', 'after-context', 'before-context', 'context',
-  'encoding', 'threads', 'max-columns', 'max-count', 'replace', 'max-depth', 'max-filesize', 'sort', 'sortr', 'path-separator',
-  'colors', 'color', 'context-separator', 'field-context-separator', 'field-match-separator', 'ignore-file', 'pre', 'pre-glob',
-  'engine', 'dfa-size-limit', 'regex-size-limit', 'hyperlink-format', 'generate', 'maxdepth', 'hostname-bin', 'hyperlink',
+  'regexp',
+  'file',
+  'glob',
+  'iglob',
+  'type',
+  'type-not',
+  'type-add',
+  'type-clear',
+  'after-context',
+  'before-context',
+  'context',
+  'encoding',
+  'threads',
+  'max-columns',
+  'max-count',
+  'replace',
+  'max-depth',
+  'max-filesize',
+  'sort',
+  'sortr',
+  'path-separator',
+  'colors',
+  'color',
+  'context-separator',
+  'field-context-separator',
+  'field-match-separator',
+  'ignore-file',
+  'pre',
+  'pre-glob',
+  'engine',
+  'dfa-size-limit',
+  'regex-size-limit',
+  'hyperlink-format',
+  'generate',
+  'maxdepth',
+  'hostname-bin',
+  'hyperlink',
 ];
 
 export type Check = (args: readonly Word[], cx: CheckCx) => string | null;
@@ -87,7 +133,8 @@ export const always: Check = () => null;
 /** Options that read a list of file names from a file, which cannot be checked. */
 function filesFromReason(prog: string, args: readonly Word[], names: readonly string[]): string | null {
   for (const w of optionArea(args)) {
-    if (isLongOption(w.value, names)) return `\`${prog} ${short(w.value, 30)}\` reads file names from a file, which cannot be checked: name the files`;
+    if (isLongOption(w.value, names))
+      return `\`${prog} ${short(w.value, 30)}\` reads file names from a file, which cannot be checked: name the files`;
   }
   return null;
 }
@@ -109,15 +156,75 @@ export const checkChecksum =
   };
 
 const FIND_NO_ARG: ReadonlySet<string> = new Set([
-  '-print', '-print0', '-ls', '-prune', '-quit', '-true', '-false', '-empty', '-readable', '-writable', '-executable',
-  '-nouser', '-nogroup', '-depth', '-d', '-xdev', '-mount', '-noleaf', '-daystart', '-follow', '-ignore_readdir_race',
-  '-noignore_readdir_race', '-not', '-a', '-o', '-and', '-or', '!', '(', ')', ',',
+  '-print',
+  '-print0',
+  '-ls',
+  '-prune',
+  '-quit',
+  '-true',
+  '-false',
+  '-empty',
+  '-readable',
+  '-writable',
+  '-executable',
+  '-nouser',
+  '-nogroup',
+  '-depth',
+  '-d',
+  '-xdev',
+  '-mount',
+  '-noleaf',
+  '-daystart',
+  '-follow',
+  '-ignore_readdir_race',
+  '-noignore_readdir_race',
+  '-not',
+  '-a',
+  '-o',
+  '-and',
+  '-or',
+  '!',
+  '(',
+  ')',
+  ',',
 ]);
 const FIND_ONE_ARG: ReadonlySet<string> = new Set([
-  '-name', '-iname', '-path', '-ipath', '-wholename', '-iwholename', '-regex', '-iregex', '-regextype', '-type', '-xtype',
-  '-size', '-mtime', '-mmin', '-atime', '-amin', '-ctime', '-cmin', '-newer', '-anewer', '-cnewer', '-used', '-perm',
-  '-user', '-group', '-uid', '-gid', '-links', '-inum', '-samefile', '-lname', '-ilname', '-maxdepth', '-mindepth',
-  '-fstype', '-printf',
+  '-name',
+  '-iname',
+  '-path',
+  '-ipath',
+  '-wholename',
+  '-iwholename',
+  '-regex',
+  '-iregex',
+  '-regextype',
+  '-type',
+  '-xtype',
+  '-size',
+  '-mtime',
+  '-mmin',
+  '-atime',
+  '-amin',
+  '-ctime',
+  '-cmin',
+  '-newer',
+  '-anewer',
+  '-cnewer',
+  '-used',
+  '-perm',
+  '-user',
+  '-group',
+  '-uid',
+  '-gid',
+  '-links',
+  '-inum',
+  '-samefile',
+  '-lname',
+  '-ilname',
+  '-maxdepth',
+  '-mindepth',
+  '-fstype',
+  '-printf',
 ]);
 
 /** find: start points, then only tests and the actions -print, -print0, -ls, -printf (to stdout). */
@@ -134,12 +241,14 @@ export const checkFind: Check = (args) => {
   for (; k < args.length; k++) {
     const w = args[k]!;
     const a = w.value;
-    if (w.glob) return `the unquoted glob \`${short(a, 40)}\` in a find expression is expanded by the shell: quote it ('${short(a, 40)}')`;
+    if (w.glob)
+      return `the unquoted glob \`${short(a, 40)}\` in a find expression is expanded by the shell: quote it ('${short(a, 40)}')`;
     if (FIND_NO_ARG.has(a)) continue;
     if (FIND_ONE_ARG.has(a) || /^-newer[aBcmt][aBcmt]$/.test(a)) {
       const v = args[k + 1];
       if (v === undefined) return `\`find ${a}\` needs an argument`;
-      if (v.glob) return `the unquoted glob \`${short(v.value, 40)}\` after \`find ${a}\` is expanded by the shell: quote it ('${short(v.value, 40)}')`;
+      if (v.glob)
+        return `the unquoted glob \`${short(v.value, 40)}\` after \`find ${a}\` is expanded by the shell: quote it ('${short(v.value, 40)}')`;
       k++;
       continue;
     }
@@ -158,7 +267,8 @@ export const checkSort: Check = (args) => {
     if (isLongOption(a, ['output'])) return `\`sort ${short(a, 30)}\` writes a file; sort to stdout instead`;
     if (isLongOption(a, ['compress-program'])) return `\`sort ${short(a, 30)}\` runs a program`;
     if (isLongOption(a, ['temporary-directory'])) return `\`sort ${short(a, 30)}\` writes temporary files`;
-    if (isLongOption(a, ['files0-from'])) return `\`sort ${short(a, 30)}\` reads file names from a file, which cannot be checked: name the files`;
+    if (isLongOption(a, ['files0-from']))
+      return `\`sort ${short(a, 30)}\` reads file names from a file, which cannot be checked: name the files`;
     if (shortClusterHas(a, 'o', 'ktST')) return `\`sort ${short(a, 30)}\` writes a file; sort to stdout instead`;
     if (shortClusterHas(a, 'T', 'ktSo')) return `\`sort ${short(a, 30)}\` writes temporary files`;
   }
@@ -177,7 +287,13 @@ export const checkGrep =
       if (isLongOption(a, ['dereference-recursive']) || shortClusterHas(a, 'R', 'efmABCdD')) {
         return `\`${prog} -R\` follows symbolic links while recursing: use \`${prog} -r\``;
       }
-      if (isLongOption(a, ['recursive']) || shortClusterHas(a, 'r', 'efmABCdD') || a === '--directories=recurse' || (a === '-d' && area[k + 1]?.value === 'recurse') || a === '-drecurse') {
+      if (
+        isLongOption(a, ['recursive']) ||
+        shortClusterHas(a, 'r', 'efmABCdD') ||
+        a === '--directories=recurse' ||
+        (a === '-d' && area[k + 1]?.value === 'recurse') ||
+        a === '-drecurse'
+      ) {
         cx.recursive = true;
       }
     }
@@ -200,11 +316,14 @@ export const checkRg: Check = (args, cx) => {
   cx.recursivePaths = ops === null || files ? null : ops;
   for (const w of optionArea(args)) {
     const a = w.value;
-    if (a === '--hidden' || a === '--no-ignore-dot' || /^-[a-zA-Z.]*[u.]/.test(a) || a === '--unrestricted') cx.skipsHidden = false;
+    if (a === '--hidden' || a === '--no-ignore-dot' || /^-[a-zA-Z.]*[u.]/.test(a) || a === '--unrestricted')
+      cx.skipsHidden = false;
     if (mayExpandToOption(w)) return globOptionReason('rg', w);
     if (isLongOption(a, ['pre', 'pre-glob', 'hostname-bin'])) return `\`rg ${short(a, 30)}\` runs external programs`;
-    if (isLongOption(a, ['search-zip']) || shortClusterHas(a, 'z', 'efgtTABCEjMmrd')) return '`rg -z` runs decompression programs: search the files without -z';
-    if (isLongOption(a, ['follow']) || shortClusterHas(a, 'L', 'efgtTABCEjMmrd')) return '`rg -L` follows symbolic links: search without -L';
+    if (isLongOption(a, ['search-zip']) || shortClusterHas(a, 'z', 'efgtTABCEjMmrd'))
+      return '`rg -z` runs decompression programs: search the files without -z';
+    if (isLongOption(a, ['follow']) || shortClusterHas(a, 'L', 'efgtTABCEjMmrd'))
+      return '`rg -L` follows symbolic links: search without -L';
   }
   return null;
 };
@@ -216,7 +335,8 @@ export const checkDiff: Check = (args, cx) => {
   for (const w of optionArea(args)) {
     const a = w.value;
     if (mayExpandToOption(w)) return globOptionReason('diff', w);
-    if (isLongOption(a, ['paginate']) || shortClusterHas(a, 'l', 'CDFILSWxX')) return '`diff -l` pipes the output through `pr`: drop -l';
+    if (isLongOption(a, ['paginate']) || shortClusterHas(a, 'l', 'CDFILSWxX'))
+      return '`diff -l` pipes the output through `pr`: drop -l';
     if (isLongOption(a, ['recursive']) || shortClusterHas(a, 'r', 'CDFILSWxX')) recursive = true;
     if (a === '--no-dereference') noDeref = true;
   }
@@ -231,8 +351,10 @@ export const checkTree: Check = (args) => {
   for (const w of optionArea(args)) {
     if (mayExpandToOption(w)) return globOptionReason('tree', w);
     const a = w.value;
-    if (a.startsWith('-') && !a.startsWith('--') && (a.includes('o') || a.includes('R'))) return `\`tree ${short(a, 30)}\` can write output files`;
-    if (isLongOption(a, ['output', 'fromfile'])) return `\`tree ${short(a, 30)}\` is not allowed (writes a file or reads names from one)`;
+    if (a.startsWith('-') && !a.startsWith('--') && (a.includes('o') || a.includes('R')))
+      return `\`tree ${short(a, 30)}\` can write output files`;
+    if (isLongOption(a, ['output', 'fromfile']))
+      return `\`tree ${short(a, 30)}\` is not allowed (writes a file or reads names from one)`;
   }
   return null;
 };
@@ -241,9 +363,15 @@ export const checkFile: Check = (args) => {
   for (const w of optionArea(args)) {
     if (mayExpandToOption(w)) return globOptionReason('file', w);
     const a = w.value;
-    if (isLongOption(a, ['compile']) || shortClusterHas(a, 'C', 'emfFP')) return `\`file ${short(a, 30)}\` writes a compiled magic file`;
-    if (isLongOption(a, ['files-from']) || shortClusterHas(a, 'f', 'emFP')) return `\`file ${short(a, 30)}\` reads file names from a file, which cannot be checked: name the files`;
-    if (isLongOption(a, ['uncompress', 'uncompress-noreport']) || shortClusterHas(a, 'z', 'emfFP') || shortClusterHas(a, 'Z', 'emfFP')) {
+    if (isLongOption(a, ['compile']) || shortClusterHas(a, 'C', 'emfFP'))
+      return `\`file ${short(a, 30)}\` writes a compiled magic file`;
+    if (isLongOption(a, ['files-from']) || shortClusterHas(a, 'f', 'emFP'))
+      return `\`file ${short(a, 30)}\` reads file names from a file, which cannot be checked: name the files`;
+    if (
+      isLongOption(a, ['uncompress', 'uncompress-noreport']) ||
+      shortClusterHas(a, 'z', 'emfFP') ||
+      shortClusterHas(a, 'Z', 'emfFP')
+    ) {
       return `\`file ${short(a, 30)}\` runs external decompressors (found through PATH): not while latched`;
     }
   }
@@ -272,7 +400,12 @@ export const checkUniq: Check = (args) => {
       if (mayExpandToOption(w)) return globOptionReason('uniq', w);
       if (a.startsWith('--')) {
         const n = longName(a) ?? '';
-        if (!a.includes('=') && n.length > 0 && ['skip-fields', 'skip-chars', 'check-chars'].some((x) => x.startsWith(n))) k++;
+        if (
+          !a.includes('=') &&
+          n.length > 0 &&
+          ['skip-fields', 'skip-chars', 'check-chars'].some((x) => x.startsWith(n))
+        )
+          k++;
         continue;
       }
       if (a.startsWith('-') && a.length > 1) {
@@ -293,7 +426,8 @@ export const checkUniq: Check = (args) => {
 
 // sed --------------------------------------------------------------------------------------------
 
-const SED_HELP = "sed is allowed only to print lines: options -n -E -r -s -z -u --posix, and scripts of addresses (N, $, /re/, N,M, N~S, +N) with the commands p, =, l, q, Q, d and { } (e.g. `sed -n '10,20p' FILE`)";
+const SED_HELP =
+  "sed is allowed only to print lines: options -n -E -r -s -z -u --posix, and scripts of addresses (N, $, /re/, N,M, N~S, +N) with the commands p, =, l, q, Q, d and { } (e.g. `sed -n '10,20p' FILE`)";
 
 /** Parse a sed script of the allowed subset; a reason when it is anything else. */
 function sedScriptReason(script: string): string | null {
@@ -388,7 +522,8 @@ function sedScriptReason(script: string): string | null {
     }
     skipBlank();
     const t = script[i];
-    if (t !== undefined && t !== ';' && t !== '\n' && t !== '}' && t !== '#') return `unexpected text after the sed command \`${c}\``;
+    if (t !== undefined && t !== ';' && t !== '\n' && t !== '}' && t !== '#')
+      return `unexpected text after the sed command \`${c}\``;
   }
   if (depth !== 0) return 'an unmatched `{`';
   return null;
@@ -434,15 +569,30 @@ export const checkSed: Check = (args) => {
         scriptFromOption = true;
         continue;
       }
-      if (['--quiet', '--silent', '--regexp-extended', '--separate', '--null-data', '--unbuffered', '--posix', '--sandbox', '--debug'].includes(a)) continue;
+      if (
+        [
+          '--quiet',
+          '--silent',
+          '--regexp-extended',
+          '--separate',
+          '--null-data',
+          '--unbuffered',
+          '--posix',
+          '--sandbox',
+          '--debug',
+        ].includes(a)
+      )
+        continue;
       if (/^-[nErszu]+$/.test(a)) continue;
       if (a.startsWith('--line-length=') || /^-l[0-9]+$/.test(a)) continue;
       if (a === '-l') {
         k++;
         continue;
       }
-      if (a.startsWith('-i') || isLongOption(a, ['in-place'])) return '`sed -i` edits files in place: print with `sed -n` instead';
-      if (a.startsWith('-f') || isLongOption(a, ['file'])) return '`sed -f` runs a script from a file, which cannot be checked: give the script inline';
+      if (a.startsWith('-i') || isLongOption(a, ['in-place']))
+        return '`sed -i` edits files in place: print with `sed -n` instead';
+      if (a.startsWith('-f') || isLongOption(a, ['file']))
+        return '`sed -f` runs a script from a file, which cannot be checked: give the script inline';
       return `\`sed ${short(a, 30)}\` is not allowed; ${SED_HELP}`;
     }
     operands.push(w);
@@ -469,9 +619,23 @@ export const checkSed: Check = (args) => {
  * run time.
  */
 const AWK_FORBIDDEN: readonly string[] = [
-  'system', 'getline', 'close', 'fflush', 'ENVIRON', 'PROCINFO', 'ARGV', 'ARGC', 'SYMTAB', 'FUNCTAB', '|', '>', '@', '`',
+  'system',
+  'getline',
+  'close',
+  'fflush',
+  'ENVIRON',
+  'PROCINFO',
+  'ARGV',
+  'ARGC',
+  'SYMTAB',
+  'FUNCTAB',
+  '|',
+  '>',
+  '@',
+  '`',
 ];
-const AWK_HELP = "awk is allowed only with -F and -v and an inline program that prints to stdout: no system, getline, close, fflush, ENVIRON, PROCINFO, ARGV, ARGC, `|`, `>` or `@` (compare with `<` instead of `>`)";
+const AWK_HELP =
+  'awk is allowed only with -F and -v and an inline program that prints to stdout: no system, getline, close, fflush, ENVIRON, PROCINFO, ARGV, ARGC, `|`, `>` or `@` (compare with `<` instead of `>`)';
 
 export const checkAwk: Check = (args) => {
   let k = 0;
@@ -492,7 +656,8 @@ export const checkAwk: Check = (args) => {
     }
     if ((a.startsWith('-F') || a.startsWith('-v')) && a.length > 2) continue;
     if (a.startsWith('--field-separator=') || a.startsWith('--assign=') || a === '--sandbox' || a === '-S') continue;
-    if (a.startsWith('-f') || isLongOption(a, ['file', 'exec', 'include', 'load', 'source'])) return `\`awk ${short(a, 30)}\` runs a program from a file or a library, which cannot be checked; ${AWK_HELP}`;
+    if (a.startsWith('-f') || isLongOption(a, ['file', 'exec', 'include', 'load', 'source']))
+      return `\`awk ${short(a, 30)}\` runs a program from a file or a library, which cannot be checked; ${AWK_HELP}`;
     return `\`awk ${short(a, 30)}\` is not allowed; ${AWK_HELP}`;
   }
   program = args[k];

@@ -33,7 +33,10 @@ export const GIT_SAFE_CONFIG: ReadonlyArray<readonly [string, string]> = [
   ['log.showSignature', 'false'],
   ['diff.autoRefreshIndex', 'false'],
   ['core.pager', 'cat'],
-  ...['status', 'diff', 'log', 'show', 'branch', 'blame', 'grep'].map((c): readonly [string, string] => [`pager.${c}`, 'false']),
+  ...['status', 'diff', 'log', 'show', 'branch', 'blame', 'grep'].map((c): readonly [string, string] => [
+    `pager.${c}`,
+    'false',
+  ]),
 ];
 
 // git --------------------------------------------------------------------------------------------
@@ -71,8 +74,22 @@ export const GIT_SAFE_CONFIG: ReadonlyArray<readonly [string, string]> = [
 // SUB is one of status, diff, log, show, rev-parse, ls-files, branch (listing forms), blame, grep
 // (without -O); never --help, --output, --ext-diff, --textconv, --no-index, --recurse-submodules.
 
-const GIT_BASE_PREFIX = ['--no-pager', '--no-optional-locks', '-c', 'core.fsmonitor=false', '-c', 'core.hooksPath=/dev/null'];
-const GIT_GPG_PREFIX = ['-c', 'gpg.program=/dev/null', '-c', 'gpg.ssh.program=/dev/null', '-c', 'gpg.x509.program=/dev/null'];
+const GIT_BASE_PREFIX = [
+  '--no-pager',
+  '--no-optional-locks',
+  '-c',
+  'core.fsmonitor=false',
+  '-c',
+  'core.hooksPath=/dev/null',
+];
+const GIT_GPG_PREFIX = [
+  '-c',
+  'gpg.program=/dev/null',
+  '-c',
+  'gpg.ssh.program=/dev/null',
+  '-c',
+  'gpg.x509.program=/dev/null',
+];
 /** The `-c` overrides accepted (key case-insensitive, value exact): only ones that switch something off. */
 const GIT_SAFE_OVERRIDES: ReadonlyMap<string, string> = new Map([
   ['core.fsmonitor', 'false'],
@@ -85,33 +102,81 @@ const GIT_SAFE_OVERRIDES: ReadonlyMap<string, string> = new Map([
   ['color.ui', 'never'],
 ]);
 const GIT_HARMLESS_GLOBALS: ReadonlySet<string> = new Set([
-  '--literal-pathspecs', '--glob-pathspecs', '--noglob-pathspecs', '--icase-pathspecs', '--no-replace-objects',
+  '--literal-pathspecs',
+  '--glob-pathspecs',
+  '--noglob-pathspecs',
+  '--icase-pathspecs',
+  '--no-replace-objects',
 ]);
-const GIT_SUBCOMMANDS: ReadonlySet<string> = new Set(['status', 'diff', 'log', 'show', 'rev-parse', 'ls-files', 'branch', 'blame', 'grep']);
+const GIT_SUBCOMMANDS: ReadonlySet<string> = new Set([
+  'status',
+  'diff',
+  'log',
+  'show',
+  'rev-parse',
+  'ls-files',
+  'branch',
+  'blame',
+  'grep',
+]);
 const GIT_WORKTREE_SUBCOMMANDS: ReadonlySet<string> = new Set(['status', 'diff', 'ls-files', 'blame', 'grep']);
 const GIT_SUBMODULE_SUBCOMMANDS: ReadonlySet<string> = new Set(['status', 'diff', 'log', 'show']);
 
 function gitSpelling(sub: string): string {
-  const prefix = [...GIT_BASE_PREFIX, ...(sub === 'log' || sub === 'show' ? GIT_GPG_PREFIX : []), ...(sub === 'diff' ? ['-c', 'diff.autoRefreshIndex=false'] : [])].join(' ');
-  const after = sub === 'diff' || sub === 'log' || sub === 'show' ? ' --no-ext-diff --no-textconv' : sub === 'blame' ? ' --no-textconv' : '';
+  const prefix = [
+    ...GIT_BASE_PREFIX,
+    ...(sub === 'log' || sub === 'show' ? GIT_GPG_PREFIX : []),
+    ...(sub === 'diff' ? ['-c', 'diff.autoRefreshIndex=false'] : []),
+  ].join(' ');
+  const after =
+    sub === 'diff' || sub === 'log' || sub === 'show'
+      ? ' --no-ext-diff --no-textconv'
+      : sub === 'blame'
+        ? ' --no-textconv'
+        : '';
   return `git ${prefix} ${sub}${after}`;
 }
 
 /** The spelling a held read needs (its environment supplies the rest). */
 function gitHeldSpelling(sub: string): string {
-  const after = sub === 'diff' || sub === 'log' || sub === 'show' ? ' --no-ext-diff --no-textconv' : sub === 'blame' ? ' --no-textconv' : '';
+  const after =
+    sub === 'diff' || sub === 'log' || sub === 'show'
+      ? ' --no-ext-diff --no-textconv'
+      : sub === 'blame'
+        ? ' --no-textconv'
+        : '';
   return `git --no-pager ${sub}${after}`;
 }
 
 /** `git log` options that only list commits (no patch, stat or diff of any kind). */
-const GIT_LOG_LISTING = /^(--oneline|--graph|--all|--decorate(=\w+)?|--no-decorate|--abbrev-commit|--no-abbrev-commit|--reverse|--first-parent|--no-merges|--merges|--date-order|--topo-order|--author-date-order|--max-count=\d+|-n\d*|-\d+|--skip=\d+|--since=[^\s]+|--until=[^\s]+|--after=[^\s]+|--before=[^\s]+|--author=.+|--committer=.+|--grep=.+|--date=\w[\w-]*|--format=[^\s]*|--pretty=[^\s]*|--no-color|--color=never|--branches|--tags|--remotes|-z|--no-walk)$/;
+const GIT_LOG_LISTING =
+  /^(--oneline|--graph|--all|--decorate(=\w+)?|--no-decorate|--abbrev-commit|--no-abbrev-commit|--reverse|--first-parent|--no-merges|--merges|--date-order|--topo-order|--author-date-order|--max-count=\d+|-n\d*|-\d+|--skip=\d+|--since=[^\s]+|--until=[^\s]+|--after=[^\s]+|--before=[^\s]+|--author=.+|--committer=.+|--grep=.+|--date=\w[\w-]*|--format=[^\s]*|--pretty=[^\s]*|--no-color|--color=never|--branches|--tags|--remotes|-z|--no-walk)$/;
 
-const GIT_WHY = 'git runs programs from repository configuration (pager, fsmonitor, hooks, external diff, textconv, gpg) even for reads';
+const GIT_WHY =
+  'git runs programs from repository configuration (pager, fsmonitor, hooks, external diff, textconv, gpg) even for reads';
 
 function gitStatusReason(rest: readonly Word[]): string | null {
   const flags = new Set([
-    '-s', '--short', '-b', '--branch', '--show-stash', '--porcelain', '--long', '-v', '-vv', '--verbose', '-u', '-z',
-    '--null', '--no-column', '--ahead-behind', '--no-ahead-behind', '--renames', '--no-renames', '--find-renames', '--ignored',
+    '-s',
+    '--short',
+    '-b',
+    '--branch',
+    '--show-stash',
+    '--porcelain',
+    '--long',
+    '-v',
+    '-vv',
+    '--verbose',
+    '-u',
+    '-z',
+    '--null',
+    '--no-column',
+    '--ahead-behind',
+    '--no-ahead-behind',
+    '--renames',
+    '--no-renames',
+    '--find-renames',
+    '--ignored',
     '--untracked-files',
   ]);
   for (const w of optionArea(rest)) {
@@ -127,7 +192,21 @@ function gitStatusReason(rest: readonly Word[]): string | null {
 }
 
 function gitBranchReason(rest: readonly Word[]): string | null {
-  const flags = new Set(['-a', '--all', '-r', '--remotes', '-v', '-vv', '--verbose', '--show-current', '--no-color', '--color=never', '--no-column', '-i', '--ignore-case']);
+  const flags = new Set([
+    '-a',
+    '--all',
+    '-r',
+    '--remotes',
+    '-v',
+    '-vv',
+    '--verbose',
+    '--show-current',
+    '--no-color',
+    '--color=never',
+    '--no-column',
+    '-i',
+    '--ignore-case',
+  ]);
   const withValue = new Set(['--contains', '--no-contains', '--merged', '--no-merged', '--points-at', '--sort']);
   let list = false;
   let positional = 0;
@@ -146,7 +225,8 @@ function gitBranchReason(rest: readonly Word[]): string | null {
       if (!a.includes('=')) k++;
       continue;
     }
-    if (a.startsWith('-')) return `\`git branch ${short(a, 30)}\` is not a listing option (use --list, --show-current, -a, -r, -v)`;
+    if (a.startsWith('-'))
+      return `\`git branch ${short(a, 30)}\` is not a listing option (use --list, --show-current, -a, -r, -v)`;
     positional++;
   }
   if (positional > 0 && !list) return '`git branch NAME` creates a branch: list with `git branch --list PATTERN`';
@@ -218,7 +298,12 @@ function gitConfigReason(st: State, dirs: readonly string[], sub: string): strin
   else files.add('/etc/gitconfig').add('/usr/local/etc/gitconfig');
   if (env.GIT_CONFIG_GLOBAL && env.GIT_CONFIG_GLOBAL.length > 0) files.add(env.GIT_CONFIG_GLOBAL);
   if (st.home !== null) files.add(st.home + '/.gitconfig');
-  const xdg = env.XDG_CONFIG_HOME && env.XDG_CONFIG_HOME.startsWith('/') ? env.XDG_CONFIG_HOME : st.home !== null ? st.home + '/.config' : null;
+  const xdg =
+    env.XDG_CONFIG_HOME && env.XDG_CONFIG_HOME.startsWith('/')
+      ? env.XDG_CONFIG_HOME
+      : st.home !== null
+        ? st.home + '/.config'
+        : null;
   if (xdg !== null) files.add(xdg + '/git/config');
   // trace2.* is read only from the system and global files, and -c cannot override it: a
   // trace2.eventTarget armed there makes every git call write (append) to that file.
@@ -314,7 +399,8 @@ export const checkGit: Check = (args, cx) => {
     if (!overrides.has('core.fsmonitor')) missing.push('-c core.fsmonitor=false');
     if (!overrides.has('core.hookspath')) missing.push('-c core.hooksPath=/dev/null');
     if (sub === 'log' || sub === 'show') {
-      for (const k of ['gpg.program', 'gpg.ssh.program', 'gpg.x509.program']) if (!overrides.has(k)) missing.push(`-c ${k}=/dev/null`);
+      for (const k of ['gpg.program', 'gpg.ssh.program', 'gpg.x509.program'])
+        if (!overrides.has(k)) missing.push(`-c ${k}=/dev/null`);
     }
     if (sub === 'diff' && !overrides.has('diff.autorefreshindex')) missing.push('-c diff.autoRefreshIndex=false');
   }
@@ -328,9 +414,12 @@ export const checkGit: Check = (args, cx) => {
   const has = (flag: string): boolean => lead.has(flag);
   // A `git log` whose every option is a plain listing one produces no diff: no external diff or
   // textconv can run (only with the held-read environment, which also switches off signatures).
-  const plainLog = hardened && sub === 'log' && area.every((w) => !w.value.startsWith('-') || GIT_LOG_LISTING.test(w.value));
-  if ((sub === 'diff' || (sub === 'log' && !plainLog) || sub === 'show') && !has('--no-ext-diff')) missing.push(`--no-ext-diff (right after ${sub})`);
-  if ((sub === 'diff' || (sub === 'log' && !plainLog) || sub === 'show' || sub === 'blame') && !has('--no-textconv')) missing.push(`--no-textconv (right after ${sub})`);
+  const plainLog =
+    hardened && sub === 'log' && area.every((w) => !w.value.startsWith('-') || GIT_LOG_LISTING.test(w.value));
+  if ((sub === 'diff' || (sub === 'log' && !plainLog) || sub === 'show') && !has('--no-ext-diff'))
+    missing.push(`--no-ext-diff (right after ${sub})`);
+  if ((sub === 'diff' || (sub === 'log' && !plainLog) || sub === 'show' || sub === 'blame') && !has('--no-textconv'))
+    missing.push(`--no-textconv (right after ${sub})`);
   if (missing.length > 0) {
     return `${GIT_WHY}; while latched \`git ${sub}\` needs ${missing.join(', ')}: use \`${hardened ? gitHeldSpelling(sub) : gitSpelling(sub)} ...\``;
   }
@@ -341,11 +430,16 @@ export const checkGit: Check = (args, cx) => {
     if (w.nonAscii && a.startsWith('-')) return `the git option \`${short(a, 30)}\` contains a non-ASCII character`;
     if (a === '--text') continue;
     if (isLongOption(a, ['output'])) return `\`git ${sub} ${short(a, 30)}\` writes a file: read the output instead`;
-    if (isLongOption(a, ['remerge-diff'])) return `\`git ${sub} --remerge-diff\` writes temporary objects into .git: not while latched`;
-    if (isLongOption(a, ['ext-diff', 'textconv'])) return `\`git ${sub} ${short(a, 30)}\` runs configured programs: use --no-ext-diff --no-textconv`;
-    if (isLongOption(a, ['help']) || a === '-h') return `\`git ${sub} --help\` opens a pager or a browser: not while latched`;
-    if (isLongOption(a, ['recurse-submodules'])) return `\`git ${sub} ${short(a, 30)}\` runs git inside submodules with their own configuration`;
-    if (a.startsWith('--submodule') && a !== '--submodule=short') return `\`git ${sub} ${short(a, 30)}\` may run git inside submodules: use --submodule=short or leave it out`;
+    if (isLongOption(a, ['remerge-diff']))
+      return `\`git ${sub} --remerge-diff\` writes temporary objects into .git: not while latched`;
+    if (isLongOption(a, ['ext-diff', 'textconv']))
+      return `\`git ${sub} ${short(a, 30)}\` runs configured programs: use --no-ext-diff --no-textconv`;
+    if (isLongOption(a, ['help']) || a === '-h')
+      return `\`git ${sub} --help\` opens a pager or a browser: not while latched`;
+    if (isLongOption(a, ['recurse-submodules']))
+      return `\`git ${sub} ${short(a, 30)}\` runs git inside submodules with their own configuration`;
+    if (a.startsWith('--submodule') && a !== '--submodule=short')
+      return `\`git ${sub} ${short(a, 30)}\` may run git inside submodules: use --submodule=short or leave it out`;
     if (a === '--no-index') return `\`git ${sub} --no-index\` is not allowed: compare files with \`diff\``;
   }
   let reason: string | null = null;
@@ -385,5 +479,9 @@ export const checkGit: Check = (args, cx) => {
     return null;
   }
   // git finds the repository from the physical directory.
-  return gitConfigReason(st, dirs.map((d) => realish(st, d)), sub);
+  return gitConfigReason(
+    st,
+    dirs.map((d) => realish(st, d)),
+    sub,
+  );
 };

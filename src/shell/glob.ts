@@ -3,7 +3,11 @@
 // `cat ~/.local/state/lat*/latch.db`). Expanding a glob on disk (expandGlob) is in latch-guard.ts,
 // as it spends the classification's file-system budget.
 
-type GlobItem = { k: 'lit'; c: string } | { k: 'any' } | { k: 'star' } | { k: 'set'; neg: boolean; chars: string; ranges: Array<[string, string]> };
+type GlobItem =
+  | { k: 'lit'; c: string }
+  | { k: 'any' }
+  | { k: 'star' }
+  | { k: 'set'; neg: boolean; chars: string; ranges: Array<[string, string]> };
 
 function setMatches(it: { neg: boolean; chars: string; ranges: Array<[string, string]> }, ch: string): boolean {
   const inSet = it.chars.includes(ch) || it.ranges.some(([a, b]) => ch >= a && ch <= b);
@@ -81,7 +85,10 @@ export function segmentMatches(pat: string, text: string): boolean {
   let starSi = 0;
   while (si < text.length) {
     const it = items[pi];
-    if (it !== undefined && (it.k === 'any' || (it.k === 'lit' && it.c === text[si]) || (it.k === 'set' && setMatches(it, text[si]!)))) {
+    if (
+      it !== undefined &&
+      (it.k === 'any' || (it.k === 'lit' && it.c === text[si]) || (it.k === 'set' && setMatches(it, text[si]!)))
+    ) {
       pi++;
       si++;
     } else if (it !== undefined && it.k === 'star') {

@@ -5,7 +5,7 @@
 // behind a launcher or in text that does not parse). Findings go to State through touch() and
 // deny() (state.ts).
 
-import { readdirSync, statSync } from 'node:fs';
+import { readdirSync, statSync, type Stats } from 'node:fs';
 import { posix } from 'node:path';
 import type { Word } from './words.js';
 import { segmentMatches, patternSegments, resolveSegments, globReaches, literalSegment } from './glob.js';
@@ -157,7 +157,7 @@ function procRewrite(st: State, c: string): string | null {
  * the protected files (and the files directly inside a protected directory).
  */
 function hardLinkTarget(st: State, path: string): Target | null {
-  let s;
+  let s: Stats;
   try {
     s = statSync(path);
   } catch {
@@ -203,7 +203,8 @@ export function wordTouchCheck(st: State, w: Word, opts: PathCheckOptions = {}):
   const eq = value.indexOf('=');
   if (eq >= 0) candidates.push(expandTilde(value.slice(eq + 1), st.home));
   // An option with its value attached: `-f../x`, `-C/dir`.
-  if (value.startsWith('-') && !value.startsWith('--') && value.length > 2) candidates.push(expandTilde(value.slice(2), st.home));
+  if (value.startsWith('-') && !value.startsWith('--') && value.length > 2)
+    candidates.push(expandTilde(value.slice(2), st.home));
 
   const hits = new Set<Target>();
   for (const c of candidates) {
@@ -214,18 +215,28 @@ export function wordTouchCheck(st: State, w: Word, opts: PathCheckOptions = {}):
     else {
       abs = [];
       if (c === '..' || c.startsWith('../') || c.includes('/../') || c.endsWith('/..')) {
-        deny(st, `the relative path \`${short(c, 60)}\` cannot be checked without the working directory: use an absolute path`);
+        deny(
+          st,
+          `the relative path \`${short(c, 60)}\` cannot be checked without the working directory: use an absolute path`,
+        );
       }
     }
     // `/proc/self/cwd/../x` is resolved by the kernel from the cwd, not lexically.
     if (c.startsWith('/proc/') && c.split('/').includes('..')) {
-      deny(st, `\`${short(c, 60)}\` climbs out of a /proc path with \`..\`, which cannot be checked: name the file itself`);
+      deny(
+        st,
+        `\`${short(c, 60)}\` climbs out of a /proc path with \`..\`, which cannot be checked: name the file itself`,
+      );
       continue;
     }
     const rewritten: string[] = [];
     for (const a of abs) {
       const r = procRewrite(st, a);
-      if (r === null) deny(st, `\`${short(c, 60)}\` names a file through a process (/proc, /dev/fd), which cannot be checked: name the file itself`);
+      if (r === null)
+        deny(
+          st,
+          `\`${short(c, 60)}\` names a file through a process (/proc, /dev/fd), which cannot be checked: name the file itself`,
+        );
       else rewritten.push(r);
     }
     abs = rewritten;
@@ -264,31 +275,46 @@ export function wordTouchCheck(st: State, w: Word, opts: PathCheckOptions = {}):
     const bases: string[][] = pattern.startsWith('/') ? [[]] : st.cwds.map((cwd) => cwd.segs);
     for (const base of bases) {
       const segs = resolveSegments(base, rel);
-      if (segs[0] === 'proc' || (segs[0] === 'dev' && segs[1] !== undefined && segs[1] !== 'null' && literalSegment(segs[1]) === null) || (segs[0] === 'dev' && segs[1] === 'fd')) {
+      if (
+        segs[0] === 'proc' ||
+        (segs[0] === 'dev' && segs[1] !== undefined && segs[1] !== 'null' && literalSegment(segs[1]) === null) ||
+        (segs[0] === 'dev' && segs[1] === 'fd')
+      ) {
         deny(st, `the glob \`${short(w.value, 60)}\` reaches /proc or /dev, which cannot be checked: name the file`);
         continue;
       }
-      for (const t of targets) if (!hits.has(t) && (globReaches(segs, t.segs) || (recursive && globReaches(t.segs, segs)))) hits.add(t);
-      const matches = expandGlob(st, [pattern.startsWith('/') ? '/' : '/' + base.map((x) => literalSegment(x) ?? x).join('/')], rel);
+      for (const t of targets)
+        if (!hits.has(t) && (globReaches(segs, t.segs) || (recursive && globReaches(t.segs, segs)))) hits.add(t);
+      const matches = expandGlob(
+        st,
+        [pattern.startsWith('/') ? '/' : '/' + base.map((x) => literalSegment(x) ?? x).join('/')],
+        rel,
+      );
       if (matches === null) {
         deny(st, `the glob \`${short(w.value, 60)}\` matches too many files to check: name the files`);
         continue;
       }
       for (const m of matches) {
-        for (const t of targets) if (!hits.has(t) && reaches(st, m, t, recursive, opts.skipsHidden === true)) hits.add(t);
+        for (const t of targets)
+          if (!hits.has(t) && reaches(st, m, t, recursive, opts.skipsHidden === true)) hits.add(t);
         const linked = hardLinkTarget(st, m);
         if (linked) hits.add(linked);
       }
     }
   }
-  for (const t of hits) touch(st, `\`${short(w.value, 60)}\`${recursive ? ' (searched recursively)' : ''}: ${t.reason}`);
+  for (const t of hits)
+    touch(st, `\`${short(w.value, 60)}\`${recursive ? ' (searched recursively)' : ''}: ${t.reason}`);
 }
 
 /** The implicit `.` of a recursive reader without a path argument. */
 export function cwdTouchCheck(st: State, what: string, skipsHidden: boolean): void {
   for (const cwd of st.cwds) {
     for (const t of st.targets) {
-      if (reaches(st, cwd.path, t, true, skipsHidden)) touch(st, `${what} searches the working directory ${cwd.path} recursively: ${t.reason} (name the files or subdirectories to search; rg without --hidden skips dot-directories)`);
+      if (reaches(st, cwd.path, t, true, skipsHidden))
+        touch(
+          st,
+          `${what} searches the working directory ${cwd.path} recursively: ${t.reason} (name the files or subdirectories to search; rg without --hidden skips dot-directories)`,
+        );
     }
   }
 }
@@ -298,7 +324,18 @@ export function cwdTouchCheck(st: State, what: string, skipsHidden: boolean): vo
 
 /** Latch subcommands that change state; used when the command could not be parsed. */
 const LATCH_MUTATING_SUBCOMMANDS: ReadonlySet<string> = new Set([
-  'verify', 'resume', 'setup', 'uninstall', 'exec', 'hook', 'demo', 'doctor', 'watch', '__watch', 'report', 'export',
+  'verify',
+  'resume',
+  'setup',
+  'uninstall',
+  'exec',
+  'hook',
+  'demo',
+  'doctor',
+  'watch',
+  '__watch',
+  'report',
+  'export',
 ]);
 
 interface LatchInvocation {
@@ -335,12 +372,14 @@ export function matchLatchInvocation(st: State, argv: readonly Word[]): LatchInv
     const w = argv[j];
     if (w === undefined || !isLatchProgramName(st, w.value)) return null;
     const nodeOk = b0 === 'node' && (w0.value === 'node' || TRUSTED_BIN_DIRS.has(posix.dirname(w0.value))) && !w0.glob;
-    const fileOk = st.latchBin !== null && /\.(c|m)?js$/.test(st.latchBin) && w.value === st.latchBin && !w.glob && !w.tilde;
+    const fileOk =
+      st.latchBin !== null && /\.(c|m)?js$/.test(st.latchBin) && w.value === st.latchBin && !w.glob && !w.tilde;
     return { prog: argv.slice(0, j + 1), args: argv.slice(j + 1), installed: j === 1 && nodeOk && fileOk };
   }
   if (PACKAGE_RUNNERS.has(b0)) {
     for (let j = 1; j < Math.min(argv.length, 5); j++) {
-      if (isLatchPackageName(argv[j]!.value)) return { prog: argv.slice(0, j + 1), args: argv.slice(j + 1), installed: false };
+      if (isLatchPackageName(argv[j]!.value))
+        return { prog: argv.slice(0, j + 1), args: argv.slice(j + 1), installed: false };
     }
   }
   return null;
@@ -368,7 +407,12 @@ function latchSubcommand(args: readonly string[]): { readOnly: boolean; label: s
   }
 }
 
-function latchOptionsOk(rest: readonly string[], withValue: readonly string[], flags: readonly string[], positionals: number): boolean {
+function latchOptionsOk(
+  rest: readonly string[],
+  withValue: readonly string[],
+  flags: readonly string[],
+  positionals: number,
+): boolean {
   let seen = 0;
   const used = new Set<string>();
   for (let i = 0; i < rest.length; i++) {
@@ -449,9 +493,13 @@ export function scanLauncher(st: State, launcher: string, args: readonly Word[])
     if (firstProgram < 0 && !p.startsWith('-') && !p.includes('=') && !isAllDigits(p)) firstProgram = i;
     if (!isLatchPiece(st, p)) continue;
     const next = pieces[i + 1];
-    const mutating = next !== undefined && (LATCH_MUTATING_SUBCOMMANDS.has(next) || (next === 'brief' && pieces[i + 2] === 'set'));
+    const mutating =
+      next !== undefined && (LATCH_MUTATING_SUBCOMMANDS.has(next) || (next === 'brief' && pieces[i + 2] === 'set'));
     if (mutating || i === firstProgram) {
-      touch(st, `\`${short(launcher, 30)}\` runs latch (\`latch ${latchSubcommand(pieces.slice(i + 1)).label}\`); only a human may run latch that way`);
+      touch(
+        st,
+        `\`${short(launcher, 30)}\` runs latch (\`latch ${latchSubcommand(pieces.slice(i + 1)).label}\`); only a human may run latch that way`,
+      );
       return;
     }
   }

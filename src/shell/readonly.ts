@@ -92,33 +92,162 @@ const SAFE_OUTPUT_TARGETS: ReadonlySet<string> = new Set(['/dev/null']);
 
 /** Programs that run another program given in their arguments: used only to spot `latch` behind them. */
 const LAUNCHERS: ReadonlySet<string> = new Set([
-  'env', 'xargs', 'timeout', 'nohup', 'exec', 'command', 'builtin', 'sudo', 'doas', 'su', 'runuser',
-  'nice', 'ionice', 'stdbuf', 'time', 'watch', 'setsid', 'flock', 'chroot', 'strace', 'ltrace',
-  'unbuffer', 'script', 'parallel', 'find', 'npx', 'npm', 'pnpm', 'yarn', 'bunx', 'bun', 'node',
-  'deno', 'tsx', 'ts-node', 'bash', 'sh', 'dash', 'zsh', 'ksh', 'fish', 'busybox', 'eval', 'source', '.',
+  'env',
+  'xargs',
+  'timeout',
+  'nohup',
+  'exec',
+  'command',
+  'builtin',
+  'sudo',
+  'doas',
+  'su',
+  'runuser',
+  'nice',
+  'ionice',
+  'stdbuf',
+  'time',
+  'watch',
+  'setsid',
+  'flock',
+  'chroot',
+  'strace',
+  'ltrace',
+  'unbuffer',
+  'script',
+  'parallel',
+  'find',
+  'npx',
+  'npm',
+  'pnpm',
+  'yarn',
+  'bunx',
+  'bun',
+  'node',
+  'deno',
+  'tsx',
+  'ts-node',
+  'bash',
+  'sh',
+  'dash',
+  'zsh',
+  'ksh',
+  'fish',
+  'busybox',
+  'eval',
+  'source',
+  '.',
 ]);
 
 /** Shell builtins and keywords, with the reason each is refused. */
 const SHELL_BUILTINS: ReadonlySet<string> = new Set([
-  'set', 'shopt', 'enable', 'alias', 'unalias', 'trap', 'export', 'declare', 'typeset', 'readonly',
-  'local', 'unset', 'hash', 'eval', 'source', '.', 'exec', 'command', 'builtin', 'coproc', 'function',
-  'let', 'read', 'readarray', 'mapfile', 'getopts', 'shift', 'umask', 'ulimit', 'bind', 'complete',
-  'compgen', 'compopt', 'history', 'fc', 'jobs', 'fg', 'bg', 'wait', 'disown', 'suspend', 'kill',
-  'logout', 'exit', 'return', 'break', 'continue', 'pushd', 'popd', 'dirs', 'caller', 'times', 'test', '[',
+  'set',
+  'shopt',
+  'enable',
+  'alias',
+  'unalias',
+  'trap',
+  'export',
+  'declare',
+  'typeset',
+  'readonly',
+  'local',
+  'unset',
+  'hash',
+  'eval',
+  'source',
+  '.',
+  'exec',
+  'command',
+  'builtin',
+  'coproc',
+  'function',
+  'let',
+  'read',
+  'readarray',
+  'mapfile',
+  'getopts',
+  'shift',
+  'umask',
+  'ulimit',
+  'bind',
+  'complete',
+  'compgen',
+  'compopt',
+  'history',
+  'fc',
+  'jobs',
+  'fg',
+  'bg',
+  'wait',
+  'disown',
+  'suspend',
+  'kill',
+  'logout',
+  'exit',
+  'return',
+  'break',
+  'continue',
+  'pushd',
+  'popd',
+  'dirs',
+  'caller',
+  'times',
+  'test',
+  '[',
 ]);
 const SHELL_KEYWORDS: ReadonlySet<string> = new Set([
-  'if', 'then', 'else', 'elif', 'fi', 'for', 'while', 'until', 'do', 'done', 'case', 'esac', 'select',
-  'in', 'time', '!', '[[', ']]', '{', '}',
+  'if',
+  'then',
+  'else',
+  'elif',
+  'fi',
+  'for',
+  'while',
+  'until',
+  'do',
+  'done',
+  'case',
+  'esac',
+  'select',
+  'in',
+  'time',
+  '!',
+  '[[',
+  ']]',
+  '{',
+  '}',
 ]);
 
 // ---------------------------------------------------------------------------------------------
 
 const CHECKS: ReadonlyMap<string, Check> = new Map<string, Check>([
   ...[
-    'ls', 'cat', 'head', 'tail', 'pwd', 'echo', 'true', 'false', 'stat', 'df', 'which', 'type', 'basename',
-    'dirname', 'realpath', 'readlink', 'cmp', 'nl', 'cut', 'tr', 'jq',
+    'ls',
+    'cat',
+    'head',
+    'tail',
+    'pwd',
+    'echo',
+    'true',
+    'false',
+    'stat',
+    'df',
+    'which',
+    'type',
+    'basename',
+    'dirname',
+    'realpath',
+    'readlink',
+    'cmp',
+    'nl',
+    'cut',
+    'tr',
+    'jq',
   ].map((n): [string, Check] => [n, always]),
-  ...['md5sum', 'sha1sum', 'sha224sum', 'sha256sum', 'sha384sum', 'sha512sum', 'b2sum', 'cksum'].map((n): [string, Check] => [n, checkChecksum(n)]),
+  ...['md5sum', 'sha1sum', 'sha224sum', 'sha256sum', 'sha384sum', 'sha512sum', 'b2sum', 'cksum'].map(
+    (n): [string, Check] => [n, checkChecksum(n)],
+  ),
   ['wc', checkWcDu('wc')],
   ['du', checkWcDu('du')],
   ['grep', checkGrep('grep')],
@@ -171,7 +300,10 @@ function checkRedirection(st: State, r: Redirection): void {
       break;
   }
   if (!t.glob && !t.tilde && SAFE_OUTPUT_TARGETS.has(v)) return;
-  deny(st, `the redirection \`${r.fd ?? ''}${r.op} ${short(v, 60)}\` writes a file; output may only go to /dev/null (or 2>&1, >&2)`);
+  deny(
+    st,
+    `the redirection \`${r.fd ?? ''}${r.op} ${short(v, 60)}\` writes a file; output may only go to /dev/null (or 2>&1, >&2)`,
+  );
 }
 
 function isAssignment(w: Word): boolean {
@@ -202,7 +334,8 @@ function handleCd(st: State, args: readonly Word[]): void {
   // `cd` is logical by default (`link/..` is `.`); `cd -P` resolves symlinks first.
   const physicalCd = args.some((w) => w.value === '-P');
   if (v.startsWith('/')) st.pendingCwds.push(physicalCd ? physical(st, '/', v) : normPath(v));
-  else if (st.cwdKnown) st.pendingCwds.push(...st.cwds.map((c) => (physicalCd ? physical(st, c.path, v) : posix.resolve(c.path, v))));
+  else if (st.cwdKnown)
+    st.pendingCwds.push(...st.cwds.map((c) => (physicalCd ? physical(st, c.path, v) : posix.resolve(c.path, v))));
   else st.pendingCwdUnknown = true;
 }
 
@@ -213,7 +346,10 @@ function handleShell(st: State, name: string, args: readonly Word[], depth: numb
     const a = args[i]!.value;
     if (a === '--login' || (/^-[a-z]+$/.test(a) && a.includes('l'))) {
       // A login shell reads ~/.profile & co, which the agent may have armed while it was mutable.
-      deny(st, `\`${name} -l\` (a login shell) reads startup files the agent may have written: use \`${name} -c '<script>'\``);
+      deny(
+        st,
+        `\`${name} -l\` (a login shell) reads startup files the agent may have written: use \`${name} -c '<script>'\``,
+      );
       scanLauncher(st, name, args);
       return;
     } else if (/^-[ceu]{1,8}$/.test(a)) {
@@ -248,7 +384,10 @@ function analyzeArgv(st: State, argv: readonly Word[], depth: number, exempt: Se
   const args = argv.slice(1);
   const name = w0.value;
   if (w0.nonAscii) {
-    deny(st, `the program name \`${short(name, 40)}\` contains a non-ASCII character (it could be a look-alike): write it in ASCII`);
+    deny(
+      st,
+      `the program name \`${short(name, 40)}\` contains a non-ASCII character (it could be a look-alike): write it in ASCII`,
+    );
     return;
   }
   const inv = matchLatchInvocation(st, argv);
@@ -263,7 +402,10 @@ function analyzeArgv(st: State, argv: readonly Word[], depth: number, exempt: Se
     return;
   }
   if (name.includes('/') && (w0.tilde || !TRUSTED_BIN_DIRS.has(posix.normalize(posix.dirname(name))))) {
-    deny(st, `\`${short(name, 60)}\` is run by path; only programs in /bin and /usr/bin (or by bare name) may run while latched`);
+    deny(
+      st,
+      `\`${short(name, 60)}\` is run by path; only programs in /bin and /usr/bin (or by bare name) may run while latched`,
+    );
     return;
   }
   if (SHELL_KEYWORDS.has(name)) {
@@ -271,16 +413,25 @@ function analyzeArgv(st: State, argv: readonly Word[], depth: number, exempt: Se
     return;
   }
   if (SHELL_BUILTINS.has(name)) {
-    deny(st, `the shell builtin \`${name}\` can change how later commands run (options, aliases, traps, variables): it is not allowed while latched`);
+    deny(
+      st,
+      `the shell builtin \`${name}\` can change how later commands run (options, aliases, traps, variables): it is not allowed while latched`,
+    );
     return;
   }
   for (const w of args) {
     if (w.nonAscii && w.value.startsWith('-')) {
-      deny(st, `the option \`${short(w.value, 40)}\` contains a non-ASCII character (it could be a look-alike): write options in ASCII`);
+      deny(
+        st,
+        `the option \`${short(w.value, 40)}\` contains a non-ASCII character (it could be a look-alike): write options in ASCII`,
+      );
       return;
     }
     if (startsWithDashLookalike(w.value)) {
-      deny(st, `the argument \`${short(w.value, 40)}\` starts with a dash look-alike (not ASCII \`-\`): write options in ASCII`);
+      deny(
+        st,
+        `the argument \`${short(w.value, 40)}\` starts with a dash look-alike (not ASCII \`-\`): write options in ASCII`,
+      );
       return;
     }
   }
@@ -294,7 +445,10 @@ function analyzeArgv(st: State, argv: readonly Word[], depth: number, exempt: Se
   }
   const check = CHECKS.get(base);
   if (check === undefined) {
-    deny(st, `\`${short(base, 40)}\` is not on the read-only allowlist (${[...CHECKS.keys()].filter((k) => !k.endsWith('sum')).join(', ')}, sh -c, cd)`);
+    deny(
+      st,
+      `\`${short(base, 40)}\` is not on the read-only allowlist (${[...CHECKS.keys()].filter((k) => !k.endsWith('sum')).join(', ')}, sh -c, cd)`,
+    );
     return;
   }
   const cx: CheckCx = { st, recursive: false, implicitCwd: false, skipsHidden: false, recursivePaths: null };
@@ -315,7 +469,10 @@ function classifySimple(st: State, cmd: SimpleCommand, depth: number, spans: Spa
   } else {
     let k = 0;
     while (k < words.length && isAssignment(words[k]!)) {
-      deny(st, `the environment assignment \`${short(words[k]!.value, 40)}\` is not allowed: it can change what a program runs`);
+      deny(
+        st,
+        `the environment assignment \`${short(words[k]!.value, 40)}\` is not allowed: it can change what a program runs`,
+      );
       k++;
     }
     if (k < words.length) analyzeArgv(st, words.slice(k), depth, exempt);

@@ -188,7 +188,16 @@ export function globOptionReason(cmd: string, w: Word): string {
 /** Characters that look like an ASCII hyphen-minus. */
 export function startsWithDashLookalike(v: string): boolean {
   const c = v.charCodeAt(0);
-  return (c >= 0x2010 && c <= 0x2015) || c === 0x2212 || c === 0xfe58 || c === 0xfe63 || c === 0xff0d || c === 0x2043 || c === 0x2e3a || c === 0x2e3b;
+  return (
+    (c >= 0x2010 && c <= 0x2015) ||
+    c === 0x2212 ||
+    c === 0xfe58 ||
+    c === 0xfe63 ||
+    c === 0xff0d ||
+    c === 0x2043 ||
+    c === 0x2e3a ||
+    c === 0x2e3b
+  );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -202,17 +211,29 @@ export function makeState(ctx: ClassifyContext | undefined): State {
   } catch {
     home = null;
   }
-  const lh = typeof ctx?.latchHome === 'string' && ctx.latchHome.length > 0 ? normPath(expandTilde(ctx.latchHome, home)) : null;
-  const lbRaw = typeof ctx?.latchBin === 'string' && ctx.latchBin.length > 0 ? normPath(expandTilde(ctx.latchBin, home)) : null;
+  const lh =
+    typeof ctx?.latchHome === 'string' && ctx.latchHome.length > 0 ? normPath(expandTilde(ctx.latchHome, home)) : null;
+  const lbRaw =
+    typeof ctx?.latchBin === 'string' && ctx.latchBin.length > 0 ? normPath(expandTilde(ctx.latchBin, home)) : null;
   const lb = lbRaw !== null && lbRaw.startsWith('/') ? lbRaw : null;
   const st: State = {
     home,
     latchHome: lh,
     latchBin: lb,
     needles: [
-      { text: 'LATCH_HOME=', reason: 'the command sets LATCH_HOME, the variable naming the Latch home directory; the agent may not use it' },
-      { text: '$LATCH_HOME', reason: 'the command mentions $LATCH_HOME, the Latch home directory; the agent may neither read nor change it' },
-      { text: '${LATCH_HOME', reason: 'the command mentions ${LATCH_HOME}, the Latch home directory; the agent may neither read nor change it' },
+      {
+        text: 'LATCH_HOME=',
+        reason: 'the command sets LATCH_HOME, the variable naming the Latch home directory; the agent may not use it',
+      },
+      {
+        text: '$LATCH_HOME',
+        reason: 'the command mentions $LATCH_HOME, the Latch home directory; the agent may neither read nor change it',
+      },
+      {
+        text: '${LATCH_HOME',
+        reason:
+          'the command mentions ${LATCH_HOME}, the Latch home directory; the agent may neither read nor change it',
+      },
     ],
     targets: [],
     cwds: [],
@@ -232,12 +253,21 @@ export function makeState(ctx: ClassifyContext | undefined): State {
     st.needles.push({ text: p, reason });
     if (home !== null && home !== '/' && p.startsWith(home + '/')) {
       const rest = p.slice(home.length);
-      st.needles.push({ text: '~' + rest, reason }, { text: '$HOME' + rest, reason }, { text: '${HOME}' + rest, reason });
+      st.needles.push(
+        { text: '~' + rest, reason },
+        { text: '$HOME' + rest, reason },
+        { text: '${HOME}' + rest, reason },
+      );
     }
   };
   const addTarget = (path: string, reason: string): void => {
     const real = realish(st, path);
-    st.targets.push({ path, segs: path.split('/').filter((x) => x.length > 0), real: real !== path ? real : null, reason });
+    st.targets.push({
+      path,
+      segs: path.split('/').filter((x) => x.length > 0),
+      real: real !== path ? real : null,
+      reason,
+    });
   };
   if (lh !== null) {
     addPath(lh, 'the Latch home directory');
@@ -245,12 +275,16 @@ export function makeState(ctx: ClassifyContext | undefined): State {
     if (lh.endsWith('/latch')) {
       // The default home is ${XDG_STATE_HOME:-~/.local/state}/latch.
       const reason = `the command mentions the Latch home directory ${lh}, which the agent may neither read nor change`;
-      for (const text of ['XDG_STATE_HOME/latch', 'XDG_STATE_HOME}/latch', '/.local/state}/latch']) st.needles.push({ text, reason });
+      for (const text of ['XDG_STATE_HOME/latch', 'XDG_STATE_HOME}/latch', '/.local/state}/latch'])
+        st.needles.push({ text, reason });
     }
   }
   if (lb !== null) {
     addPath(lb, 'the Latch executable');
-    addTarget(lb, `it reaches the Latch executable ${lb}, which the agent may neither read nor change (it may only run it, as \`${lb} status\` and the other read forms)`);
+    addTarget(
+      lb,
+      `it reaches the Latch executable ${lb}, which the agent may neither read nor change (it may only run it, as \`${lb} status\` and the other read forms)`,
+    );
   }
   if (Array.isArray(ctx?.protectedPaths)) {
     for (const pp of ctx.protectedPaths) {
@@ -287,7 +321,12 @@ export function verdict(st: State): CommandVerdict {
       reasons.push(r);
     }
   }
-  return { readOnly: st.deny.length === 0, touchesLatch: st.touch.length > 0, reasons, touchReasons: [...new Set(st.touch)] };
+  return {
+    readOnly: st.deny.length === 0,
+    touchesLatch: st.touch.length > 0,
+    reasons,
+    touchReasons: [...new Set(st.touch)],
+  };
 }
 
 export function spend(st: State): boolean {

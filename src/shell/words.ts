@@ -54,9 +54,7 @@ export interface SimpleCommand {
   redirections: Redirection[];
 }
 
-export type ParseResult =
-  | { ok: true; commands: SimpleCommand[]; ops: ControlOp[] }
-  | { ok: false; reason: string };
+export type ParseResult = { ok: true; commands: SimpleCommand[]; ops: ControlOp[] } | { ok: false; reason: string };
 
 type Token =
   | { kind: 'word'; word: Word }
@@ -80,8 +78,16 @@ function escapeForPattern(ch: string): string {
 /** Characters that end an unquoted word. */
 function isWordBreak(ch: string): boolean {
   return (
-    ch === ' ' || ch === '\t' || ch === '\n' || ch === ';' || ch === '&' || ch === '|' ||
-    ch === '<' || ch === '>' || ch === '(' || ch === ')'
+    ch === ' ' ||
+    ch === '\t' ||
+    ch === '\n' ||
+    ch === ';' ||
+    ch === '&' ||
+    ch === '|' ||
+    ch === '<' ||
+    ch === '>' ||
+    ch === '(' ||
+    ch === ')'
   );
 }
 
@@ -101,7 +107,11 @@ function checkDollar(src: string, i: number, inDoubleQuotes: boolean): void {
   const nx = src[i + 1];
   if (nx === undefined) return;
   if (nx === '(') {
-    fail(src[i + 2] === '(' ? 'arithmetic expansion $((...)) is not allowed' : 'command substitution $(...) is not allowed');
+    fail(
+      src[i + 2] === '('
+        ? 'arithmetic expansion $((...)) is not allowed'
+        : 'command substitution $(...) is not allowed',
+    );
   }
   if (nx === '{') fail('parameter expansion ${...} is not allowed');
   if (nx === "'" && !inDoubleQuotes) fail("ANSI-C quoting $'...' is not supported");
@@ -117,7 +127,13 @@ function checkDollar(src: string, i: number, inDoubleQuotes: boolean): void {
   }
   // `$` followed by whitespace, an operator, a quote that closes the string, `/`, `.` ... is literal.
   // Be strict anyway: only the forms that are certainly literal pass.
-  if (nx === ' ' || nx === '\t' || nx === '\n' || (inDoubleQuotes && nx === '"') || (!inDoubleQuotes && isWordBreak(nx))) {
+  if (
+    nx === ' ' ||
+    nx === '\t' ||
+    nx === '\n' ||
+    (inDoubleQuotes && nx === '"') ||
+    (!inDoubleQuotes && isWordBreak(nx))
+  ) {
     return;
   }
   fail(`\`$${nx}\` is not supported`);
@@ -137,22 +153,33 @@ export function forbiddenCharacter(src: string): string | null {
     const c = src.charCodeAt(i);
     if (c < 0x20) {
       if (c === 0x09 || c === 0x0a) continue;
-      if (c === 0) return 'the command contains a NUL character (U+0000), which the shell and the program see differently; remove it';
+      if (c === 0)
+        return 'the command contains a NUL character (U+0000), which the shell and the program see differently; remove it';
       if (c === 0x0d) return 'the command contains a carriage return (U+000D); use plain newlines';
       return `the command contains the control character ${hex(c)}; remove it`;
     }
     if (c < 0x7f) continue;
-    if (c === 0x7f || (c >= 0x80 && c <= 0x9f)) return `the command contains the control character ${hex(c)}; remove it`;
+    if (c === 0x7f || (c >= 0x80 && c <= 0x9f))
+      return `the command contains the control character ${hex(c)}; remove it`;
     if (c >= 0xd800 && c <= 0xdbff) {
       const d = src.charCodeAt(i + 1);
-      if (!(d >= 0xdc00 && d <= 0xdfff)) return `the command contains a lone UTF-16 surrogate (${hex(c)}); it is not valid text`;
+      if (!(d >= 0xdc00 && d <= 0xdfff))
+        return `the command contains a lone UTF-16 surrogate (${hex(c)}); it is not valid text`;
       i++;
       continue;
     }
-    if (c >= 0xdc00 && c <= 0xdfff) return `the command contains a lone UTF-16 surrogate (${hex(c)}); it is not valid text`;
+    if (c >= 0xdc00 && c <= 0xdfff)
+      return `the command contains a lone UTF-16 surrogate (${hex(c)}); it is not valid text`;
     if (
-      c === 0xad || c === 0x34f || c === 0x61c || c === 0x180e || (c >= 0x200b && c <= 0x200f) ||
-      (c >= 0x2028 && c <= 0x202e) || (c >= 0x2060 && c <= 0x206f) || c === 0xfeff || (c >= 0xfff0 && c <= 0xfffb)
+      c === 0xad ||
+      c === 0x34f ||
+      c === 0x61c ||
+      c === 0x180e ||
+      (c >= 0x200b && c <= 0x200f) ||
+      (c >= 0x2028 && c <= 0x202e) ||
+      (c >= 0x2060 && c <= 0x206f) ||
+      c === 0xfeff ||
+      (c >= 0xfff0 && c <= 0xfffb)
     ) {
       return `the command contains the invisible or bidirectional formatting character ${hex(c)}; remove it`;
     }
@@ -229,7 +256,9 @@ function tokenizeOrThrow(src: string): Token[] {
       if (!h.literal) {
         for (const ch of body) {
           if (ch === '$' || ch === '`' || ch === '\\') {
-            fail(`the heredoc body would be expanded by the shell (it contains \`${ch}\` and the delimiter is unquoted): quote the delimiter, as in <<'${h.delim}'`);
+            fail(
+              `the heredoc body would be expanded by the shell (it contains \`${ch}\` and the delimiter is unquoted): quote the delimiter, as in <<'${h.delim}'`,
+            );
           }
         }
       }
@@ -334,7 +363,8 @@ function tokenizeOrThrow(src: string): Token[] {
       if (ch === '\\') {
         const nx = src[i + 1];
         if (nx === undefined) fail('trailing backslash');
-        if (nx.charCodeAt(0) > 0x7e) fail(`a backslash-escaped non-ASCII character (\`${nx}\`) is not allowed: put it inside quotes`);
+        if (nx.charCodeAt(0) > 0x7e)
+          fail(`a backslash-escaped non-ASCII character (\`${nx}\`) is not allowed: put it inside quotes`);
         i += 2;
         if (nx === '\n') continue; // line continuation
         value += nx;
@@ -394,7 +424,9 @@ function tokenizeOrThrow(src: string): Token[] {
       if (ch === '`') fail('command substitution `...` is not allowed');
       if (ch === '$') checkDollar(src, i, false);
       if (ch.charCodeAt(0) > 0x7e) {
-        fail(`the non-ASCII character \`${ch}\` (${hex(ch.codePointAt(0)!)}) outside quotes is not allowed: it can look like a shell character, a program or an option name; quote it`);
+        fail(
+          `the non-ASCII character \`${ch}\` (${hex(ch.codePointAt(0)!)}) outside quotes is not allowed: it can look like a shell character, a program or an option name; quote it`,
+        );
       }
       if (ch === '*' || ch === '?' || ch === '[') glob = true;
       if (ch === '{') {
@@ -415,7 +447,8 @@ function tokenizeOrThrow(src: string): Token[] {
       tokens.push({ kind: 'word', word });
       const pd = pending.delim;
       if (pd !== null) {
-        if (word.glob || word.tilde || value.length === 0 || value.includes('\n')) fail('unsupported heredoc delimiter');
+        if (word.glob || word.tilde || value.length === 0 || value.includes('\n'))
+          fail('unsupported heredoc delimiter');
         heredocs.push({ strip: pd.op === '<<-', delim: value, literal: quoted, heredoc: pd.heredoc });
         pending.delim = null;
       }
@@ -473,7 +506,10 @@ export function parseCommandList(src: string): ParseResult {
     const after = k < ops.length ? ops[k] : undefined;
     if (cmd.words.length === 0 && cmd.redirections.length === 0) {
       if ((before !== undefined && !SEQUENTIAL.has(before)) || (after !== undefined && !SEQUENTIAL.has(after))) {
-        return { ok: false, reason: `syntax error: missing command around \`${(before ?? after) === '\n' ? '\\n' : (before ?? after)}\`` };
+        return {
+          ok: false,
+          reason: `syntax error: missing command around \`${(before ?? after) === '\n' ? '\\n' : (before ?? after)}\``,
+        };
       }
       continue;
     }

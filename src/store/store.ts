@@ -75,7 +75,8 @@ export function openStore(home: string, opts: OpenOptions): Db {
   const file = dbPath(home);
   let st = lstatOrNull(file);
   if (!st) {
-    if (!opts.create) throw new StoreError(`Latch store ${file} is missing (run \`latch setup codex\` or \`latch doctor\`)`);
+    if (!opts.create)
+      throw new StoreError(`Latch store ${file} is missing (run \`latch setup codex\` or \`latch doctor\`)`);
     closeSync(openSync(file, 'wx', 0o600));
     st = lstatSync(file);
   }
@@ -84,7 +85,12 @@ export function openStore(home: string, opts: OpenOptions): Db {
 
   let db: Db;
   try {
-    db = new Database(file, { fileMustExist: true, timeout: opts.busyTimeoutMs ?? 3000, readonly: opts.readonly ?? false, nativeBinding: nativeBinding() });
+    db = new Database(file, {
+      fileMustExist: true,
+      timeout: opts.busyTimeoutMs ?? 3000,
+      readonly: opts.readonly ?? false,
+      nativeBinding: nativeBinding(),
+    });
   } catch (err) {
     throw new StoreError(`cannot open Latch store ${file}: ${errorMessage(err)}`, { cause: err });
   }
@@ -108,9 +114,12 @@ function migrate(db: Db, file: string, readonly: boolean): void {
   const version = db.pragma('user_version', { simple: true }) as number;
   if (version === SCHEMA_VERSION) return;
   if (version > SCHEMA_VERSION) {
-    throw new StoreError(`${file} has schema version ${version}, newer than this Latch (${SCHEMA_VERSION}); upgrade Latch`);
+    throw new StoreError(
+      `${file} has schema version ${version}, newer than this Latch (${SCHEMA_VERSION}); upgrade Latch`,
+    );
   }
-  if (readonly) throw new StoreError(`${file} needs a schema migration (${version} -> ${SCHEMA_VERSION}); open it writable`);
+  if (readonly)
+    throw new StoreError(`${file} needs a schema migration (${version} -> ${SCHEMA_VERSION}); open it writable`);
   immediate(db, () => {
     // Re-read under the write lock: another process may have migrated meanwhile.
     let v = db.pragma('user_version', { simple: true }) as number;

@@ -16,7 +16,7 @@
 //   - Files that are neither regular files, symlinks nor directories (FIFOs,
 //     sockets, devices) are skipped.
 
-import { lstatSync, readdirSync, readFileSync } from 'node:fs';
+import { lstatSync, readdirSync, readFileSync, type Dirent } from 'node:fs';
 import path from 'node:path';
 import { checkDeadline } from '../base/deadline.js';
 import { runGit } from '../base/git.js';
@@ -53,7 +53,7 @@ export function listAllPaths(root: string): string[] {
     checkDeadline('listing the workspace');
     const rel = stack.pop()!;
     const abs = rel === '' ? root : root + path.sep + rel;
-    let dirents;
+    let dirents: Dirent[];
     try {
       dirents = readdirSync(abs, { withFileTypes: true });
     } catch (err) {
@@ -160,7 +160,12 @@ export function gitValidators(root: string, stamp: number): ListingState | null 
   if (!g || !g.isDirectory()) return null;
   const { configs, globalIgnore } = configFiles(gitDir);
   const files: ([string, number, number, number, number] | [string])[] = [[gitDir, g.ino, -1, 0, 0]];
-  for (const f of [path.join(gitDir, 'index'), path.join(gitDir, 'info', 'exclude'), ...configs, ...(globalIgnore ? [globalIgnore] : [])]) {
+  for (const f of [
+    path.join(gitDir, 'index'),
+    path.join(gitDir, 'info', 'exclude'),
+    ...configs,
+    ...(globalIgnore ? [globalIgnore] : []),
+  ]) {
     files.push(statFile(f));
   }
   for (const c of configs) {
@@ -184,7 +189,13 @@ export function captureListing(root: string, stamp: number, prev: ListingState |
   if (!base) return null;
   const { env, files } = base as { env: string; files: ([string, number, number, number, number] | [string])[] };
   const rootSt = lstatSync(root);
-  if (prev?.over && prev.env === env && prev.over[0] === rootSt.ino && prev.over[1] === rootSt.mtimeMs && prev.over[2] === rootSt.ctimeMs) {
+  if (
+    prev?.over &&
+    prev.env === env &&
+    prev.over[0] === rootSt.ino &&
+    prev.over[1] === rootSt.mtimeMs &&
+    prev.over[2] === rootSt.ctimeMs
+  ) {
     return prev; // still too big to watch; not reusable (see validListing)
   }
   const dirs: [string, number, number, number][] = [];
@@ -196,7 +207,7 @@ export function captureListing(root: string, stamp: number, prev: ListingState |
     if (!st || !st.isDirectory()) return null; // changed under us: list without a validator
     if (dirs.length >= MAX_WATCH_DIRS) return { v: 1, stamp, env, over: [rootSt.ino, rootSt.mtimeMs, rootSt.ctimeMs] };
     dirs.push([rel, st.ino, st.mtimeMs, st.ctimeMs]);
-    let dirents;
+    let dirents: Dirent[];
     try {
       dirents = readdirSync(abs, { withFileTypes: true });
     } catch {
@@ -213,7 +224,15 @@ export function captureListing(root: string, stamp: number, prev: ListingState |
       const childRel = rel === '' ? name : rel + '/' + name;
       if (name === '.gitignore') files.push(statFile(abs + path.sep + name));
       let isDir = d.isDirectory();
-      if (!isDir && !d.isFile() && !d.isSymbolicLink() && !d.isFIFO() && !d.isSocket() && !d.isBlockDevice() && !d.isCharacterDevice()) {
+      if (
+        !isDir &&
+        !d.isFile() &&
+        !d.isSymbolicLink() &&
+        !d.isFIFO() &&
+        !d.isSocket() &&
+        !d.isBlockDevice() &&
+        !d.isCharacterDevice()
+      ) {
         isDir = lstatSync(abs + path.sep + name, { throwIfNoEntry: false })?.isDirectory() ?? false;
       }
       if (isDir) children.push(childRel);

@@ -36,7 +36,19 @@ import {
   type TreeEntry,
   type TreeSnapshot,
 } from './listing.js';
-import { F_AT, F_CTIME, F_DEV, F_INO, F_MODE, F_MTIME, F_SIZE, NUM, TreeStateStore, type LoadedState, type WatchToken } from './state.js';
+import {
+  F_AT,
+  F_CTIME,
+  F_DEV,
+  F_INO,
+  F_MODE,
+  F_MTIME,
+  F_SIZE,
+  NUM,
+  TreeStateStore,
+  type LoadedState,
+  type WatchToken,
+} from './state.js';
 
 /** One change between the stored state and the workspace now. */
 export interface TreeDeltaEntry {
@@ -97,17 +109,24 @@ function lstatOrNull(abs: string): Stats | undefined {
  * journal's flushed seq, read in this transaction), and the journal since the stored state's
  * position: null when everything must be stat'ed (no position, another instance, lost coverage).
  */
-function watchPosition(db: Database, root: string, prev: LoadedState | null, hint: WatchSyncHint | null): { token: WatchToken | null; journal: Journal | null } {
+function watchPosition(
+  db: Database,
+  root: string,
+  prev: LoadedState | null,
+  hint: WatchSyncHint | null,
+): { token: WatchToken | null; journal: Journal | null } {
   if (!hint) return { token: null, journal: null };
-  const w = db.prepare("SELECT flushed_seq FROM watchers WHERE workspace = ? AND instance = ? AND state = 'ready'").get(root, hint.instance) as
-    | { flushed_seq: number }
-    | undefined;
+  const w = db
+    .prepare("SELECT flushed_seq FROM watchers WHERE workspace = ? AND instance = ? AND state = 'ready'")
+    .get(root, hint.instance) as { flushed_seq: number } | undefined;
   if (!w) return { token: null, journal: null };
   const token: WatchToken = [hint.instance, w.flushed_seq];
   const since = prev?.token;
   if (hint.full || !since || since[0] !== hint.instance || since[1] > w.flushed_seq) return { token, journal: null };
   const rows = db
-    .prepare<[string, string, number], [string | null, string]>('SELECT path, kind FROM watch_journal WHERE workspace = ? AND instance = ? AND seq > ?')
+    .prepare<[string, string, number], [string | null, string]>(
+      'SELECT path, kind FROM watch_journal WHERE workspace = ? AND instance = ? AND seq > ?',
+    )
     .raw(true)
     .all(root, hint.instance, since[1]);
   const journal: Journal = { paths: new Set(), entries: new Set(), listing: false };
@@ -158,7 +177,11 @@ const KIND_OTHER = 3; // present; entry in `loose` (hashed, but not cacheable)
  * the delta against the previous observation, and the state saved for the next one. Run it inside
  * a write transaction (observations of one root must be serialised).
  */
-export function observeTree(root: string, db: Database, opts: { isGit?: boolean; watch?: WatchSyncHint | null } = {}): TreeObservation {
+export function observeTree(
+  root: string,
+  db: Database,
+  opts: { isGit?: boolean; watch?: WatchSyncHint | null } = {},
+): TreeObservation {
   const absRoot = path.resolve(root);
   const store = new TreeStateStore(db);
   const prev = store.load(absRoot);
@@ -169,7 +192,13 @@ export function observeTree(root: string, db: Database, opts: { isGit?: boolean;
   let paths: string[];
   let listing: ListingState | null = null;
   let reused = false;
-  if (journal && prev?.listing && !journal.listing && journal.entries.size === 0 && listingHoldsForWatch(prev.listing, isGit)) {
+  if (
+    journal &&
+    prev?.listing &&
+    !journal.listing &&
+    journal.entries.size === 0 &&
+    listingHoldsForWatch(prev.listing, isGit)
+  ) {
     paths = prev.paths;
     listing = prev.listing;
     reused = true;
@@ -266,7 +295,13 @@ export function observeTree(root: string, db: Database, opts: { isGit?: boolean;
     }
     const o = i * NUM;
     // The old values of slot j, read before slot i (== j when reused) is overwritten.
-    let oMode = 0, oSize = 0, oDev = 0, oIno = 0, oMtime = 0, oCtime = 0, oAt = 0;
+    let oMode = 0,
+      oSize = 0,
+      oDev = 0,
+      oIno = 0,
+      oMtime = 0,
+      oCtime = 0,
+      oAt = 0;
     if (j >= 0) {
       const q = j * NUM;
       oDev = oldNum![q + F_DEV]!;
@@ -305,7 +340,12 @@ export function observeTree(root: string, db: Database, opts: { isGit?: boolean;
       kind[i] = KIND_GITLINK;
       if (j >= 0) {
         // A cached file that is now a directory: recorded as modified, its slot dropped.
-        present.push({ path: rel, change: 'modified', before: beforeEntry(j, rel), after: { path: rel, mode: MODE_GITLINK, size: 0, sha256: GITLINK_SHA256 } });
+        present.push({
+          path: rel,
+          change: 'modified',
+          before: beforeEntry(j, rel),
+          after: { path: rel, mode: MODE_GITLINK, size: 0, sha256: GITLINK_SHA256 },
+        });
         if (reused) num[o + F_MODE] = 0;
         touched.push(i);
       }
@@ -315,7 +355,15 @@ export function observeTree(root: string, db: Database, opts: { isGit?: boolean;
     const size = st.size;
     const mtime = st.mtimeMs;
     let racy = false;
-    if (j >= 0 && oSize === size && oMode === mode && oMtime === mtime && oCtime === st.ctimeMs && oIno === st.ino && oDev === st.dev) {
+    if (
+      j >= 0 &&
+      oSize === size &&
+      oMode === mode &&
+      oMtime === mtime &&
+      oCtime === st.ctimeMs &&
+      oIno === st.ino &&
+      oDev === st.dev
+    ) {
       if (mtime < oAt) {
         stats.reused++;
         kind[i] = KIND_CACHED;
@@ -334,8 +382,11 @@ export function observeTree(root: string, db: Database, opts: { isGit?: boolean;
     if (racy) stats.racy++;
     const [digest, hashedSize] = h;
     let changed = true;
-    if (j >= 0 && oMode === mode && oSize === hashedSize) changed = !digest.equals(oldSha!.subarray(j * 32, j * 32 + 32));
-    const after: TreeEntry | null = changed ? { path: rel, mode, size: hashedSize, sha256: digest.toString('hex') } : null;
+    if (j >= 0 && oMode === mode && oSize === hashedSize)
+      changed = !digest.equals(oldSha!.subarray(j * 32, j * 32 + 32));
+    const after: TreeEntry | null = changed
+      ? { path: rel, mode, size: hashedSize, sha256: digest.toString('hex') }
+      : null;
     if (changed) {
       if (j >= 0) present.push({ path: rel, change: 'modified', before: beforeEntry(j, rel), after });
       else present.push({ path: rel, change: 'added', before: null, after });
@@ -390,7 +441,12 @@ export function observeTree(root: string, db: Database, opts: { isGit?: boolean;
   if (!reused) store.save(absRoot, paths, num, sha, listing, position);
   else if (touched.length > 0) store.save(absRoot, paths, num, sha, listing, position, touched);
   else store.saveToken(absRoot, position);
-  if (token) db.prepare('DELETE FROM watch_journal WHERE workspace = ? AND NOT (instance = ? AND seq > ?)').run(absRoot, token[0], token[1]);
+  if (token)
+    db.prepare('DELETE FROM watch_journal WHERE workspace = ? AND NOT (instance = ? AND seq > ?)').run(
+      absRoot,
+      token[0],
+      token[1],
+    );
 
   // Lazy full snapshot: built from this pass's slots (later observations cannot alter them: the
   // arrays are not reused after this call).
@@ -402,7 +458,12 @@ export function observeTree(root: string, db: Database, opts: { isGit?: boolean;
     for (let i = 0; i < n; i++) {
       const k = kind[i];
       if (k === KIND_CACHED) {
-        out.push({ path: paths[i]!, mode: num[i * NUM + F_MODE]!, size: num[i * NUM + F_SIZE]!, sha256: sha.toString('hex', i * 32, i * 32 + 32) });
+        out.push({
+          path: paths[i]!,
+          mode: num[i * NUM + F_MODE]!,
+          size: num[i * NUM + F_SIZE]!,
+          sha256: sha.toString('hex', i * 32, i * 32 + 32),
+        });
       } else if (k === KIND_GITLINK) {
         out.push({ path: paths[i]!, mode: MODE_GITLINK, size: 0, sha256: GITLINK_SHA256 });
       } else if (k === KIND_OTHER) {
@@ -422,5 +483,12 @@ export function observeTree(root: string, db: Database, opts: { isGit?: boolean;
       return (digest ??= digestEntries(buildEntries()));
     },
   };
-  return { snapshot, delta: [...present, ...removed], beforeCount, listingReused: reused, mode: journal ? 'hinted' : 'full', statted };
+  return {
+    snapshot,
+    delta: [...present, ...removed],
+    beforeCount,
+    listingReused: reused,
+    mode: journal ? 'hinted' : 'full',
+    statted,
+  };
 }

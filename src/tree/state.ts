@@ -100,7 +100,10 @@ function patchPage(prevPage: Buffer, k: number, n: number, num: Float64Array, sh
   const start = k * PAGE;
   const end = start + page.length;
   const numBytes = new Uint8Array(num.buffer, num.byteOffset, n * NUM * 8);
-  for (const [base, bytes] of [[16, numBytes], [16 + n * NUM * 8, sha.subarray(0, n * 32)]] as const) {
+  for (const [base, bytes] of [
+    [16, numBytes],
+    [16 + n * NUM * 8, sha.subarray(0, n * 32)],
+  ] as const) {
     const a = Math.max(start, base);
     const b = Math.min(end, base + bytes.length);
     if (a < b) page.set(bytes.subarray(a - base, b - base), a - start);
@@ -132,13 +135,19 @@ export class TreeStateStore {
   private readonly loaded = new Map<string, { pages: Buffer[]; listing: string | null; token: string }>();
   constructor(private readonly db: Database) {
     this.selHead = db
-      .prepare<[string], [number, string | null, string | null, number | null]>('SELECT pages, listing, watch_instance, watch_seq FROM tree_state WHERE root = ?')
+      .prepare<[string], [number, string | null, string | null, number | null]>(
+        'SELECT pages, listing, watch_instance, watch_seq FROM tree_state WHERE root = ?',
+      )
       .raw(true);
-    this.selPages = db.prepare<[string], [number, Buffer]>('SELECT page, bytes FROM tree_state_pages WHERE root = ? ORDER BY page').raw(true);
+    this.selPages = db
+      .prepare<[string], [number, Buffer]>('SELECT page, bytes FROM tree_state_pages WHERE root = ? ORDER BY page')
+      .raw(true);
     this.putHead = db.prepare<[string, number, string | null, string | null, number | null]>(
       'INSERT OR REPLACE INTO tree_state (root, pages, listing, watch_instance, watch_seq) VALUES (?, ?, ?, ?, ?)',
     );
-    this.putPage = db.prepare<[string, number, Buffer]>('INSERT OR REPLACE INTO tree_state_pages (root, page, bytes) VALUES (?, ?, ?)');
+    this.putPage = db.prepare<[string, number, Buffer]>(
+      'INSERT OR REPLACE INTO tree_state_pages (root, page, bytes) VALUES (?, ?, ?)',
+    );
     this.dropPages = db.prepare<[string, number]>('DELETE FROM tree_state_pages WHERE root = ? AND page >= ?');
   }
 
@@ -172,7 +181,9 @@ export class TreeStateStore {
     let rows: CacheRow[];
     try {
       rows = this.db
-        .prepare<[string], CacheRow>('SELECT path, dev, ino, size, mtime_ns, ctime_ns, mode, sha256, cached_at_ns FROM tree_cache WHERE root = ?')
+        .prepare<[string], CacheRow>(
+          'SELECT path, dev, ino, size, mtime_ns, ctime_ns, mode, sha256, cached_at_ns FROM tree_cache WHERE root = ?',
+        )
         .raw(true)
         .all(root);
     } catch {
@@ -211,7 +222,15 @@ export class TreeStateStore {
    * Stores the state. touched: when the listing is the loaded one (same paths, slots updated in
    * place), the slots written by this observation: only their pages are rebuilt and written.
    */
-  save(root: string, paths: string[], num: Float64Array, sha: Buffer, listing: ListingState | null, token: WatchToken | null, touched: number[] | null = null): void {
+  save(
+    root: string,
+    paths: string[],
+    num: Float64Array,
+    sha: Buffer,
+    listing: ListingState | null,
+    token: WatchToken | null,
+    touched: number[] | null = null,
+  ): void {
     const text = listing === null ? null : JSON.stringify(listing);
     const tokenText = JSON.stringify(token);
     const prev = this.loaded.get(root);

@@ -39,7 +39,9 @@ export function watchEnabled(env: NodeJS.ProcessEnv = process.env): boolean {
 }
 
 function watcherRow(db: Db, workspace: string): WatcherRow | undefined {
-  return db.prepare('SELECT instance, pid, pid_start, state, updated_at FROM watchers WHERE workspace = ?').get(workspace) as WatcherRow | undefined;
+  return db
+    .prepare('SELECT instance, pid, pid_start, state, updated_at FROM watchers WHERE workspace = ?')
+    .get(workspace) as WatcherRow | undefined;
 }
 
 /**
@@ -94,7 +96,11 @@ export function syncWatcher(db: Db, home: string, workspace: string): WatchSync 
  * 'done': observed. Otherwise the caller observes: 'no-watcher' (none ready), 'failed' (the
  * observation failed there), 'unanswered' (no answer in time: a sync would not be answered either).
  */
-export function observeByWatcher(db: Db, home: string, workspace: string): 'done' | 'failed' | 'unanswered' | 'no-watcher' {
+export function observeByWatcher(
+  db: Db,
+  home: string,
+  workspace: string,
+): 'done' | 'failed' | 'unanswered' | 'no-watcher' {
   if (!watchEnabled()) return 'no-watcher';
   const row = watcherRow(db, workspace);
   if (!row || !usable(row)) return 'no-watcher';

@@ -24,7 +24,18 @@
 // It exits when idle (LATCH_WATCH_IDLE_MS, default 30 min without a sync), when the root or the store
 // goes away (checked every 5 s), when another instance has taken over its row, and on SIGTERM/SIGINT.
 import { randomBytes } from 'node:crypto';
-import { existsSync, lstatSync, mkdirSync, readdirSync, renameSync, rmSync, unlinkSync, watch, type Dirent, type FSWatcher } from 'node:fs';
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  unlinkSync,
+  watch,
+  type Dirent,
+  type FSWatcher,
+} from 'node:fs';
 import path from 'node:path';
 import { isAlive, selfId } from '../ledger/ledger.js';
 import { cookieDir, dbPath } from '../base/paths.js';
@@ -95,10 +106,12 @@ export function runWatcher(opts: WatcherOptions): Promise<number> {
   let ignored: Set<string> = (gitTree && ignoredDirs(root)) || new Set();
   const { configs, globalIgnore } = configFiles(path.join(root, '.git'));
   const configStamp = (): string =>
-    [...configs, globalIgnore].map((f) => {
-      const st = f ? lstatSync(f, { throwIfNoEntry: false }) : undefined;
-      return st ? `${st.ino}:${st.size}:${st.mtimeMs}:${st.ctimeMs}` : '-';
-    }).join('|');
+    [...configs, globalIgnore]
+      .map((f) => {
+        const st = f ? lstatSync(f, { throwIfNoEntry: false }) : undefined;
+        return st ? `${st.ino}:${st.size}:${st.mtimeMs}:${st.ctimeMs}` : '-';
+      })
+      .join('|');
   let configSeen = gitTree ? configStamp() : '';
   const pending = new Map<string, JournalKind>();
   let lost = false;
@@ -111,7 +124,9 @@ export function runWatcher(opts: WatcherOptions): Promise<number> {
   const exited = new Promise<number>((r) => (resolveExit = r));
 
   const mine = (): boolean => {
-    const r = db.prepare('SELECT instance FROM watchers WHERE workspace = ?').get(root) as { instance: string } | undefined;
+    const r = db.prepare('SELECT instance FROM watchers WHERE workspace = ?').get(root) as
+      | { instance: string }
+      | undefined;
     return r?.instance === instance;
   };
 
@@ -127,7 +142,9 @@ export function runWatcher(opts: WatcherOptions): Promise<number> {
         if (!mine()) return;
         db.prepare('DELETE FROM watch_journal WHERE workspace = ? AND instance = ?').run(root, instance);
         if (state) {
-          db.prepare("UPDATE watchers SET state = 'unavailable', reason = ?, updated_at = ? WHERE workspace = ? AND instance = ?").run(state.unavailable, now(), root, instance);
+          db.prepare(
+            "UPDATE watchers SET state = 'unavailable', reason = ?, updated_at = ? WHERE workspace = ? AND instance = ?",
+          ).run(state.unavailable, now(), root, instance);
         } else {
           db.prepare('DELETE FROM watchers WHERE workspace = ? AND instance = ?').run(root, instance);
         }
@@ -155,10 +172,14 @@ export function runWatcher(opts: WatcherOptions): Promise<number> {
       immediate(db, () => {
         if (!mine()) throw new Error('replaced');
         const seq = flushedSeq + 1;
-        const ins = db.prepare('INSERT INTO watch_journal (workspace, instance, seq, path, kind) VALUES (?, ?, ?, ?, ?)');
+        const ins = db.prepare(
+          'INSERT INTO watch_journal (workspace, instance, seq, path, kind) VALUES (?, ?, ?, ?, ?)',
+        );
         if (lost) ins.run(root, instance, seq, null, 'r');
         else for (const [rel, kind] of pending) ins.run(root, instance, seq, rel, kind);
-        db.prepare('UPDATE watchers SET flushed_seq = ?, dirs = ?, updated_at = ? WHERE workspace = ? AND instance = ?').run(seq, dirs.size, now(), root, instance);
+        db.prepare(
+          'UPDATE watchers SET flushed_seq = ?, dirs = ?, updated_at = ? WHERE workspace = ? AND instance = ?',
+        ).run(seq, dirs.size, now(), root, instance);
         flushedSeq = seq;
       });
     } catch (err) {
@@ -342,7 +363,10 @@ export function runWatcher(opts: WatcherOptions): Promise<number> {
       return exited;
     }
     immediate(db, () => {
-      if (mine()) db.prepare("UPDATE watchers SET state = 'ready', dirs = ?, updated_at = ? WHERE workspace = ? AND instance = ?").run(dirs.size, now(), root, instance);
+      if (mine())
+        db.prepare(
+          "UPDATE watchers SET state = 'ready', dirs = ?, updated_at = ? WHERE workspace = ? AND instance = ?",
+        ).run(dirs.size, now(), root, instance);
     });
   } catch {
     stop(1);
@@ -351,26 +375,29 @@ export function runWatcher(opts: WatcherOptions): Promise<number> {
 
   // Housekeeping: idle, root gone or replaced, store gone, row taken over.
   const storeFile = dbPath(opts.home);
-  timer = setInterval(() => {
-    const st = lstatSync(root, { throwIfNoEntry: false });
-    let done = !st || st.ino !== rootSt!.ino || !existsSync(storeFile) || Date.now() - lastSync > idleMs;
-    if (!done && gitTree) {
-      // A config or global excludes file (outside the tree: not watched) changed: the ignored set may
-      // have too; until now a newly unignored directory went unwatched, so coverage is declared lost.
-      const stamp = configStamp();
-      if (stamp !== configSeen) {
-        configSeen = stamp;
-        lost = true;
-        refreshIgnored();
+  timer = setInterval(
+    () => {
+      const st = lstatSync(root, { throwIfNoEntry: false });
+      let done = !st || st.ino !== rootSt!.ino || !existsSync(storeFile) || Date.now() - lastSync > idleMs;
+      if (!done && gitTree) {
+        // A config or global excludes file (outside the tree: not watched) changed: the ignored set may
+        // have too; until now a newly unignored directory went unwatched, so coverage is declared lost.
+        const stamp = configStamp();
+        if (stamp !== configSeen) {
+          configSeen = stamp;
+          lost = true;
+          refreshIgnored();
+        }
       }
-    }
-    try {
-      done ||= !mine();
-    } catch {
-      done = true; // the store is unusable
-    }
-    if (done) stop(0);
-  }, Math.min(5_000, Math.max(200, idleMs / 4)));
+      try {
+        done ||= !mine();
+      } catch {
+        done = true; // the store is unusable
+      }
+      if (done) stop(0);
+    },
+    Math.min(5_000, Math.max(200, idleMs / 4)),
+  );
   process.once('SIGTERM', () => stop(0));
   process.once('SIGINT', () => stop(0));
   return exited;

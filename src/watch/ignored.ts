@@ -6,7 +6,13 @@ import { safeGitEnv } from '../base/git.js';
 const MAX_BUFFER = 64 * 1024 * 1024;
 
 function git(root: string, args: string[], input?: string): { status: number | null; stdout: string } {
-  const r = spawnSync('git', ['-C', root, ...args], { input, encoding: 'utf8', maxBuffer: MAX_BUFFER, stdio: ['pipe', 'pipe', 'ignore'], env: safeGitEnv() });
+  const r = spawnSync('git', ['-C', root, ...args], {
+    input,
+    encoding: 'utf8',
+    maxBuffer: MAX_BUFFER,
+    stdio: ['pipe', 'pipe', 'ignore'],
+    env: safeGitEnv(),
+  });
   return { status: r.error ? null : r.status, stdout: r.stdout ?? '' };
 }
 
@@ -25,5 +31,10 @@ export function ignoredDirs(root: string): Set<string> | null {
   const checked = git(root, ['check-ignore', '-z', '--stdin'], candidates.join('\0') + '\0');
   if (checked.status === 1) return new Set(); // none matched
   if (checked.status !== 0) return null;
-  return new Set(checked.stdout.split('\0').filter(Boolean).map((p) => p.replace(/\/$/, '')));
+  return new Set(
+    checked.stdout
+      .split('\0')
+      .filter(Boolean)
+      .map((p) => p.replace(/\/$/, '')),
+  );
 }

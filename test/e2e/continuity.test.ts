@@ -33,7 +33,8 @@ function script(readSuffix: string): { steps: FakeStep[]; seen: { brief: boolean
     if (step === 3) {
       // The first request after the compaction: it must carry the delivered brief.
       seen.commands = pageCommands(req);
-      seen.brief = seen.commands.length > 0 && (req.body?.input ?? []).map(itemText).join('\n').includes('<<<LATCH-BRIEF');
+      seen.brief =
+        seen.commands.length > 0 && (req.body?.input ?? []).map(itemText).join('\n').includes('<<<LATCH-BRIEF');
       return { items: seen.commands.map((c) => ({ type: 'bash' as const, cmd: c + readSuffix })) };
     }
     if (step === 4) return { items: [{ type: 'bash', cmd: 'echo after > after.txt' }] };
@@ -45,7 +46,13 @@ function script(readSuffix: string): { steps: FakeStep[]; seen: { brief: boolean
 function transitions(env: Env): { event: string; to_state: string; evidence: Record<string, unknown> }[] {
   const db = new Database(join(env.latchHome, 'latch.db'), { readonly: true });
   try {
-    return (db.prepare('SELECT event, to_state, evidence_json FROM transitions ORDER BY id').all() as { event: string; to_state: string; evidence_json: string }[]).map((r) => ({
+    return (
+      db.prepare('SELECT event, to_state, evidence_json FROM transitions ORDER BY id').all() as {
+        event: string;
+        to_state: string;
+        evidence_json: string;
+      }[]
+    ).map((r) => ({
       event: r.event,
       to_state: r.to_state,
       evidence: JSON.parse(r.evidence_json),
@@ -55,13 +62,18 @@ function transitions(env: Env): { event: string; to_state: string; evidence: Rec
   }
 }
 
-test('reverify = "evidence": brief delivered after compaction, pages read, authority returns by itself; resume native, then full after a rewrite', { timeout: 300_000 }, async (t) => {
+test('reverify = "evidence": brief delivered after compaction, pages read, authority returns by itself; resume native, then full after a rewrite', {
+  timeout: 300_000,
+}, async (t) => {
   const s = script('');
   const env = await setupEnv(s.steps, { latchConfig: 'reverify = "evidence"\n' });
   t.after(() => (process.env.KEEP ? console.log('KEPT', env.base) : env.cleanup()));
   const r = await env.codex('Write a.txt with two steps, then after.txt.');
   assert.equal(r.code, 0, r.stderr);
-  assert.ok(env.fake.requests.some((q) => q.isCompaction), 'Codex compacted');
+  assert.ok(
+    env.fake.requests.some((q) => q.isCompaction),
+    'Codex compacted',
+  );
   assert.ok(s.seen.brief, 'the first request after compaction carried the brief');
   assert.ok(s.seen.commands.length >= 1);
   assert.equal(env.file('after.txt'), 'after\n', 'the Bash after the complete read ran');
@@ -75,7 +87,9 @@ test('reverify = "evidence": brief delivered after compaction, pages read, autho
   // A process resume of the untouched transcript qualifies as native.
   const resumed = await env.codex('continue', { resume: r.threadId! });
   assert.equal(resumed.code, 0, resumed.stderr);
-  const native = env.statusJson().sessions[0] as unknown as { last_resume: { decision: string; failed: { name: string }[] } };
+  const native = env.statusJson().sessions[0] as unknown as {
+    last_resume: { decision: string; failed: { name: string }[] };
+  };
   assert.equal(native.last_resume.decision, 'native', JSON.stringify(native.last_resume));
 
   // One byte rewritten inside the recorded prefix: full.
@@ -87,9 +101,14 @@ test('reverify = "evidence": brief delivered after compaction, pages read, autho
   writeFileSync(rollout, bytes);
   const again = await env.codex('continue again', { resume: r.threadId! });
   assert.equal(again.code, 0, again.stderr);
-  const full = env.statusJson().sessions[0] as unknown as { last_resume: { decision: string; failed: { name: string }[] } };
+  const full = env.statusJson().sessions[0] as unknown as {
+    last_resume: { decision: string; failed: { name: string }[] };
+  };
   assert.equal(full.last_resume.decision, 'full');
-  assert.ok(full.last_resume.failed.some((f) => f.name === 'append-only'), JSON.stringify(full.last_resume));
+  assert.ok(
+    full.last_resume.failed.some((f) => f.name === 'append-only'),
+    JSON.stringify(full.last_resume),
+  );
 });
 
 test('reverify = "evidence": a failing page read keeps authority revoked', { timeout: 300_000 }, async (t) => {
@@ -104,11 +123,19 @@ test('reverify = "evidence": a failing page read keeps authority revoked', { tim
   assert.equal(transitions(env).filter((x) => x.event === 'verify').length, 0);
   const db = new Database(join(env.latchHome, 'latch.db'), { readonly: true });
   const reads = db.prepare('SELECT ok, reasons_json FROM brief_reads').all() as { ok: number; reasons_json: string }[];
-  const denied = db.prepare("SELECT summary FROM denials WHERE summary LIKE '%brief --page%'").all() as { summary: string }[];
+  const denied = db.prepare("SELECT summary FROM denials WHERE summary LIKE '%brief --page%'").all() as {
+    summary: string;
+  }[];
   db.close();
   // While held, Latch runs its own reads only in their exact form: `<page command> && false` is
   // refused (recorded as a denial), so it produces no page and no receipt; a read that ran and failed
   // would be recorded as not a read.
-  assert.ok(reads.every((x) => x.ok === 0), 'no receipt counts');
-  assert.ok(denied.length >= 1 || reads.some((x) => /exit|code/i.test(x.reasons_json)), 'the failing read was refused or recorded as not a read');
+  assert.ok(
+    reads.every((x) => x.ok === 0),
+    'no receipt counts',
+  );
+  assert.ok(
+    denied.length >= 1 || reads.some((x) => /exit|code/i.test(x.reasons_json)),
+    'the failing read was refused or recorded as not a read',
+  );
 });

@@ -5,8 +5,13 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { resolve } from 'node:path';
 
-test('latch demo: latched at the checkpoint, tree digests equal, verify restores, the resumed session writes', { timeout: 300_000 }, () => {
-  const r = spawnSync(process.execPath, [resolve('bin', 'latch.cjs'), 'demo', '--json'], { encoding: 'utf8', timeout: 280_000 });
+test('latch demo: latched at the checkpoint, tree digests equal, verify restores, the resumed session writes', {
+  timeout: 300_000,
+}, () => {
+  const r = spawnSync(process.execPath, [resolve('bin', 'latch.cjs'), 'demo', '--json'], {
+    encoding: 'utf8',
+    timeout: 280_000,
+  });
   assert.equal(r.status, 0, r.stderr);
   const out = JSON.parse(r.stdout);
   assert.equal(out.ok, true);

@@ -31,7 +31,13 @@ test('B-E: auto-compaction latches; resume stays latched; read-only allowed; ver
   const env = await setupEnv([
     /* 0 */ { items: [{ type: 'bash', cmd: 'echo step1 > a.txt' }], inputTokens: 200 },
     /* 1 */ { items: [{ type: 'bash', cmd: 'echo step2 >> a.txt' }], inputTokens: BIG },
-    /* 2 */ { items: [{ type: 'bash', cmd: 'echo again > a.txt' }, { type: 'bash', cmd: 'touch b.txt' }, { type: 'patch', patch: PATCH('c.txt') }] },
+    /* 2 */ {
+      items: [
+        { type: 'bash', cmd: 'echo again > a.txt' },
+        { type: 'bash', cmd: 'touch b.txt' },
+        { type: 'patch', patch: PATCH('c.txt') },
+      ],
+    },
     /* 3 */ { items: [{ type: 'message', text: 'blocked' }] },
     /* 4 */ { items: [{ type: 'bash', cmd: 'echo resumed > d.txt' }] },
     /* 5 */ { items: [{ type: 'message', text: 'still blocked' }] },
@@ -54,26 +60,32 @@ test('B-E: auto-compaction latches; resume stays latched; read-only allowed; ver
   assert.equal(first.code, 0, first.stderr);
   const thread = first.threadId!;
 
-  await t.test('B: every post-compaction Bash and apply_patch is denied; workspace unchanged from the checkpoint', () => {
-    assert.ok(env.fake.requests.some((r) => r.isCompaction), 'Codex compacted');
-    assert.equal(env.file('a.txt'), 'step1\nstep2\n');
-    assert.equal(env.file('b.txt'), null);
-    assert.equal(env.file('c.txt'), null);
-    const s = env.statusJson().sessions[0]!;
-    assert.equal(s.session_id, thread);
-    assert.equal(s.state, 'latched');
-    assert.equal(s.may_mutate, false);
-    assert.equal(s.checkpoints.length, 1);
-    const cp = s.checkpoints[0]!;
-    assert.equal(cp.trigger, 'auto');
-    for (const via of ['pre_compact', 'post_compact', 'session_start']) assert.ok(cp.observed_via.includes(via), via);
-    const now = snapshotTree(env.work);
-    assert.equal(now.sha256, cp.tree.sha256, 'tree digest equal to the checkpoint');
-    assert.equal(now.files, cp.tree.files);
-    const denials = new Set(outputsContaining(env, 'Latch blocked'));
-    assert.ok(denials.size >= 3, `the model received the denial for each call (${denials.size})`);
-    assert.ok([...denials].every((d) => d.includes(cp.id) && d.includes('latch verify')));
-  });
+  await t.test(
+    'B: every post-compaction Bash and apply_patch is denied; workspace unchanged from the checkpoint',
+    () => {
+      assert.ok(
+        env.fake.requests.some((r) => r.isCompaction),
+        'Codex compacted',
+      );
+      assert.equal(env.file('a.txt'), 'step1\nstep2\n');
+      assert.equal(env.file('b.txt'), null);
+      assert.equal(env.file('c.txt'), null);
+      const s = env.statusJson().sessions[0]!;
+      assert.equal(s.session_id, thread);
+      assert.equal(s.state, 'latched');
+      assert.equal(s.may_mutate, false);
+      assert.equal(s.checkpoints.length, 1);
+      const cp = s.checkpoints[0]!;
+      assert.equal(cp.trigger, 'auto');
+      for (const via of ['pre_compact', 'post_compact', 'session_start']) assert.ok(cp.observed_via.includes(via), via);
+      const now = snapshotTree(env.work);
+      assert.equal(now.sha256, cp.tree.sha256, 'tree digest equal to the checkpoint');
+      assert.equal(now.files, cp.tree.files);
+      const denials = new Set(outputsContaining(env, 'Latch blocked'));
+      assert.ok(denials.size >= 3, `the model received the denial for each call (${denials.size})`);
+      assert.ok([...denials].every((d) => d.includes(cp.id) && d.includes('latch verify')));
+    },
+  );
 
   await t.test('C: a new process resuming the session is still latched', async () => {
     const r = await env.codex('continue', { resume: thread });
@@ -82,40 +94,68 @@ test('B-E: auto-compaction latches; resume stays latched; read-only allowed; ver
     assert.equal(env.statusJson().sessions[0]!.state, 'latched');
   });
 
-  await t.test('D: read-only commands run; latch verify/resume and $LATCH_HOME writes via the agent are denied', async () => {
-    const r = await env.codex('inspect', { resume: thread });
-    assert.equal(r.code, 0, r.stderr);
-    const saw = env.modelSaw();
-    assert.ok(saw.some((x) => x.includes('README.md') && !x.includes('Latch blocked')), 'ls output reached the model');
-    assert.ok(saw.some((x) => x.includes('step1\nstep2') && !x.includes('Latch blocked')), 'cat output reached the model');
-    const blocked = outputsContaining(env, 'Latch blocked');
-    assert.ok(blocked.some((x) => x.includes('verify --yes')), 'latch verify denied');
-    assert.ok(blocked.some((x) => x.includes('latch resume')), 'latch resume denied');
-    assert.ok(blocked.some((x) => x.includes('owned')), '$LATCH_HOME write denied');
-    assert.equal(existsSync(join(env.latchHome, 'owned')), false);
-    assert.equal(env.statusJson().sessions[0]!.state, 'latched');
-  });
+  await t.test(
+    'D: read-only commands run; latch verify/resume and $LATCH_HOME writes via the agent are denied',
+    async () => {
+      const r = await env.codex('inspect', { resume: thread });
+      assert.equal(r.code, 0, r.stderr);
+      const saw = env.modelSaw();
+      assert.ok(
+        saw.some((x) => x.includes('README.md') && !x.includes('Latch blocked')),
+        'ls output reached the model',
+      );
+      assert.ok(
+        saw.some((x) => x.includes('step1\nstep2') && !x.includes('Latch blocked')),
+        'cat output reached the model',
+      );
+      const blocked = outputsContaining(env, 'Latch blocked');
+      assert.ok(
+        blocked.some((x) => x.includes('verify --yes')),
+        'latch verify denied',
+      );
+      assert.ok(
+        blocked.some((x) => x.includes('latch resume')),
+        'latch resume denied',
+      );
+      assert.ok(
+        blocked.some((x) => x.includes('owned')),
+        '$LATCH_HOME write denied',
+      );
+      assert.equal(existsSync(join(env.latchHome, 'owned')), false);
+      assert.equal(env.statusJson().sessions[0]!.state, 'latched');
+    },
+  );
 
-  await t.test('E: after `latch verify --yes` the resumed session may mutate; the record shows the evidence', async () => {
-    const noConfirm = env.latch(['verify']);
-    assert.equal(noConfirm.code, 2, 'no TTY and no --yes: no confirmation');
-    const v = env.latch(['verify', '--yes', '--json']);
-    assert.equal(v.code, 0, v.stdout + v.stderr);
-    const out = JSON.parse(v.stdout);
-    assert.equal(out.restored, true);
-    assert.deepEqual(out.sessions[0].evidence.checks.map((c: { ok: boolean }) => c.ok), [true, true, true, true, true]);
-    const r = await env.codex('go on', { resume: thread });
-    assert.equal(r.code, 0, r.stderr);
-    assert.equal(env.file('e.txt'), 'verified\n');
-    const db = new Database(join(env.latchHome, 'latch.db'), { readonly: true });
-    const row = db.prepare("SELECT * FROM transitions WHERE event = 'verify'").get() as { from_state: string; to_state: string; evidence_json: string };
-    db.close();
-    assert.equal(row.from_state, 'latched');
-    assert.equal(row.to_state, 'mutable');
-    const ev = JSON.parse(row.evidence_json);
-    assert.equal(ev.confirmed_by, '--yes');
-    assert.ok(ev.checks.some((c: { name: string }) => c.name === 'tree'));
-  });
+  await t.test(
+    'E: after `latch verify --yes` the resumed session may mutate; the record shows the evidence',
+    async () => {
+      const noConfirm = env.latch(['verify']);
+      assert.equal(noConfirm.code, 2, 'no TTY and no --yes: no confirmation');
+      const v = env.latch(['verify', '--yes', '--json']);
+      assert.equal(v.code, 0, v.stdout + v.stderr);
+      const out = JSON.parse(v.stdout);
+      assert.equal(out.restored, true);
+      assert.deepEqual(
+        out.sessions[0].evidence.checks.map((c: { ok: boolean }) => c.ok),
+        [true, true, true, true, true],
+      );
+      const r = await env.codex('go on', { resume: thread });
+      assert.equal(r.code, 0, r.stderr);
+      assert.equal(env.file('e.txt'), 'verified\n');
+      const db = new Database(join(env.latchHome, 'latch.db'), { readonly: true });
+      const row = db.prepare("SELECT * FROM transitions WHERE event = 'verify'").get() as {
+        from_state: string;
+        to_state: string;
+        evidence_json: string;
+      };
+      db.close();
+      assert.equal(row.from_state, 'latched');
+      assert.equal(row.to_state, 'mutable');
+      const ev = JSON.parse(row.evidence_json);
+      assert.equal(ev.confirmed_by, '--yes');
+      assert.ok(ev.checks.some((c: { name: string }) => c.name === 'tree'));
+    },
+  );
 });
 
 test('F: policy continue records but denies nothing', T, async (t) => {
@@ -160,52 +200,76 @@ test('F: policy pause holds until `latch resume`', T, async (t) => {
   assert.equal(env.file('resumed.txt'), 'resumed\n');
 });
 
-test('G: with only the PreToolUse handler, the transcript scan trips before the first post-compaction mutation', T, async (t) => {
-  const env = await setupEnv([
-    { items: [{ type: 'bash', cmd: 'echo step1 > a.txt' }], inputTokens: BIG },
-    { items: [{ type: 'bash', cmd: 'echo after > after.txt' }] },
-    { items: [{ type: 'message', text: 'done' }] },
-  ]);
-  t.after(() => env.cleanup());
-  const hooksFile = join(env.codexHome, 'hooks.json');
-  const hooks = JSON.parse(readFileSync(hooksFile, 'utf8'));
-  hooks.hooks = { PreToolUse: hooks.hooks.PreToolUse };
-  writeFileSync(hooksFile, JSON.stringify(hooks, null, 2));
-  // As installed by a Latch without a registration fingerprint (with one, the edit is a tamper: G2).
-  const store = new Database(join(env.latchHome, 'latch.db'));
-  store.exec('DELETE FROM registration_files; DELETE FROM registrations; DELETE FROM registration_alarm');
-  store.close();
-  const r = await env.codex('task');
-  assert.equal(r.code, 0, r.stderr);
-  assert.equal(env.file('after.txt'), null);
-  const s = env.statusJson().sessions[0]!;
-  assert.equal(s.state, 'latched');
-  assert.deepEqual(s.checkpoints[0]!.observed_via, ['transcript']);
-  assert.equal(snapshotTree(env.work).sha256, s.checkpoints[0]!.tree.sha256);
-});
+test(
+  'G: with only the PreToolUse handler, the transcript scan trips before the first post-compaction mutation',
+  T,
+  async (t) => {
+    const env = await setupEnv([
+      { items: [{ type: 'bash', cmd: 'echo step1 > a.txt' }], inputTokens: BIG },
+      { items: [{ type: 'bash', cmd: 'echo after > after.txt' }] },
+      { items: [{ type: 'message', text: 'done' }] },
+    ]);
+    t.after(() => env.cleanup());
+    const hooksFile = join(env.codexHome, 'hooks.json');
+    const hooks = JSON.parse(readFileSync(hooksFile, 'utf8'));
+    hooks.hooks = { PreToolUse: hooks.hooks.PreToolUse };
+    writeFileSync(hooksFile, JSON.stringify(hooks, null, 2));
+    // As installed by a Latch without a registration fingerprint (with one, the edit is a tamper: G2).
+    const store = new Database(join(env.latchHome, 'latch.db'));
+    store.exec('DELETE FROM registration_files; DELETE FROM registrations; DELETE FROM registration_alarm');
+    store.close();
+    const r = await env.codex('task');
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(env.file('after.txt'), null);
+    const s = env.statusJson().sessions[0]!;
+    assert.equal(s.state, 'latched');
+    assert.deepEqual(s.checkpoints[0]!.observed_via, ['transcript']);
+    assert.equal(snapshotTree(env.work).sha256, s.checkpoints[0]!.tree.sha256);
+  },
+);
 
-test('G2: a Latch handler removed from hooks.json after setup is a tamper: the session latches, tracked calls are denied', T, async (t) => {
-  const env = await setupEnv([
-    { items: [{ type: 'bash', cmd: 'echo one > one.txt' }] },
-    { items: [{ type: 'message', text: 'done' }] },
-  ]);
-  t.after(() => env.cleanup());
-  const hooksFile = join(env.codexHome, 'hooks.json');
-  const hooks = JSON.parse(readFileSync(hooksFile, 'utf8'));
-  delete hooks.hooks.PostCompact;
-  writeFileSync(hooksFile, JSON.stringify(hooks, null, 2));
-  const r = await env.codex('task');
-  assert.equal(r.code, 0, r.stderr);
-  assert.equal(env.file('one.txt'), null, 'the write was denied');
-  const s = env.statusJson().sessions[0]!;
-  assert.equal(s.state, 'latched');
-  assert.match(s.reason ?? '', /registration_changed/);
-  assert.ok(outputsContaining(env, 'Latch blocked').some((x) => /hooks\.json/.test(x)), 'the denial names the changed file');
-});
+test(
+  'G2: a Latch handler removed from hooks.json after setup is a tamper: the session latches, tracked calls are denied',
+  T,
+  async (t) => {
+    const env = await setupEnv([
+      { items: [{ type: 'bash', cmd: 'echo one > one.txt' }] },
+      { items: [{ type: 'message', text: 'done' }] },
+    ]);
+    t.after(() => env.cleanup());
+    const hooksFile = join(env.codexHome, 'hooks.json');
+    const hooks = JSON.parse(readFileSync(hooksFile, 'utf8'));
+    delete hooks.hooks.PostCompact;
+    writeFileSync(hooksFile, JSON.stringify(hooks, null, 2));
+    const r = await env.codex('task');
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(env.file('one.txt'), null, 'the write was denied');
+    const s = env.statusJson().sessions[0]!;
+    assert.equal(s.state, 'latched');
+    assert.match(s.reason ?? '', /registration_changed/);
+    assert.ok(
+      outputsContaining(env, 'Latch blocked').some((x) => /hooks\.json/.test(x)),
+      'the denial names the changed file',
+    );
+  },
+);
 
 test('H: a corrupt or missing store denies tracked tools; untracked tools are unaffected', T, async (t) => {
   const env = await setupEnv([
-    { items: [{ type: 'bash', cmd: 'echo x > corrupt.txt' }, { type: 'raw', item: { type: 'function_call', name: 'view_image', call_id: 'vi_1', arguments: JSON.stringify({ path: 'README.md' }) } }] },
+    {
+      items: [
+        { type: 'bash', cmd: 'echo x > corrupt.txt' },
+        {
+          type: 'raw',
+          item: {
+            type: 'function_call',
+            name: 'view_image',
+            call_id: 'vi_1',
+            arguments: JSON.stringify({ path: 'README.md' }),
+          },
+        },
+      ],
+    },
     { items: [{ type: 'message', text: 'done' }] },
     { items: [{ type: 'bash', cmd: 'echo x > missing.txt' }] },
     { items: [{ type: 'message', text: 'done' }] },
@@ -218,10 +282,18 @@ test('H: a corrupt or missing store denies tracked tools; untracked tools are un
   assert.equal(r.code, 0, r.stderr);
   assert.equal(env.file('corrupt.txt'), null);
   const blocked = outputsContaining(env, 'Latch blocked');
-  assert.ok(blocked.some((x) => /fail closed/.test(x)), 'denied with a fail-closed reason');
-  const viewImage = env.fake.requests.flatMap((q) => q.body?.input ?? []).filter((i: { call_id?: string; type?: string }) => i.call_id === 'vi_1' && i.type === 'function_call_output');
+  assert.ok(
+    blocked.some((x) => /fail closed/.test(x)),
+    'denied with a fail-closed reason',
+  );
+  const viewImage = env.fake.requests
+    .flatMap((q) => q.body?.input ?? [])
+    .filter((i: { call_id?: string; type?: string }) => i.call_id === 'vi_1' && i.type === 'function_call_output');
   assert.ok(viewImage.length > 0, 'view_image ran and answered');
-  assert.ok(viewImage.every((i: { output?: unknown }) => !JSON.stringify(i.output).includes('PreToolUse hook')), 'untracked tool not blocked');
+  assert.ok(
+    viewImage.every((i: { output?: unknown }) => !JSON.stringify(i.output).includes('PreToolUse hook')),
+    'untracked tool not blocked',
+  );
 
   rmSync(env.latchHome, { recursive: true, force: true, maxRetries: 5 });
   const r2 = await env.codex('again', { resume: r.threadId! });
@@ -249,7 +321,10 @@ test('I: two compactions give two checkpoints; one verify covers both; changes b
   const bad = env.latch(['verify', '--yes', '--json']);
   assert.equal(bad.code, 65, bad.stdout + bad.stderr);
   const out = JSON.parse(bad.stdout);
-  assert.deepEqual(out.sessions[0].evidence.changes.map((c: { path: string; change: string }) => `${c.change} ${c.path}`), ['added hand-edit.txt']);
+  assert.deepEqual(
+    out.sessions[0].evidence.changes.map((c: { path: string; change: string }) => `${c.change} ${c.path}`),
+    ['added hand-edit.txt'],
+  );
   rmSync(join(env.work, 'hand-edit.txt'));
   const ok = env.latch(['verify', '--yes']);
   assert.equal(ok.code, 0, ok.stdout + ok.stderr);

@@ -13,13 +13,17 @@ import type { QualificationRecord } from '../../src/agents/codex/qualification.j
 import { LATCH } from '../helpers/e2e.js';
 
 /** The Codex release the tests pin (package.json devDependencies). */
-const PINNED = (JSON.parse(readFileSync('package.json', 'utf8')) as { devDependencies: Record<string, string> }).devDependencies['@openai/codex']!;
+const PINNED = (JSON.parse(readFileSync('package.json', 'utf8')) as { devDependencies: Record<string, string> })
+  .devDependencies['@openai/codex']!;
 
 const T = { timeout: 400_000 };
 const base = mkdtempSync(join(tmpdir(), 'latch-qualify-e2e-'));
 test.after(() => rmSync(base, { recursive: true, force: true, maxRetries: 5 }));
 
-function qualify(name: string, codex: string): { code: number; rec: QualificationRecord & { record_path: string }; stderr: string; home: string } {
+function qualify(
+  name: string,
+  codex: string,
+): { code: number; rec: QualificationRecord & { record_path: string }; stderr: string; home: string } {
   const home = join(base, name, 'latch');
   const r = spawnSync(process.execPath, [LATCH, 'qualify', 'codex', '--codex', codex, '--json'], {
     env: { ...process.env, LATCH_HOME: home },
@@ -35,7 +39,10 @@ function wrapper(name: string, prelude: string): string {
   const dir = join(base, name, 'bin');
   mkdirSync(dir, { recursive: true });
   const p = join(dir, 'codex');
-  writeFileSync(p, `#!/bin/sh\n${prelude}\nexec ${JSON.stringify(process.execPath)} ${JSON.stringify(resolveCodexBin())} "$@"\n`);
+  writeFileSync(
+    p,
+    `#!/bin/sh\n${prelude}\nexec ${JSON.stringify(process.execPath)} ${JSON.stringify(resolveCodexBin())} "$@"\n`,
+  );
   chmodSync(p, 0o755);
   return p;
 }
@@ -55,7 +62,9 @@ test('the real pinned Codex (0.171.0) passes every check; the record is written 
   assert.equal(onDisk.qualified, true);
   assert.equal(onDisk.binary.sha256, rec.binary.sha256);
   // The same binary as the shipped record.
-  const shipped = JSON.parse(readFileSync(resolve('data', 'qualified', `${PINNED}.json`), 'utf8')) as QualificationRecord;
+  const shipped = JSON.parse(
+    readFileSync(resolve('data', 'qualified', `${PINNED}.json`), 'utf8'),
+  ) as QualificationRecord;
   assert.equal(shipped.binary.sha256, rec.binary.sha256);
   assert.ok(rec.duration_ms < 180_000, `the run took ${rec.duration_ms} ms`);
 });
@@ -70,22 +79,46 @@ test('a stand-in that drops PreCompact from the hooks is refused: hook-order and
   assert.equal(rec.qualified, false);
   const names = failed(rec);
   for (const n of ['hook-order', 'compaction-seen']) assert.ok(names.includes(n), `${n} in ${names.join(', ')}`);
-  assert.match(rec.checks.find((c) => c.name === 'hook-order')!.evidence, /missing or out of order: [^;]*PreCompact\(auto\)/);
+  assert.match(
+    rec.checks.find((c) => c.name === 'hook-order')!.evidence,
+    /missing or out of order: [^;]*PreCompact\(auto\)/,
+  );
   assert.match(stderr, /failed check\(s\): .*compaction-seen/);
   // written, but not qualifying: the machine's list is still only what the package shipped
   const onDisk = JSON.parse(readFileSync(join(home, 'qualified', `${PINNED}.json`), 'utf8')) as QualificationRecord;
   assert.equal(onDisk.qualified, false);
-  const st = spawnSync(process.execPath, ['--import', 'tsx', '-e', `import('./src/agents/codex/qualification.ts').then(m=>console.log(JSON.stringify(m.versionStatus(${JSON.stringify(PINNED)}, ${JSON.stringify(home)}))))`], { encoding: 'utf8' });
-  const status = JSON.parse(st.stdout) as { qualified: boolean; by: { source: string }; rejected: { problem: string }[] };
+  const st = spawnSync(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      '-e',
+      `import('./src/agents/codex/qualification.ts').then(m=>console.log(JSON.stringify(m.versionStatus(${JSON.stringify(PINNED)}, ${JSON.stringify(home)}))))`,
+    ],
+    { encoding: 'utf8' },
+  );
+  const status = JSON.parse(st.stdout) as {
+    qualified: boolean;
+    by: { source: string };
+    rejected: { problem: string }[];
+  };
   assert.equal(status.by.source, 'package', 'still qualified by the shipped record, not by this run');
   assert.match(status.rejected[0]!.problem, /failed check\(s\)/);
 });
 
-test('a stand-in whose deny is ignored (the hooks file hidden) is refused: deny-bash and deny-apply-patch fail', T, () => {
-  const p = wrapper('no-hooks', 'case "$CODEX_HOME" in */latch-qualify-*/codex-home) [ -f "$CODEX_HOME/hooks.json" ] && mv "$CODEX_HOME/hooks.json" "$CODEX_HOME/hooks.json.hidden";; esac');
-  const { code, rec } = qualify('no-hooks', p);
-  assert.equal(code, 1);
-  const names = failed(rec);
-  for (const n of ['deny-bash', 'deny-apply-patch', 'hook-payloads', 'latch-across-resume']) assert.ok(names.includes(n), `${n} in ${names.join(', ')}`);
-  assert.match(rec.checks.find((c) => c.name === 'deny-bash')!.evidence, /denied\.txt WRITTEN/);
-});
+test(
+  'a stand-in whose deny is ignored (the hooks file hidden) is refused: deny-bash and deny-apply-patch fail',
+  T,
+  () => {
+    const p = wrapper(
+      'no-hooks',
+      'case "$CODEX_HOME" in */latch-qualify-*/codex-home) [ -f "$CODEX_HOME/hooks.json" ] && mv "$CODEX_HOME/hooks.json" "$CODEX_HOME/hooks.json.hidden";; esac',
+    );
+    const { code, rec } = qualify('no-hooks', p);
+    assert.equal(code, 1);
+    const names = failed(rec);
+    for (const n of ['deny-bash', 'deny-apply-patch', 'hook-payloads', 'latch-across-resume'])
+      assert.ok(names.includes(n), `${n} in ${names.join(', ')}`);
+    assert.match(rec.checks.find((c) => c.name === 'deny-bash')!.evidence, /denied\.txt WRITTEN/);
+  },
+);

@@ -19,14 +19,33 @@ import { appendCompaction, appendModelTurn, bash, payload, sandbox, type Sandbox
 
 const CHROMIUM = '/usr/bin/chromium';
 const SCREENSHOT = '/tmp/latch-report.png';
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 const GAP = 60;
 const XSS = `echo '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">' > 'a<b>&"c".txt'`;
 
-const skip = existsSync(CHROMIUM) ? false : `${CHROMIUM} is missing: run scripts/install-chromium.sh (Debian package chromium) to enable this test`;
+const skip = existsSync(CHROMIUM)
+  ? false
+  : `${CHROMIUM} is missing: run scripts/install-chromium.sh (Debian package chromium) to enable this test`;
 
 function quietIo(sb: Sandbox): Io {
-  return { out: () => {}, err: () => {}, env: sb.env, cwd: sb.work, interactive: false, ask: async () => '', now: () => new Date().toISOString() };
+  return {
+    out: () => {},
+    err: () => {},
+    env: sb.env,
+    cwd: sb.work,
+    interactive: false,
+    ask: async () => '',
+    now: () => new Date().toISOString(),
+  };
 }
 
 async function hook(sb: Sandbox, p: Record<string, unknown>): Promise<boolean> {
@@ -53,7 +72,11 @@ async function scenario(sb: Sandbox): Promise<void> {
   await hook(sb, payload('post-compact-auto', sb, { turn_id: 'turn-2' }));
   await hook(sb, payload('session-start-compact', sb));
   appendModelTurn(sb.transcript);
-  assert.equal(await hook(sb, bash(sb, 'rm -rf src && echo "<b>bold</b>" > x', { turn_id: 'turn-2' })), true, 'latched: denied');
+  assert.equal(
+    await hook(sb, bash(sb, 'rm -rf src && echo "<b>bold</b>" > x', { turn_id: 'turn-2' })),
+    true,
+    'latched: denied',
+  );
   await hook(sb, payload('stop', sb, { turn_id: 'turn-2' }));
   assert.equal(await verify(quietIo(sb), { yes: true }), 0);
   await agentWrites(sb, 'turn-3', 'echo two >> notes.txt', { 'notes.txt': 'one\ntwo\n' });
@@ -129,7 +152,10 @@ function pixelStats(png: Buffer): { width: number; height: number; colours: numb
   return { width, height, colours: colours.size, nonWhite: nonWhite / (width * height) };
 }
 
-test('report HTML in headless Chromium: renders, stays offline, inert records, works without JS, non-blank', { skip, timeout: 120_000 }, async (t) => {
+test('report HTML in headless Chromium: renders, stays offline, inert records, works without JS, non-blank', {
+  skip,
+  timeout: 120_000,
+}, async (t) => {
   const { chromium } = await import('playwright-core');
   const sb = sandbox();
   t.after(sb.cleanup);
@@ -139,11 +165,20 @@ test('report HTML in headless Chromium: renders, stays offline, inert records, w
   const url = pathToFileURL(file).href;
 
   const profiles: string[] = [];
-  t.after(() => profiles.forEach((p) => rmSync(p, { recursive: true, force: true, maxRetries: 5 })));
+  t.after(() => {
+    for (const p of profiles) rmSync(p, { recursive: true, force: true, maxRetries: 5 });
+  });
   const launch = (javaScriptEnabled: boolean) => {
     const profile = mkdtempSync(join(tmpdir(), 'latch-chromium-'));
     profiles.push(profile);
-    return chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: ARGS, javaScriptEnabled, viewport: { width: 1280, height: 900 }, serviceWorkers: 'block' });
+    return chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: ARGS,
+      javaScriptEnabled,
+      viewport: { width: 1280, height: 900 },
+      serviceWorkers: 'block',
+    });
   };
 
   /** Every request other than the report file itself (route: aborted, so nothing leaves; request: seen at all). */
@@ -198,18 +233,34 @@ test('report HTML in headless Chromium: renders, stays offline, inert records, w
       await compaction.first().waitFor({ state: 'visible' });
       assert.equal(await compaction.count(), 1);
       assert.ok(await denial.first().isVisible(), 'the denial entry is visible');
-      assert.match((await compaction.first().innerText()).replace(/\s+/g, ' '), /Compaction #1 .*auto, observed via .*checkpoint .*tree [0-9a-f]{16}/);
-      assert.match(await denial.first().innerText(), /Denied[\s\S]*rm -rf src && echo "<b>bold<\/b>" > x[\s\S]*latched/);
+      assert.match(
+        (await compaction.first().innerText()).replace(/\s+/g, ' '),
+        /Compaction #1 .*auto, observed via .*checkpoint .*tree [0-9a-f]{16}/,
+      );
+      assert.match(
+        await denial.first().innerText(),
+        /Denied[\s\S]*rm -rf src && echo "<b>bold<\/b>" > x[\s\S]*latched/,
+      );
       assert.ok(await page.locator('li.entry.trip').first().isVisible(), 'the latch trip');
       assert.match(await page.locator('li.entry.verification').first().innerText(), /tree digest before = after: yes/);
-      assert.ok(await page.locator('li.entry.change.attr-outside', { hasText: 'hand.txt' }).isVisible(), 'the hand edit');
+      assert.ok(
+        await page.locator('li.entry.change.attr-outside', { hasText: 'hand.txt' }).isVisible(),
+        'the hand edit',
+      );
       assert.ok(await page.locator('#files-table tbody.file[data-path="notes.txt"]').isVisible(), 'the per-file view');
 
       // The <script> and onerror of the record are text, never executed.
       assert.equal(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned), undefined);
-      assert.equal(await page.locator('li.entry.attempt code.cmd', { hasText: '<script>window.__pwned = 1</script>' }).count(), 1);
+      assert.equal(
+        await page.locator('li.entry.attempt code.cmd', { hasText: '<script>window.__pwned = 1</script>' }).count(),
+        1,
+      );
       assert.equal(await page.locator('b', { hasText: 'bold' }).count(), 0, 'no element from a record');
-      assert.equal(await page.locator('#files-table tbody.file[data-path="a<b>&\\"c\\".txt"]').count(), 1, 'the odd path round-trips through the attribute');
+      assert.equal(
+        await page.locator('#files-table tbody.file[data-path="a<b>&\\"c\\".txt"]').count(),
+        1,
+        'the odd path round-trips through the attribute',
+      );
 
       // The enhancement ran (so the CSP hash admits our own script): filters work.
       assert.ok(await page.locator('#controls').isVisible(), 'the filter bar is shown');
@@ -218,7 +269,11 @@ test('report HTML in headless Chromium: renders, stays offline, inert records, w
       assert.ok(await compaction.first().isVisible());
       await page.locator('#controls input.filter-kind[value="denial"]').check();
       await page.locator('#filter-path').fill('hand');
-      assert.equal(await page.locator('#files-table tbody.file[data-path="notes.txt"]').isVisible(), false, 'path filter');
+      assert.equal(
+        await page.locator('#files-table tbody.file[data-path="notes.txt"]').isVisible(),
+        false,
+        'path filter',
+      );
       await page.locator('#filter-path').fill('');
       assert.deepEqual(problems, [], 'no console errors (a CSP violation would show here)');
 
@@ -228,7 +283,10 @@ test('report HTML in headless Chromium: renders, stays offline, inert records, w
       assert.ok(stats.colours >= 16, `a screenshot with content: ${stats.colours} distinct colours`);
       assert.ok(stats.nonWhite > 0.03, `non-white share ${stats.nonWhite.toFixed(3)}`);
       const blank = pixelStats(await (await ctx.newPage()).screenshot());
-      assert.ok(blank.colours < stats.colours && blank.nonWhite < stats.nonWhite, `blank page for comparison: ${JSON.stringify(blank)}`);
+      assert.ok(
+        blank.colours < stats.colours && blank.nonWhite < stats.nonWhite,
+        `blank page for comparison: ${JSON.stringify(blank)}`,
+      );
       assert.deepEqual(leaked, [], 'no request besides the report file');
     } finally {
       await ctx.close();
@@ -246,7 +304,10 @@ test('report HTML in headless Chromium: renders, stays offline, inert records, w
       assert.ok(await page.locator('ol.timeline > li.entry.denial').isVisible());
       assert.ok(await page.locator('table.files').isVisible());
       assert.equal(await page.locator('#controls').isVisible(), false, 'no controls without JS');
-      assert.ok(await page.locator('li.entry.verification details[open] ul.checks').isVisible(), 'evidence shown (details open)');
+      assert.ok(
+        await page.locator('li.entry.verification details[open] ul.checks').isVisible(),
+        'evidence shown (details open)',
+      );
       assert.deepEqual(leaked, []);
     } finally {
       await ctx.close();

@@ -4,7 +4,12 @@
 // One turn whose fake-model steps write, pass the auto-compaction limit, then try a read and two
 // writes after the compaction. Used by test/e2e/app-server.test.ts and
 // scripts/capture-doctor-fixtures.ts (which saves the raw stream as a doctor fixture).
-import { AppServerSession, codexCommandFor, type AppServerMessage, type CodexHookInfo } from '../../src/agents/codex/app-server.js';
+import {
+  AppServerSession,
+  codexCommandFor,
+  type AppServerMessage,
+  type CodexHookInfo,
+} from '../../src/agents/codex/app-server.js';
 import { findRollout, resolveCodexBin } from '../../src/agents/codex/driver.js';
 import type { FakeStep } from '../../src/agents/codex/fake-model.js';
 import { BIG, PATCH, setupEnv, type Env } from './e2e.js';
@@ -13,7 +18,13 @@ export const APP_SERVER_STEPS: FakeStep[] = [
   /* 0 */ { items: [{ type: 'bash', cmd: 'echo step1 > a.txt' }], inputTokens: 200 },
   // The reported context passes the auto-compaction limit: Codex compacts before the next request.
   /* 1 */ { items: [{ type: 'bash', cmd: 'echo step2 >> a.txt' }], inputTokens: BIG },
-  /* 2 */ { items: [{ type: 'bash', cmd: 'cat a.txt' }, { type: 'bash', cmd: 'echo after > a.txt' }, { type: 'patch', patch: PATCH('c.txt') }] },
+  /* 2 */ {
+    items: [
+      { type: 'bash', cmd: 'cat a.txt' },
+      { type: 'bash', cmd: 'echo after > a.txt' },
+      { type: 'patch', patch: PATCH('c.txt') },
+    ],
+  },
   /* 3 */ { items: [{ type: 'message', text: 'my writes were blocked' }] },
 ];
 
@@ -55,14 +66,23 @@ export async function runLatchedAppServer(): Promise<AppServerRun> {
     const listed = await request('hooks/list', { cwds: [env.work] });
     const hooksBefore: CodexHookInfo[] = listed.data[0].hooks;
     const ours = hooksBefore.filter((h) => h.sourcePath === `${env.codexHome}/hooks.json`);
-    if (ours.length === 0) throw new Error(`hooks/list shows no hook from ${env.codexHome}/hooks.json: ${JSON.stringify(listed)}`);
+    if (ours.length === 0)
+      throw new Error(`hooks/list shows no hook from ${env.codexHome}/hooks.json: ${JSON.stringify(listed)}`);
     await request('config/batchWrite', {
-      edits: ours.map((h) => ({ keyPath: 'hooks.state', mergeStrategy: 'upsert', value: { [h.key]: { trusted_hash: h.currentHash } } })),
+      edits: ours.map((h) => ({
+        keyPath: 'hooks.state',
+        mergeStrategy: 'upsert',
+        value: { [h.key]: { trusted_hash: h.currentHash } },
+      })),
       reloadUserConfig: true,
     });
     const hooksAfter: CodexHookInfo[] = (await request('hooks/list', { cwds: [env.work] })).data[0].hooks;
 
-    const started = await request('thread/start', { cwd: env.work, approvalPolicy: 'never', sandbox: 'danger-full-access' });
+    const started = await request('thread/start', {
+      cwd: env.work,
+      approvalPolicy: 'never',
+      sandbox: 'danger-full-access',
+    });
     const threadId: string = started.thread.id;
     const from = s.mark();
     await request('turn/start', { threadId, input: [{ type: 'text', text: 'do the task', text_elements: [] }] });
@@ -88,11 +108,17 @@ export async function runLatchedAppServer(): Promise<AppServerRun> {
 }
 
 /** The `hook/started` / `hook/completed` notifications of a run, as (method, eventName, status, id). */
-export function hookNotifications(messages: AppServerMessage[]): { method: string; event: string; status: string; id: string; entries: { kind: string; text: string }[] }[] {
+export function hookNotifications(
+  messages: AppServerMessage[],
+): { method: string; event: string; status: string; id: string; entries: { kind: string; text: string }[] }[] {
   return messages
     .filter((m) => m.method === 'hook/started' || m.method === 'hook/completed')
     .map((m) => {
-      const run = (m.params as { run: { eventName: string; status: string; id: string; entries: { kind: string; text: string }[] } }).run;
+      const run = (
+        m.params as {
+          run: { eventName: string; status: string; id: string; entries: { kind: string; text: string }[] };
+        }
+      ).run;
       return { method: m.method as string, event: run.eventName, status: run.status, id: run.id, entries: run.entries };
     });
 }

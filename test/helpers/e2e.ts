@@ -5,7 +5,13 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { findRollout, runCodex, writeCodexConfig, type RunCodexResult } from '../../src/agents/codex/driver.js';
-import { itemText, startFakeModel, type FakeModel, type FakeStep, type RecordedRequest } from '../../src/agents/codex/fake-model.js';
+import {
+  itemText,
+  startFakeModel,
+  type FakeModel,
+  type FakeStep,
+  type RecordedRequest,
+} from '../../src/agents/codex/fake-model.js';
 import { stopWatchers } from './workspace.js';
 
 export const LATCH = resolve('dist', 'latch.cjs');
@@ -42,11 +48,20 @@ export interface StatusJson {
     policy: string;
     reason: string | null;
     may_mutate: boolean;
-    checkpoints: { id: string; trigger: string | null; observed_via: string[]; created_at: string; tree: { sha256: string; files: number } }[];
+    checkpoints: {
+      id: string;
+      trigger: string | null;
+      observed_via: string[];
+      created_at: string;
+      tree: { sha256: string; files: number };
+    }[];
   }[];
 }
 
-export async function setupEnv(steps: FakeStep[] | ((req: RecordedRequest, index: number) => FakeStep), opts: { latchConfig?: string; setupArgs?: string[] } = {}): Promise<Env> {
+export async function setupEnv(
+  steps: FakeStep[] | ((req: RecordedRequest, index: number) => FakeStep),
+  opts: { latchConfig?: string; setupArgs?: string[] } = {},
+): Promise<Env> {
   const base = mkdtempSync(join(tmpdir(), 'latch-e2e-'));
   const work = join(base, 'work');
   const codexHome = join(base, 'codex-home');
@@ -56,12 +71,20 @@ export async function setupEnv(steps: FakeStep[] | ((req: RecordedRequest, index
   writeFileSync(join(work, 'README.md'), '# e2e\n');
   writeFileSync(join(work, 'a.txt'), 'original\n');
   execFileSync('git', ['add', '.'], { cwd: work });
-  execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.invalid', 'commit', '-qm', 'init'], { cwd: work });
+  execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.invalid', 'commit', '-qm', 'init'], {
+    cwd: work,
+  });
   const fake = await startFakeModel({ steps, summary: 'Summary: a.txt was updated; continue with the task.' });
   writeCodexConfig(codexHome, { baseUrl: fake.url, autoCompactTokenLimit: COMPACT_LIMIT });
   const env = { ...process.env, LATCH_HOME: latchHome, CODEX_HOME: codexHome };
   const latch: Env['latch'] = (args, o = {}) => {
-    const r = spawnSync(process.execPath, [LATCH, ...args], { cwd: work, env, input: o.input ?? '', encoding: 'utf8', timeout: 60_000 });
+    const r = spawnSync(process.execPath, [LATCH, ...args], {
+      cwd: work,
+      env,
+      input: o.input ?? '',
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
     return { code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
   };
   if (opts.latchConfig !== undefined) {
@@ -78,7 +101,15 @@ export async function setupEnv(steps: FakeStep[] | ((req: RecordedRequest, index
     fake,
     latch,
     async codex(prompt, o = {}) {
-      const r = await runCodex({ codexHome, cwd: work, prompt, resumeThreadId: o.resume, forkThreadId: o.fork, env: { LATCH_HOME: latchHome }, timeoutMs: 120_000 });
+      const r = await runCodex({
+        codexHome,
+        cwd: work,
+        prompt,
+        resumeThreadId: o.resume,
+        forkThreadId: o.fork,
+        env: { LATCH_HOME: latchHome },
+        timeoutMs: 120_000,
+      });
       if (r.timedOut) throw new Error(`codex timed out\n${r.stderr.slice(-3000)}`);
       return r;
     },

@@ -29,11 +29,13 @@ let checked = false;
 export function assertFreshBuild(): void {
   const main = resolve('dist/main.cjs');
   const slow = resolve('dist/slow.cjs');
-  if (!existsSync(LATCH_BIN) || !existsSync(main) || !existsSync(slow)) throw new Error('dist/latch.cjs is missing: run `npm run build` first');
+  if (!existsSync(LATCH_BIN) || !existsSync(main) || !existsSync(slow))
+    throw new Error('dist/latch.cjs is missing: run `npm run build` first');
   if (checked) return;
   checked = true;
   const src = newestMtime(resolve('src'));
-  if (Math.min(statSync(main).mtimeMs, statSync(slow).mtimeMs) < src) console.log('# warning: dist/ is older than src/ (run `npm run build`): testing the older build');
+  if (Math.min(statSync(main).mtimeMs, statSync(slow).mtimeMs) < src)
+    console.log('# warning: dist/ is older than src/ (run `npm run build`): testing the older build');
 }
 
 export interface Reply {
@@ -45,8 +47,13 @@ export interface Reply {
 
 function readReply(stdout: string | null): { denied: boolean; reason: string } {
   if (!stdout) return { denied: false, reason: '' };
-  const o = JSON.parse(stdout) as { hookSpecificOutput?: { permissionDecision?: string; permissionDecisionReason?: string } };
-  return { denied: o.hookSpecificOutput?.permissionDecision === 'deny', reason: o.hookSpecificOutput?.permissionDecisionReason ?? '' };
+  const o = JSON.parse(stdout) as {
+    hookSpecificOutput?: { permissionDecision?: string; permissionDecisionReason?: string };
+  };
+  return {
+    denied: o.hookSpecificOutput?.permissionDecision === 'deny',
+    reason: o.hookSpecificOutput?.permissionDecisionReason ?? '',
+  };
 }
 
 /** One hook call through the real entry point, in this process. */
@@ -65,10 +72,17 @@ export interface ProcRun extends Reply {
 }
 
 /** `node dist/latch.cjs hook codex --event E` with the payload on stdin; optionally SIGKILLed after killAfterMs. */
-export function hookProcess(env: NodeJS.ProcessEnv, p: Record<string, unknown>, opts: { killAfterMs?: number; onSpawn?: (pid: number) => void } = {}): Promise<ProcRun> {
+export function hookProcess(
+  env: NodeJS.ProcessEnv,
+  p: Record<string, unknown>,
+  opts: { killAfterMs?: number; onSpawn?: (pid: number) => void } = {},
+): Promise<ProcRun> {
   const t0 = performance.now();
   return new Promise((done, fail) => {
-    const child = spawn(process.execPath, [LATCH_BIN, 'hook', 'codex', '--event', String(p.hook_event_name)], { env, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [LATCH_BIN, 'hook', 'codex', '--event', String(p.hook_event_name)], {
+      env,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     let out = '';
     let err = '';
     let exited = false;
@@ -92,7 +106,16 @@ export function hookProcess(env: NodeJS.ProcessEnv, p: Record<string, unknown>, 
       } catch {
         rep = { denied: false, reason: `unparsable reply ${stdout}` };
       }
-      done({ pid: child.pid!, killed: signal === 'SIGKILL', signal, exitCode: code ?? -1, stdout, stderr: err, ms: performance.now() - t0, ...rep });
+      done({
+        pid: child.pid!,
+        killed: signal === 'SIGKILL',
+        signal,
+        exitCode: code ?? -1,
+        stdout,
+        stderr: err,
+        ms: performance.now() - t0,
+        ...rep,
+      });
     });
     opts.onSpawn?.(child.pid!);
     child.stdin.end(JSON.stringify(p));
@@ -128,7 +151,9 @@ export function readLedger(home: string): Ledger {
   const db = openStore(home, { create: false, busyTimeoutMs: 30_000 });
   try {
     const attempts = db.prepare('SELECT * FROM attempts ORDER BY id').all() as AttemptRow[];
-    const changes = db.prepare('SELECT id, path, change, observed_by, attribution, attempt_id FROM changes ORDER BY id').all() as ChangeRow[];
+    const changes = db
+      .prepare('SELECT id, path, change, observed_by, attribution, attempt_id FROM changes ORDER BY id')
+      .all() as ChangeRow[];
     return {
       attempts,
       changes,
@@ -145,7 +170,9 @@ export function crashClose(home: string, id: string, pid: number): void {
   const db = openStore(home, { create: false, busyTimeoutMs: 30_000 });
   try {
     const r = db
-      .prepare("UPDATE attempts SET state = 'closing', closing_ns = ?, closer_pid = ?, closer_start = 'gone' WHERE id = ? AND state = 'started'")
+      .prepare(
+        "UPDATE attempts SET state = 'closing', closing_ns = ?, closer_pid = ?, closer_start = 'gone' WHERE id = ? AND state = 'started'",
+      )
       .run((BigInt(Date.now()) * 1_000_000n).toString(), pid, id);
     if (r.changes !== 1) throw new Error(`crashClose: ${id} is not started`);
   } finally {
@@ -179,8 +206,10 @@ export function rowProblems(a: AttemptRow): string[] {
   if (!(a.state in ATTEMPT_TABLE)) p.push(`unknown state ${a.state}`);
   if (terminal !== (a.ended_at !== null)) p.push(`${a.state} with ended_at ${a.ended_at}`);
   if (terminal && a.ended_ns === null) p.push(`${a.state} without ended_ns`);
-  if (a.state === 'closed' && !CLOSE_REASONS.includes(a.end_reason ?? '')) p.push(`closed with end_reason ${a.end_reason}`);
-  if (a.state === 'abandoned' && !ABANDON_REASON.test(a.end_reason ?? '')) p.push(`abandoned with end_reason ${a.end_reason}`);
+  if (a.state === 'closed' && !CLOSE_REASONS.includes(a.end_reason ?? ''))
+    p.push(`closed with end_reason ${a.end_reason}`);
+  if (a.state === 'abandoned' && !ABANDON_REASON.test(a.end_reason ?? ''))
+    p.push(`abandoned with end_reason ${a.end_reason}`);
   if (a.state === 'closed' && a.closing_ns === null) p.push('closed without ever closing');
   if (a.state === 'abandoned' && a.closing_ns !== null) p.push('abandoned after closing began (closed AND abandoned)');
   if (a.state === 'started' && (a.closer_pid !== null || a.end_reason !== null)) p.push('started with a closer or end');
@@ -192,9 +221,11 @@ export function rowProblems(a: AttemptRow): string[] {
 export function ledgerProblems(l: Ledger): string[] {
   const p = l.attempts.flatMap(rowProblems);
   const byCall = new Map<string, number>();
-  for (const a of l.attempts) byCall.set(`${a.session_id}/${a.tool_use_id}`, (byCall.get(`${a.session_id}/${a.tool_use_id}`) ?? 0) + 1);
+  for (const a of l.attempts)
+    byCall.set(`${a.session_id}/${a.tool_use_id}`, (byCall.get(`${a.session_id}/${a.tool_use_id}`) ?? 0) + 1);
   for (const [k, n] of byCall) if (n !== 1) p.push(`${n} attempts for call ${k}`);
-  for (const a of l.attempts) if (a.id !== `${a.session_id}/${a.tool_use_id}`) p.push(`attempt id ${a.id} is not deterministic`);
+  for (const a of l.attempts)
+    if (a.id !== `${a.session_id}/${a.tool_use_id}`) p.push(`attempt id ${a.id} is not deterministic`);
   return p;
 }
 

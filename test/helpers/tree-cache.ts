@@ -24,9 +24,7 @@ export class SqliteStatCache implements StatCache {
     this.selectOne = db
       .prepare<[string, string], CacheRow>(`SELECT ${cols} FROM tree_cache WHERE root = ? AND path = ?`)
       .raw(true);
-    this.upsert = db.prepare(
-      `INSERT OR REPLACE INTO tree_cache (root, ${cols}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    );
+    this.upsert = db.prepare(`INSERT OR REPLACE INTO tree_cache (root, ${cols}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
     this.del = db.prepare<[string, string]>('DELETE FROM tree_cache WHERE root = ? AND path = ?');
     this.saveTx = db.transaction((root: string, upserts: StatCacheEntry[], removed: string[]) => {
       for (const p of removed) this.del.run(root, p);
@@ -102,14 +100,23 @@ export function snapshotPaths(root: string, paths: string[], cache?: StatCache):
       entries.push(e);
     } else if (cached.has(rel)) removed.push(rel);
   }
-  if (cache) cache.save(absRoot, pass.upserts, removed.filter((p) => cached.has(p)));
+  if (cache)
+    cache.save(
+      absRoot,
+      pass.upserts,
+      removed.filter((p) => cached.has(p)),
+    );
   return sortEntries(entries);
 }
 
 /** Normalize a caller-supplied relative path; null when it escapes root or is empty. */
 function normalizeRel(p: string): string | null {
   const s = path.sep === '\\' ? p.replace(/\\/g, '/') : p;
-  const norm = path.posix.normalize(s).replace(/^(\.\/)+/, '').replace(/\/+$/, '');
-  if (norm === '' || norm === '.' || norm === '..' || norm.startsWith('../') || path.posix.isAbsolute(norm)) return null;
+  const norm = path.posix
+    .normalize(s)
+    .replace(/^(\.\/)+/, '')
+    .replace(/\/+$/, '');
+  if (norm === '' || norm === '.' || norm === '..' || norm.startsWith('../') || path.posix.isAbsolute(norm))
+    return null;
   return norm;
 }

@@ -1,6 +1,15 @@
 // Temp workspaces, Latch homes and Codex-shaped payloads for unit tests (the acceptance tests use the real Codex).
 import { execFileSync } from 'node:child_process';
-import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  appendFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isAlive, procStat } from '../../src/ledger/ledger.js';
@@ -24,11 +33,16 @@ export function sandbox(opts: { git?: boolean; store?: boolean } = {}): Sandbox 
     execFileSync('git', ['init', '-q', '-b', 'main'], { cwd: work });
     writeFileSync(join(work, 'README.md'), '# test\n');
     execFileSync('git', ['add', '.'], { cwd: work });
-    execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.invalid', 'commit', '-qm', 'init'], { cwd: work });
+    execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.invalid', 'commit', '-qm', 'init'], {
+      cwd: work,
+    });
   }
   if (opts.store !== false) openStore(home, { create: true }).close();
   const transcript = join(base, 'rollout.jsonl');
-  writeFileSync(transcript, rolloutLine('session_meta', { id: 'S', session_id: 'S', cwd: work, cli_version: '0.169.0' }));
+  writeFileSync(
+    transcript,
+    rolloutLine('session_meta', { id: 'S', session_id: 'S', cwd: work, cli_version: '0.169.0' }),
+  );
   const cleanup = () => {
     stopWatchers(home, base);
     rmSync(base, { recursive: true, force: true, maxRetries: 10 });
@@ -92,7 +106,11 @@ export function rolloutLine(type: string, payload: unknown): string {
 export function appendCompaction(transcript: string, id = 'cc-' + Math.random().toString(16).slice(2)): void {
   appendFileSync(
     transcript,
-    rolloutLine('response_item', { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'summary' }] }) +
+    rolloutLine('response_item', {
+      type: 'message',
+      role: 'assistant',
+      content: [{ type: 'output_text', text: 'summary' }],
+    }) +
       rolloutLine('compacted', { message: 'Another language model started...\nsummary', replacement_history: [] }) +
       rolloutLine('turn_context', { cwd: '/', model: 'gpt-5.5' }) +
       rolloutLine('event_msg', { type: 'item_completed', item: { type: 'ContextCompaction', id } }),
@@ -100,7 +118,10 @@ export function appendCompaction(transcript: string, id = 'cc-' + Math.random().
 }
 
 export function appendModelTurn(transcript: string): void {
-  appendFileSync(transcript, rolloutLine('response_item', { type: 'function_call', name: 'exec_command', arguments: '{}' }));
+  appendFileSync(
+    transcript,
+    rolloutLine('response_item', { type: 'function_call', name: 'exec_command', arguments: '{}' }),
+  );
 }
 
 const FIX = join('test', 'fixtures', 'codex-payloads');
@@ -112,5 +133,9 @@ export function payload(name: string, sb: Sandbox, over: Record<string, unknown>
 }
 
 export function bash(sb: Sandbox, command: string, over: Record<string, unknown> = {}): Record<string, unknown> {
-  return payload('pre-tool-use-bash', sb, { tool_input: { command }, tool_use_id: 'call_' + Math.random().toString(16).slice(2), ...over });
+  return payload('pre-tool-use-bash', sb, {
+    tool_input: { command },
+    tool_use_id: 'call_' + Math.random().toString(16).slice(2),
+    ...over,
+  });
 }

@@ -30,7 +30,8 @@ function sources(dir: string): string[] {
 
 const SRC = sources('src').map((p) => relative('.', p));
 /** Files that may know agents by name: the entries, the commands, the agents themselves. */
-const MAY_IMPORT_AGENTS = (p: string) => /^src\/(main|cli|hook|slow|loader)\.ts$/.test(p) || p.startsWith('src/commands/') || p.startsWith('src/agents/');
+const MAY_IMPORT_AGENTS = (p: string) =>
+  /^src\/(main|cli|hook|slow|loader)\.ts$/.test(p) || p.startsWith('src/commands/') || p.startsWith('src/agents/');
 
 test('no Codex-only name outside src/agents/codex/', () => {
   const found: string[] = [];
@@ -42,7 +43,9 @@ test('no Codex-only name outside src/agents/codex/', () => {
 });
 
 test('the grep would find a Codex-only name (the list is live)', () => {
-  const inCodex = SRC.filter((f) => f.startsWith('src/agents/codex/')).map((p) => readFileSync(p, 'utf8')).join('\n');
+  const inCodex = SRC.filter((f) => f.startsWith('src/agents/codex/'))
+    .map((p) => readFileSync(p, 'utf8'))
+    .join('\n');
   for (const name of CODEX_ONLY) assert.ok(inCodex.includes(name), `${name} is used by the Codex agent`);
 });
 

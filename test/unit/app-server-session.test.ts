@@ -43,10 +43,16 @@ test('AppServerSession: handshake, requests, raw lines, server requests answered
     const note = await s.waitFor((m) => m.method === 'note', 'note', { from: 0 });
     assert.deepEqual(note.params, { n: 1 });
     assert.equal(s.serverRequests.length, 1);
-    await assert.rejects(s.request('fail', {}), (e: Error) => e instanceof AppServerError && /rejected fail: nope/.test(e.message));
+    await assert.rejects(
+      s.request('fail', {}),
+      (e: Error) => e instanceof AppServerError && /rejected fail: nope/.test(e.message),
+    );
     const seen = await s.request('seen', {});
     assert.deepEqual(seen, ['initialize', 'initialized', 'echo', 'reply:99:error', 'fail', 'seen']);
-    await assert.rejects(s.waitFor((m) => m.method === 'never', 'never', { from: s.mark(), timeoutMs: 50 }), /no never/);
+    await assert.rejects(
+      s.waitFor((m) => m.method === 'never', 'never', { from: s.mark(), timeoutMs: 50 }),
+      /no never/,
+    );
   } finally {
     await s.close();
   }
@@ -54,5 +60,8 @@ test('AppServerSession: handshake, requests, raw lines, server requests answered
   assert.ok(s.lines.includes('not json'));
   assert.equal(s.lines.length, s.messages.length + 1);
   assert.equal(s.stream(), s.lines.map((l) => l + '\n').join(''));
-  await assert.rejects(s.waitFor((m) => m.method === 'never', 'never', { from: s.mark() }), /exited/);
+  await assert.rejects(
+    s.waitFor((m) => m.method === 'never', 'never', { from: s.mark() }),
+    /exited/,
+  );
 });

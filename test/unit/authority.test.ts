@@ -1,7 +1,17 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { EVENTS, mayMutate, POLICIES, STATES, step, TABLE, compactionEvent, type AuthEvent, type AuthState } from '../../src/session/authority.js';
+import {
+  EVENTS,
+  mayMutate,
+  POLICIES,
+  STATES,
+  step,
+  TABLE,
+  compactionEvent,
+  type AuthEvent,
+  type AuthState,
+} from '../../src/session/authority.js';
 
 const event = fc.constantFrom(...EVENTS);
 const state = fc.constantFrom(...STATES);
@@ -37,7 +47,7 @@ test('property: once latched, only `verify` restores authority', () => {
       let s: AuthState = 'latched';
       for (const e of events) {
         const r = step(s, e);
-        const next: AuthState = "to" in r ? r.to : s;
+        const next: AuthState = 'to' in r ? r.to : s;
         if (s === 'latched' && mayMutate(next)) assert.equal(e, 'verify');
         s = next;
       }
@@ -51,7 +61,7 @@ test('property: a paused session becomes mutable only through resume or verify',
       let s: AuthState = 'paused';
       for (const e of events) {
         const r = step(s, e);
-        const next: AuthState = "to" in r ? r.to : s;
+        const next: AuthState = 'to' in r ? r.to : s;
         if (!mayMutate(s) && mayMutate(next)) assert.ok(e === 'verify' || e === 'resume', `${s} --${e}--> ${next}`);
         s = next;
       }
@@ -62,10 +72,16 @@ test('property: a paused session becomes mutable only through resume or verify',
 test('property: without verify/resume, a sequence containing a blocking compaction never ends mutable', () => {
   const noRelease = fc.constantFrom(...EVENTS.filter((e) => e !== 'verify' && e !== 'resume'));
   fc.assert(
-    fc.property(state, fc.array(noRelease, { maxLength: 30 }), fc.constantFrom<'pause' | 'fail_closed'>('pause', 'fail_closed'), fc.array(noRelease, { maxLength: 30 }), (s0, before, policy, after) => {
-      const end = run(s0, [...before, compactionEvent(policy), ...after]);
-      assert.notEqual(end, 'mutable');
-    }),
+    fc.property(
+      state,
+      fc.array(noRelease, { maxLength: 30 }),
+      fc.constantFrom<'pause' | 'fail_closed'>('pause', 'fail_closed'),
+      fc.array(noRelease, { maxLength: 30 }),
+      (s0, before, policy, after) => {
+        const end = run(s0, [...before, compactionEvent(policy), ...after]);
+        assert.notEqual(end, 'mutable');
+      },
+    ),
   );
 });
 

@@ -55,13 +55,22 @@ function content(over: Partial<BriefContent> = {}): BriefContent {
     done_steps: ['lexer'],
     decisions: ['use a Pratt parser'],
     next_action: 'write the expression tests',
-    latch: { state: 'latched', checkpoint_id: 'cp_1', attempts_since_checkpoint: [{ summary: 'echo hi > a', state: 'closed', files: ['a'] }], files_changed_since_checkpoint: ['a'] },
+    latch: {
+      state: 'latched',
+      checkpoint_id: 'cp_1',
+      attempts_since_checkpoint: [{ summary: 'echo hi > a', state: 'closed', files: ['a'] }],
+      files_changed_since_checkpoint: ['a'],
+    },
     ...over,
   };
 }
 
 function brief(over: Partial<BriefContent> = {}, version = 3, pageChars = PAGE_CHARS): Brief {
-  return buildBrief(content(over), { session_id: 'sess-1', source: 'auto', version, created_at: '2026-11-29T09:00:00.000Z' }, pageChars);
+  return buildBrief(
+    content(over),
+    { session_id: 'sess-1', source: 'auto', version, created_at: '2026-11-29T09:00:00.000Z' },
+    pageChars,
+  );
 }
 
 /** An exec_command output as Codex 0.169 records it. */
@@ -104,27 +113,87 @@ describe('captureFromTranscript (real Codex 0.169 rollouts)', () => {
     const d = tmp(t);
     const f = join(d, 'r.jsonl');
     const line = (o: unknown) => JSON.stringify(o) + '\n';
-    const ri = (payload: unknown, metadata: unknown = {}) => line({ timestamp: 't', ordinal: 0, type: 'response_item', payload, metadata });
+    const ri = (payload: unknown, metadata: unknown = {}) =>
+      line({ timestamp: 't', ordinal: 0, type: 'response_item', payload, metadata });
     writeFileSync(
       f,
       line({ timestamp: 't', ordinal: 0, type: 'session_meta', payload: { id: 's1', cwd: '/w' } }) +
-        ri({ type: 'message', role: 'user', content: [{ type: 'input_text', text: '# AGENTS.md instructions for /w\n...' }] }) +
+        ri({
+          type: 'message',
+          role: 'user',
+          content: [{ type: 'input_text', text: '# AGENTS.md instructions for /w\n...' }],
+        }) +
         ri({ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Refactor the lexer' }] }) +
-        ri({ type: 'function_call', name: 'update_plan', call_id: 'p1', arguments: JSON.stringify({ plan: [{ step: 'old', status: 'pending' }] }) }) +
-        ri({ type: 'function_call', name: 'update_plan', call_id: 'p2', arguments: JSON.stringify({ explanation: 'two passes', plan: [{ step: 'split tokens', status: 'completed' }, { step: 'add tests', status: 'in_progress' }, { step: 'docs', status: 'pending' }] }) }) +
-        ri({ type: 'function_call', name: 'create_goal', call_id: 'g1', arguments: JSON.stringify({ objective: 'Lexer v2' }) }) +
-        ri({ type: 'function_call', name: 'update_goal', call_id: 'g2', arguments: JSON.stringify({ status: 'complete' }) }) +
-        ri({ type: 'function_call_output', call_id: 'g2', output: JSON.stringify({ goal: { objective: 'Lexer v2', status: 'complete' } }) }) +
+        ri({
+          type: 'function_call',
+          name: 'update_plan',
+          call_id: 'p1',
+          arguments: JSON.stringify({ plan: [{ step: 'old', status: 'pending' }] }),
+        }) +
+        ri({
+          type: 'function_call',
+          name: 'update_plan',
+          call_id: 'p2',
+          arguments: JSON.stringify({
+            explanation: 'two passes',
+            plan: [
+              { step: 'split tokens', status: 'completed' },
+              { step: 'add tests', status: 'in_progress' },
+              { step: 'docs', status: 'pending' },
+            ],
+          }),
+        }) +
+        ri({
+          type: 'function_call',
+          name: 'create_goal',
+          call_id: 'g1',
+          arguments: JSON.stringify({ objective: 'Lexer v2' }),
+        }) +
+        ri({
+          type: 'function_call',
+          name: 'update_goal',
+          call_id: 'g2',
+          arguments: JSON.stringify({ status: 'complete' }),
+        }) +
+        ri({
+          type: 'function_call_output',
+          call_id: 'g2',
+          output: JSON.stringify({ goal: { objective: 'Lexer v2', status: 'complete' } }),
+        }) +
         ri({ type: 'function_call_output', call_id: 'x', output: 'x'.repeat(5000) }) +
         ri({ type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'working on tests' }] }) +
-        ri({ type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'SUMMARY' }] }, { compaction_output: true }) +
-        line({ timestamp: 't', ordinal: 0, type: 'compacted', payload: { message: '', replacement_history: [{ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'FROM REPLACEMENT' }] }] } }) +
-        ri({ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Another language model started to solve this problem ...' }] }) +
+        ri(
+          { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'SUMMARY' }] },
+          { compaction_output: true },
+        ) +
+        line({
+          timestamp: 't',
+          ordinal: 0,
+          type: 'compacted',
+          payload: {
+            message: '',
+            replacement_history: [
+              { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'FROM REPLACEMENT' }] },
+            ],
+          },
+        }) +
+        ri({
+          type: 'message',
+          role: 'user',
+          content: [{ type: 'input_text', text: 'Another language model started to solve this problem ...' }],
+        }) +
         '{"type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"unfinished',
     );
     const c = captureFromTranscript(f, { maxLineBytes: 2000 });
     assert.deepEqual(c.requests, ['Refactor the lexer']);
-    assert.deepEqual(c.plan, { explanation: 'two passes', steps: [{ step: 'split tokens', status: 'completed' }, { step: 'add tests', status: 'in_progress' }, { step: 'docs', status: 'pending' }] });
+    assert.deepEqual(c.plan, {
+      explanation: 'two passes',
+      steps: [
+        { step: 'split tokens', status: 'completed' },
+        { step: 'add tests', status: 'in_progress' },
+        { step: 'docs', status: 'pending' },
+      ],
+    });
     assert.deepEqual(c.goal, { objective: 'Lexer v2', status: 'complete' });
     assert.equal(c.lastAssistant, 'working on tests');
     assert.equal(c.skippedLines, 1);
@@ -144,7 +213,9 @@ function ledgerFactsEmpty() {
 describe('pages', () => {
   const anyText = fc.oneof(
     fc.string({ unit: 'grapheme', maxLength: 400 }),
-    fc.array(fc.oneof(fc.constant('\n'), fc.string({ unit: 'binary', maxLength: 30 })), { maxLength: 40 }).map((a) => a.join('')),
+    fc
+      .array(fc.oneof(fc.constant('\n'), fc.string({ unit: 'binary', maxLength: 30 })), { maxLength: 40 })
+      .map((a) => a.join('')),
   );
 
   test('bodies concatenate to the text, each page within maxChars, on line boundaries when lines fit', () => {
@@ -170,7 +241,11 @@ describe('pages', () => {
     const item = fc.string({ unit: 'grapheme', maxLength: 60 });
     fc.assert(
       fc.property(
-        fc.record({ objective: fc.string({ unit: 'grapheme', maxLength: 300 }), decisions: fc.array(item, { maxLength: 8 }), next_action: item }),
+        fc.record({
+          objective: fc.string({ unit: 'grapheme', maxLength: 300 }),
+          decisions: fc.array(item, { maxLength: 8 }),
+          next_action: item,
+        }),
         fc.integer({ min: 40, max: 400 }),
         fc.nat(),
         (over, pageChars, pick) => {
@@ -181,11 +256,31 @@ describe('pages', () => {
           const parsed = parsePages(`noise before\n${text}noise after`);
           assert.equal(parsed.length, 1);
           const p = parsed[0]!;
-          assert.deepEqual({ session: p.session, version: p.version, page: p.page, total: p.total, sha256: p.sha256, bodyOk: p.bodyOk }, { session: 'sess-1', version: 2, page: n, total, sha256: b.page_digests[n - 1], bodyOk: true });
-          assert.equal(parsePages(text).map((x) => x.body).join(''), paginate(b.rendered, pageChars)[n - 1]);
+          assert.deepEqual(
+            {
+              session: p.session,
+              version: p.version,
+              page: p.page,
+              total: p.total,
+              sha256: p.sha256,
+              bodyOk: p.bodyOk,
+            },
+            { session: 'sess-1', version: 2, page: n, total, sha256: b.page_digests[n - 1], bodyOk: true },
+          );
+          assert.equal(
+            parsePages(text)
+              .map((x) => x.body)
+              .join(''),
+            paginate(b.rendered, pageChars)[n - 1],
+          );
           // All pages together: bodies concatenate to the rendered text.
           const all = Array.from({ length: total }, (_, i) => pageText(b, i + 1)).join('');
-          assert.equal(parsePages(all).map((x) => x.body).join(''), b.rendered);
+          assert.equal(
+            parsePages(all)
+              .map((x) => x.body)
+              .join(''),
+            b.rendered,
+          );
           // One character of the body changed.
           const headerEnd = text.indexOf('\n') + 1;
           const bodyLen = text.lastIndexOf('\n<<<END') - headerEnd;
@@ -217,7 +312,10 @@ describe('pages', () => {
     assert.equal(b.page_digests.length, 1);
     const text = pageText(b, 1);
     const body = b.rendered;
-    assert.equal(text, `<<<LATCH-BRIEF session=sess-1 version=3 page=1/1 sha256=${sha256(body)}>>>\n${body}\n<<<END-LATCH-BRIEF page=1/1 version=3>>>\n`);
+    assert.equal(
+      text,
+      `<<<LATCH-BRIEF session=sess-1 version=3 page=1/1 sha256=${sha256(body)}>>>\n${body}\n<<<END-LATCH-BRIEF page=1/1 version=3>>>\n`,
+    );
     assert.match(body, /^\\<<<END-LATCH-BRIEF/m);
     assert.match(body, /^\\## Done$/m);
     assert.equal(parsePages(text)[0]!.bodyOk, true);
@@ -225,7 +323,10 @@ describe('pages', () => {
     assert.deepEqual(parsePages(text.replace(/page=1\/1 version=3>>>\n$/, 'page=1/2 version=3>>>\n')), []);
     // An empty body is a valid page.
     const empty = `<<<LATCH-BRIEF session=s version=1 page=1/1 sha256=${sha256('')}>>>\n\n<<<END-LATCH-BRIEF page=1/1 version=1>>>`;
-    assert.deepEqual(parsePages(empty).map((p) => [p.body, p.bodyOk]), [['', true]]);
+    assert.deepEqual(
+      parsePages(empty).map((p) => [p.body, p.bodyOk]),
+      [['', true]],
+    );
     assert.deepEqual(parsePages(empty.replace('>>>\n\n<<<', '>>>\n<<<')), []);
   });
 
@@ -238,7 +339,9 @@ describe('pages', () => {
     assert.ok(ctx.length <= 7000);
     const pages = parsePages(ctx);
     assert.ok(pages.length >= 1 && pages.length < total);
-    pages.forEach((p, i) => assert.deepEqual([p.page, p.version, p.sha256, p.bodyOk], [i + 1, 3, b.page_digests[i], true]));
+    pages.forEach((p, i) => {
+      assert.deepEqual([p.page, p.version, p.sha256, p.bodyOk], [i + 1, 3, b.page_digests[i], true]);
+    });
     assert.match(ctx, new RegExp(`latch brief --page ${pages.length + 1}\``));
     assert.match(ctx, /do not count as read/);
     const small = brief();
@@ -286,7 +389,12 @@ describe('verifyRead', () => {
     const r = verifyRead(execOutput(pageText(old, 2)), b, codexToolOutput);
     assert.equal(r.ok, false);
     assert.match(r.reasons.join(), /version 2; the current version is 3/);
-    const other = buildBrief(content({ decisions: b.decisions }), { session_id: 'sess-2', source: 'auto', version: 3, created_at: b.created_at });
+    const other = buildBrief(content({ decisions: b.decisions }), {
+      session_id: 'sess-2',
+      source: 'auto',
+      version: 3,
+      created_at: b.created_at,
+    });
     assert.match(verifyRead(execOutput(pageText(other, 2)), b, codexToolOutput).reasons.join(), /session sess-2/);
     assert.match(verifyRead(execOutput(pageText(b, 1) + p2), b, codexToolOutput).reasons.join(), /2 page blocks/);
     assert.match(verifyRead(execOutput(p2.slice(0, 500)), b, codexToolOutput).reasons.join(), /incomplete/);
@@ -307,7 +415,11 @@ describe('verifyRead', () => {
   });
 
   test('a hook denial and a still-running command', () => {
-    const r = verifyRead(`Command blocked by PreToolUse hook: latched. Command: latch brief --page 2\n${p2}`, b, codexToolOutput);
+    const r = verifyRead(
+      `Command blocked by PreToolUse hook: latched. Command: latch brief --page 2\n${p2}`,
+      b,
+      codexToolOutput,
+    );
     assert.equal(r.ok, false);
     assert.match(r.reasons.join(), /denied by a PreToolUse hook/);
     const running = `Chunk ID: 1\nWall time: 10.0 seconds\nProcess running with session ID 7\nOriginal token count: 10\nOutput:\n${p2}`;
@@ -341,12 +453,32 @@ function io(home: string, cwd: string): Cap {
   };
 }
 
-const POLICY = { policy: 'fail_closed', scope: 'session', transcript: 'optional', reverify: 'human', readOnlyMcpServers: [], sources: ['test'] } as const;
+const POLICY = {
+  policy: 'fail_closed',
+  scope: 'session',
+  transcript: 'optional',
+  reverify: 'human',
+  readOnlyMcpServers: [],
+  sources: ['test'],
+} as const;
 
 function addSession(db: Db, id: string, workspace: string, state = 'mutable', at = '2026-11-29T09:00:00.000Z'): void {
   insertSession(
     db,
-    { session_id: id, agent: 'codex', workspace, cwd: workspace, policy: { ...POLICY, readOnlyMcpServers: [], sources: ['test'] }, parent_session_id: null, agent_id: null, transcript_path: null, cli_version: '0.169.0', model: 'gpt-5.5', permission_mode: null, hookBaseline: { pre: 0, post: 0, start: 0 } },
+    {
+      session_id: id,
+      agent: 'codex',
+      workspace,
+      cwd: workspace,
+      policy: { ...POLICY, readOnlyMcpServers: [], sources: ['test'] },
+      parent_session_id: null,
+      agent_id: null,
+      transcript_path: null,
+      cli_version: '0.169.0',
+      model: 'gpt-5.5',
+      permission_mode: null,
+      hookBaseline: { pre: 0, post: 0, start: 0 },
+    },
     at,
   );
   db.prepare('UPDATE sessions SET state = ?, updated_at = ? WHERE session_id = ?').run(state, at, id);
@@ -375,7 +507,9 @@ describe('store', () => {
     db.prepare(
       `INSERT INTO checkpoints (id, session_id, compaction_seq, created_at, observed_via, workspace, tree_sha256, tree_files, tree_listing) VALUES ('cp_1', 's1', 1, '2026-11-29T09:00:02.000Z', '[]', ?, 'x', 0, x'')`,
     ).run(work);
-    const ch = db.prepare(`INSERT INTO changes (workspace, scan_gen, observed_at, observed_by, path, change, attribution, attempt_id, session_id) VALUES (?, 1, ?, ?, ?, 'modified', ?, ?, 's1')`);
+    const ch = db.prepare(
+      `INSERT INTO changes (workspace, scan_gen, observed_at, observed_by, path, change, attribution, attempt_id, session_id) VALUES (?, 1, ?, ?, ?, 'modified', ?, ?, 's1')`,
+    );
     ch.run(work, '2026-11-29T09:00:02.100Z', 'checkpoint', 'old.txt', 'attempt', 's1/a');
     ch.run(work, '2026-11-29T09:00:03.500Z', 'close', 'x.txt', 'attempt', 's1/b');
     ch.run(work, '2026-11-29T09:00:05.000Z', 'stop', 'other.txt', 'outside', null);
@@ -395,16 +529,31 @@ describe('store', () => {
     assert.equal(v1.source, 'auto');
     assert.match(v1.objective, /^Write hello\.txt and notes\.txt\./);
     assert.deepEqual(v1.latch, facts);
-    const v2 = amendBrief(db, 's1', { objective: 'Human objective', stop_conditions: ['ask first'] }, '2026-11-29T10:01:00.000Z');
-    assert.deepEqual([v2.version, v2.source, v2.objective, v2.stop_conditions, v2.human_fields], [2, 'human', 'Human objective', ['ask first'], ['objective', 'stop_conditions']]);
+    const v2 = amendBrief(
+      db,
+      's1',
+      { objective: 'Human objective', stop_conditions: ['ask first'] },
+      '2026-11-29T10:01:00.000Z',
+    );
+    assert.deepEqual(
+      [v2.version, v2.source, v2.objective, v2.stop_conditions, v2.human_fields],
+      [2, 'human', 'Human objective', ['ask first'], ['objective', 'stop_conditions']],
+    );
     assert.equal(v2.next_action, v1.next_action, 'fields not set are kept');
-    const v3 = recordAutoBrief(db, 's1', FORK, '2026-11-29T10:02:00.000Z', captureFromTranscript, { followParent: false });
-    assert.deepEqual([v3.version, v3.source, v3.objective, v3.stop_conditions], [3, 'auto', 'Human objective', ['ask first']]);
+    const v3 = recordAutoBrief(db, 's1', FORK, '2026-11-29T10:02:00.000Z', captureFromTranscript, {
+      followParent: false,
+    });
+    assert.deepEqual(
+      [v3.version, v3.source, v3.objective, v3.stop_conditions],
+      [3, 'auto', 'Human objective', ['ask first']],
+    );
     assert.match(v3.next_action, /fork done/);
     const latest = latestBrief(db, 's1')!;
     assert.deepEqual(latest, v3);
     assert.equal(latest.rendered, render(latest));
-    const row = db.prepare('SELECT page_count, page_digests FROM briefs WHERE session_id = ? AND version = 3').get('s1') as { page_count: number; page_digests: string };
+    const row = db
+      .prepare('SELECT page_count, page_digests FROM briefs WHERE session_id = ? AND version = 3')
+      .get('s1') as { page_count: number; page_digests: string };
     assert.deepEqual([row.page_count, JSON.parse(row.page_digests)], [latest.page_digests.length, latest.page_digests]);
   });
 });
@@ -461,13 +610,21 @@ Write the failing test first.
     const m = io(home, work);
     assert.equal(await briefShow(m.io, {}), 0);
     const again = parseBriefMarkdown(m.out().slice(0, m.out().lastIndexOf('\n(')));
-    assert.deepEqual(again, { objective: j.objective, acceptance_criteria: j.acceptance_criteria, stop_conditions: j.stop_conditions, done_steps: [], decisions: j.decisions, next_action: j.next_action });
+    assert.deepEqual(again, {
+      objective: j.objective,
+      acceptance_criteria: j.acceptance_criteria,
+      stop_conditions: j.stop_conditions,
+      done_steps: [],
+      decisions: j.decisions,
+      next_action: j.next_action,
+    });
 
     // --page prints exactly pageText and writes nothing.
     // (A read-only SQLite open of a WAL database may create empty -wal/-shm files; no frame is written.)
     const dbFile = join(home, 'latch.db');
     const wal = join(home, 'latch.db-wal');
-    const snap = () => `${statSync(dbFile).size}:${statSync(dbFile).mtimeMs}:${sha256(readFileSync(dbFile).toString('latin1'))}`;
+    const snap = () =>
+      `${statSync(dbFile).size}:${statSync(dbFile).mtimeMs}:${sha256(readFileSync(dbFile).toString('latin1'))}`;
     const before = snap();
     const p = io(home, join(work));
     assert.equal(await briefPage(p.io, { page: '1' }), 0);
@@ -478,7 +635,10 @@ Write the failing test first.
     db2.close();
     assert.equal(p.out(), pageText(b, 1));
     assert.equal(verifyRead(execOutput(p.out()), b, codexToolOutput).ok, true);
-    await assert.rejects(briefPage(io(home, work).io, { page: String(b.page_digests.length + 1) }), (e: unknown) => e instanceof ExitError && /has 1 page/.test(e.message));
+    await assert.rejects(
+      briefPage(io(home, work).io, { page: String(b.page_digests.length + 1) }),
+      (e: unknown) => e instanceof ExitError && /has 1 page/.test(e.message),
+    );
     await assert.rejects(briefPage(io(home, work).io, { page: 'x' }), ExitError);
     // --session picks another session; that one has no brief.
     await assert.rejects(briefPage(io(home, work).io, { page: '1', session: 'old' }), /has no brief/);
@@ -494,7 +654,10 @@ Write the failing test first.
     assert.equal(await briefSet(c.io, { file: good, session: 's' }), 0);
     const bad = join(d, 'bad.json');
     writeFileSync(bad, JSON.stringify({ objective: 3, colour: 'red' }));
-    await assert.rejects(briefSet(io(home, work).io, { file: bad }), (e: unknown) => e instanceof ExitError && /objective/.test(e.message) && /colour/.test(e.message));
+    await assert.rejects(
+      briefSet(io(home, work).io, { file: bad }),
+      (e: unknown) => e instanceof ExitError && /objective/.test(e.message) && /colour/.test(e.message),
+    );
     const md = join(d, 'bad.md');
     writeFileSync(md, '## Objective\nx\n## Budget\n1\n');
     await assert.rejects(briefSet(io(home, work).io, { file: md }), /unknown section "## Budget"/);

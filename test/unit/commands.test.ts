@@ -3,7 +3,19 @@
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, unlinkSync, writeFileSync, writeSync, closeSync, mkdtempSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  unlinkSync,
+  writeFileSync,
+  writeSync,
+  closeSync,
+  mkdtempSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -81,7 +93,8 @@ async function latchIt(sb: Sandbox, files: Record<string, string> = {}, config?:
 function stateOf(sb: Sandbox, id = 'S'): string | undefined {
   const db = openStore(sb.home, { create: false });
   try {
-    return (db.prepare('SELECT state FROM sessions WHERE session_id = ?').get(id) as { state: string } | undefined)?.state;
+    return (db.prepare('SELECT state FROM sessions WHERE session_id = ?').get(id) as { state: string } | undefined)
+      ?.state;
   } finally {
     db.close();
   }
@@ -90,7 +103,11 @@ function stateOf(sb: Sandbox, id = 'S'): string | undefined {
 function transitions(sb: Sandbox, event: string, id = 'S'): { from_state: string; to_state: string; evidence: Json }[] {
   const db = openStore(sb.home, { create: false });
   try {
-    const rows = db.prepare('SELECT from_state, to_state, evidence_json FROM transitions WHERE session_id = ? AND event = ? ORDER BY id').all(id, event) as {
+    const rows = db
+      .prepare(
+        'SELECT from_state, to_state, evidence_json FROM transitions WHERE session_id = ? AND event = ? ORDER BY id',
+      )
+      .all(id, event) as {
       from_state: string;
       to_state: string;
       evidence_json: string;
@@ -107,7 +124,10 @@ async function statusJson(sb: Sandbox): Promise<Json> {
   return JSON.parse(c.out());
 }
 
-async function verifyJson(sb: Sandbox, opts: Parameters<typeof verify>[1] = {}): Promise<{ code: number; report: Json; err: string }> {
+async function verifyJson(
+  sb: Sandbox,
+  opts: Parameters<typeof verify>[1] = {},
+): Promise<{ code: number; report: Json; err: string }> {
   const c = capture(sb);
   const code = await verify(c.io, { ...opts, json: true });
   return { code, report: c.out() ? JSON.parse(c.out()) : null, err: c.err() };
@@ -120,7 +140,10 @@ describe('latch status', () => {
     const sb = fresh(t);
     const c = capture(sb);
     assert.equal(await status(c.io, {}), 0);
-    assert.match(c.out(), /^No sessions recorded for .*work\.\n\nRegistration: no registration fingerprint is recorded/);
+    assert.match(
+      c.out(),
+      /^No sessions recorded for .*work\.\n\nRegistration: no registration fingerprint is recorded/,
+    );
     const j = await statusJson(sb);
     assert.deepEqual(Object.keys(j), ['workspace', 'sessions', 'registration', 'reads']);
     assert.ok(j.workspace.endsWith('work'));
@@ -175,7 +198,10 @@ describe('latch status', () => {
     assert.equal(JSON.parse(elsewhere.out()).sessions[0].session_id, 'S');
 
     const c = capture(sb);
-    await assert.rejects(status(c.io, { session: 'nope' }), (e: unknown) => e instanceof ExitError && e.exitCode === 2 && /no session nope/.test(e.message));
+    await assert.rejects(
+      status(c.io, { session: 'nope' }),
+      (e: unknown) => e instanceof ExitError && e.exitCode === 2 && /no session nope/.test(e.message),
+    );
     const cli = capture(sb);
     assert.equal(await cliMain(['status', '--session', 'nope'], cli.io), 2);
     assert.match(cli.err(), /latch status: no session nope/);
@@ -235,13 +261,16 @@ describe('latch verify', () => {
     assert.equal(tr!.to_state, 'mutable');
     assert.equal(tr!.evidence.confirmed_by, 'tty-code');
     assert.equal(tr!.evidence.accepted_changes, false);
-    assert.deepEqual(tr!.evidence.checks.map((x: Json) => [x.name, x.ok]), [
-      ['checkpoint', true],
-      ['tree', true],
-      ['git', true],
-      ['transcript', true],
-      ['attempts', true],
-    ]);
+    assert.deepEqual(
+      tr!.evidence.checks.map((x: Json) => [x.name, x.ok]),
+      [
+        ['checkpoint', true],
+        ['tree', true],
+        ['git', true],
+        ['transcript', true],
+        ['attempts', true],
+      ],
+    );
     assert.match(tr!.evidence.baseline.id, /^cp_/);
     assert.equal((await hook(sb, bash(sb, 'echo three > three.txt'))).denied, false);
     const again = capture(sb);
@@ -292,7 +321,10 @@ describe('latch verify', () => {
     const [tr] = transitions(sb, 'verify');
     assert.equal(tr!.evidence.accepted_changes, true);
     assert.equal(tr!.evidence.confirmed_by, '--yes');
-    assert.deepEqual(tr!.evidence.changes.map((x: Json) => [x.change, x.path]), [['added', 'new.txt']]);
+    assert.deepEqual(
+      tr!.evidence.changes.map((x: Json) => [x.change, x.path]),
+      [['added', 'new.txt']],
+    );
     assert.equal(tr!.evidence.checks.find((x: Json) => x.name === 'tree').ok, false);
   });
 
@@ -305,7 +337,10 @@ describe('latch verify', () => {
     assert.equal(stateOf(sb), 'latched');
     const tty = capture(sb);
     const asked: string[] = [];
-    assert.equal(await verify(tty.io, { acceptChanges: true, confirmer: { kind: 'tty', ask: (q) => (asked.push(q), 'n') } }), 2);
+    assert.equal(
+      await verify(tty.io, { acceptChanges: true, confirmer: { kind: 'tty', ask: (q) => (asked.push(q), 'n') } }),
+      2,
+    );
     assert.match(asked[0]!, /accepting the listed differences/);
     assert.equal(stateOf(sb), 'latched');
   });
@@ -313,7 +348,11 @@ describe('latch verify', () => {
   test('git HEAD moved (a commit by hand, tree unchanged): the git check fails, exit 65', async (t) => {
     const sb = fresh(t);
     await latchIt(sb);
-    execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.invalid', 'commit', '-q', '--allow-empty', '-m', 'sneaky'], { cwd: sb.work });
+    execFileSync(
+      'git',
+      ['-c', 'user.name=t', '-c', 'user.email=t@example.invalid', 'commit', '-q', '--allow-empty', '-m', 'sneaky'],
+      { cwd: sb.work },
+    );
     const { code, report } = await verifyJson(sb, { yes: true });
     assert.equal(code, 65);
     assert.equal(check(report, 'git').ok, false);
@@ -392,7 +431,10 @@ describe('latch resume', () => {
     assert.equal(await cliMain(['resume', '--yes'], c.io), 0, c.err());
     assert.match(c.out(), /Resumed session S/);
     assert.equal(stateOf(sb), 'mutable');
-    assert.deepEqual(transitions(sb, 'resume').map((x) => [x.from_state, x.to_state]), [['paused', 'mutable']]);
+    assert.deepEqual(
+      transitions(sb, 'resume').map((x) => [x.from_state, x.to_state]),
+      [['paused', 'mutable']],
+    );
     assert.equal((await hook(sb, bash(sb, 'touch after'))).denied, false);
   });
 
@@ -421,7 +463,7 @@ describe('latch exec', () => {
   const marker = (sb: Sandbox) => join(sb.base, 'ran-marker');
   const touchCmd = (sb: Sandbox) => [NODE, '-e', `require('fs').writeFileSync(${JSON.stringify(marker(sb))}, 'x')`];
 
-  test("nothing latched: runs the command and returns its exit code", async (t) => {
+  test('nothing latched: runs the command and returns its exit code', async (t) => {
     const sb = fresh(t);
     await hook(sb, bash(sb, 'true'));
     const c = capture(sb);
@@ -437,7 +479,10 @@ describe('latch exec', () => {
     const c = capture(sb);
     assert.equal(await execGuarded(c.io, { command: touchCmd(sb) }), 73);
     assert.ok(!existsSync(marker(sb)), 'the command did not run');
-    assert.match(c.err(), /not running .*the workspace has a latched session: S \(latched\)\. Run `latch verify` first/);
+    assert.match(
+      c.err(),
+      /not running .*the workspace has a latched session: S \(latched\)\. Run `latch verify` first/,
+    );
     // From a subdirectory of the workspace, and with --cwd from elsewhere.
     mkdirSync(join(sb.work, 'src', 'deep'), { recursive: true });
     const sub = capture(sb, { cwd: join(sb.work, 'src', 'deep') });
@@ -467,7 +512,10 @@ describe('latch exec', () => {
     assert.equal(await execGuarded(c.io, { command: [NODE, '-e', "process.kill(process.pid, 'SIGKILL')"] }), 128 + 9);
     assert.equal(await execGuarded(c.io, { command: [join(sb.base, 'no-such-binary')] }), 127);
     assert.match(c.err(), /cannot run/);
-    await assert.rejects(execGuarded(c.io, { command: [] }), (e: unknown) => e instanceof ExitError && e.exitCode === 2);
+    await assert.rejects(
+      execGuarded(c.io, { command: [] }),
+      (e: unknown) => e instanceof ExitError && e.exitCode === 2,
+    );
     const cli = capture(sb);
     assert.equal(await cliMain(['exec'], cli.io), 2);
     assert.match(cli.err(), /usage: latch exec/);
@@ -498,7 +546,12 @@ describe('cliMain', () => {
   });
 
   test('unknown option, missing value, stray positional: exit 2 with the usage', async () => {
-    for (const argv of [['status', '--bogus'], ['verify', '--session'], ['status', 'extra'], ['setup', 'codex', '--nope']]) {
+    for (const argv of [
+      ['status', '--bogus'],
+      ['verify', '--session'],
+      ['status', 'extra'],
+      ['setup', 'codex', '--nope'],
+    ]) {
       const c = io();
       assert.equal(await cliMain(argv, c.io), 2, argv.join(' '));
       assert.match(c.err(), new RegExp(`latch ${argv[0]}: .*\\nusage: latch ${argv[0]}`), argv.join(' '));
@@ -535,7 +588,11 @@ describe('cliMain', () => {
       const v = spawnSync(NODE, [bin, '--version'], { encoding: 'utf8', env });
       assert.equal(v.status, 0);
       assert.equal(v.stdout, `${pkg.version}\n`);
-      const e = spawnSync(NODE, [bin, 'exec', '--', NODE, '-e', 'process.exit(7)'], { encoding: 'utf8', env, cwd: tmp });
+      const e = spawnSync(NODE, [bin, 'exec', '--', NODE, '-e', 'process.exit(7)'], {
+        encoding: 'utf8',
+        env,
+        cwd: tmp,
+      });
       assert.equal(e.status, 7, e.stderr);
       const u = spawnSync(NODE, [bin, 'nope'], { encoding: 'utf8', env });
       assert.equal(u.status, 2);

@@ -6,13 +6,36 @@
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { copyFileSync, chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, mkdirSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  chmodSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  mkdirSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { randomUUID } from 'node:crypto';
 import { hookCommand } from '../../src/commands/setup.js';
-import { attemptWindows, contain, environOf, listForSession, hookCommandText, isAgentProcess, isHookInvocation, listCandidates, procSupported, readProc, bootNs, type ContainResult } from '../../src/guard/contain.js';
+import {
+  attemptWindows,
+  contain,
+  environOf,
+  listForSession,
+  hookCommandText,
+  isAgentProcess,
+  isHookInvocation,
+  listCandidates,
+  procSupported,
+  readProc,
+  bootNs,
+  type ContainResult,
+} from '../../src/guard/contain.js';
 import { nowNs } from '../../src/ledger/ledger.js';
 import { openStore } from '../../src/store/store.js';
 
@@ -76,7 +99,21 @@ function scene(t: { after(fn: () => void): void }): Scene {
     mark,
     fakeCodex,
     cleanup() {
-      for (const f of ['loop', 'nohup', 'setsid', 'double', 'python', 'perl', 'delayed', 'runtime', 'helper', 'u1', 'u2', 'hook', 'fakehook']) {
+      for (const f of [
+        'loop',
+        'nohup',
+        'setsid',
+        'double',
+        'python',
+        'perl',
+        'delayed',
+        'runtime',
+        'helper',
+        'u1',
+        'u2',
+        'hook',
+        'fakehook',
+      ]) {
         const p = join(dir, f);
         if (existsSync(p)) killQuietly(readPid(p));
       }
@@ -97,13 +134,30 @@ function scene(t: { after(fn: () => void): void }): Scene {
   return s;
 }
 
-function insertAttempt(home: string, id: string, session: string, workspace: string, startedNs: bigint, endedNs: bigint | null): void {
+function insertAttempt(
+  home: string,
+  id: string,
+  session: string,
+  workspace: string,
+  startedNs: bigint,
+  endedNs: bigint | null,
+): void {
   const db = openStore(home, { create: false });
   try {
     db.prepare(
       `INSERT INTO attempts (id, session_id, workspace, lane, tool_name, summary, state, started_at, started_ns, scan_gen, ended_at, ended_ns)
        VALUES (?, ?, ?, ?, 'Bash', 'test', ?, ?, ?, 0, ?, ?)`,
-    ).run(id, session, workspace, session, endedNs ? 'closed' : 'started', new Date().toISOString(), startedNs.toString(), endedNs ? new Date().toISOString() : null, endedNs?.toString() ?? null);
+    ).run(
+      id,
+      session,
+      workspace,
+      session,
+      endedNs ? 'closed' : 'started',
+      new Date().toISOString(),
+      startedNs.toString(),
+      endedNs ? new Date().toISOString() : null,
+      endedNs?.toString() ?? null,
+    );
   } finally {
     db.close();
   }
@@ -111,7 +165,10 @@ function insertAttempt(home: string, id: string, session: string, workspace: str
 
 /** An orphan (reparented to PID 1) that writes its pid to `file` and sleeps. */
 function orphan(env: NodeJS.ProcessEnv, file: string, secs: number): void {
-  const r = spawnSync('setsid', ['-f', 'sh', '-c', `echo $$ > '${file}'; exec sleep ${secs}`], { env, stdio: 'ignore' });
+  const r = spawnSync('setsid', ['-f', 'sh', '-c', `echo $$ > '${file}'; exec sleep ${secs}`], {
+    env,
+    stdio: 'ignore',
+  });
   assert.equal(r.status, 0);
 }
 
@@ -147,7 +204,7 @@ sleep 1000
 `;
 
 describe('containment at a trip (real processes)', { skip: !linux && 'Linux /proc only' }, () => {
-  test('kills the agent\'s jobs and the orphans of its attempts; spares helpers, unrelated processes and the hook\'s ancestors', async (t) => {
+  test("kills the agent's jobs and the orphans of its attempts; spares helpers, unrelated processes and the hook's ancestors", async (t) => {
     const s = scene(t);
     const workspace = join(s.dir, 'work');
     // A stand-in for dist/latch.cjs that stays up, so the hook invocation is alive at the trip.
@@ -188,13 +245,20 @@ describe('containment at a trip (real processes)', { skip: !linux && 'Linux /pro
     // Which of them are orphans now (the oracle for the orphan class)?
     const boot = bootNs();
     // (their short-lived parents may still be exiting under load)
-    for (const j of ['setsid', 'double', 'python', 'perl', 'delayed']) await waitFor(() => readProc(pids[j]!, boot)?.ppid === 1, 5000, `${j} to be an orphan`);
+    for (const j of ['setsid', 'double', 'python', 'perl', 'delayed'])
+      await waitFor(() => readProc(pids[j]!, boot)?.ppid === 1, 5000, `${j} to be an orphan`);
 
     spawnSync('touch', [join(s.dir, 'go')]);
     await waitFor(() => existsSync(join(s.dir, 'ran')), 20_000, 'the hook');
-    const r = JSON.parse(readFileSync(join(s.dir, 'result.json'), 'utf8')) as ContainResult & { wall_ms: number; self: number };
-    console.log(`# containment: ${r.candidates.length} processes in ${r.ms.toFixed(1)} ms (${r.rounds} rounds; with the record ${r.wall_ms.toFixed(1)} ms)`);
-    for (const c of r.candidates) console.log(`#   ${c.action} ${c.why}${c.attempt_id ? ` ${c.attempt_id}` : ''}: ${c.cmdline.slice(0, 90)}`);
+    const r = JSON.parse(readFileSync(join(s.dir, 'result.json'), 'utf8')) as ContainResult & {
+      wall_ms: number;
+      self: number;
+    };
+    console.log(
+      `# containment: ${r.candidates.length} processes in ${r.ms.toFixed(1)} ms (${r.rounds} rounds; with the record ${r.wall_ms.toFixed(1)} ms)`,
+    );
+    for (const c of r.candidates)
+      console.log(`#   ${c.action} ${c.why}${c.attempt_id ? ` ${c.attempt_id}` : ''}: ${c.cmdline.slice(0, 90)}`);
     assert.deepEqual(r.errors, []);
     assert.equal(r.supported, true);
     assert.equal(r.agent?.pid, agent.pid, 'the agent is the nearest `codex` ancestor of the hook');
@@ -216,7 +280,10 @@ describe('containment at a trip (real processes)', { skip: !linux && 'Linux /pro
     assert.ok(r.spared.some((x) => x.pid === helper));
     assert.ok(alive(u1), 'an orphan started before the window survives');
     assert.ok(alive(u2), 'an orphan started after the window survives');
-    assert.ok(alive(mine.pid!), 'a child of the test started during the window (not the agent\'s, not an orphan) survives');
+    assert.ok(
+      alive(mine.pid!),
+      "a child of the test started during the window (not the agent's, not an orphan) survives",
+    );
     assert.ok(!by.has(agent.pid!) && !by.has(r.self) && !by.has(u1) && !by.has(u2) && !by.has(helper));
     const hook = readPid(join(s.dir, 'hook'));
     const fakehook = readPid(join(s.dir, 'fakehook'));
@@ -229,14 +296,29 @@ describe('containment at a trip (real processes)', { skip: !linux && 'Linux /pro
     const db = openStore(s.home, { create: false, readonly: true });
     try {
       // After the trip nothing is left to contain (listed from outside the agent: the recorded agent).
-      const after = listForSession(db, 'S', { orphanFilter: (p) => environOf(p.pid)?.get('LATCH_TEST_MARK') === s.mark });
+      const after = listForSession(db, 'S', {
+        orphanFilter: (p) => environOf(p.pid)?.get('LATCH_TEST_MARK') === s.mark,
+      });
       assert.equal(after.agent?.pid, agent.pid);
       assert.deepEqual(after.candidates, []);
-      const runs = db.prepare('SELECT * FROM containments').all() as { session_id: string; compaction_seq: number; agent_pid: number; supported: number }[];
+      const runs = db.prepare('SELECT * FROM containments').all() as {
+        session_id: string;
+        compaction_seq: number;
+        agent_pid: number;
+        supported: number;
+      }[];
       assert.equal(runs.length, 1);
       assert.equal(runs[0]!.agent_pid, agent.pid);
-      const rows = db.prepare('SELECT pid, why, attempt_id, action FROM contained_processes ORDER BY pid').all() as { pid: number; why: string; action: string }[];
-      for (const j of jobs) assert.ok(rows.some((x) => x.pid === pids[j]), `${j} recorded`);
+      const rows = db.prepare('SELECT pid, why, attempt_id, action FROM contained_processes ORDER BY pid').all() as {
+        pid: number;
+        why: string;
+        action: string;
+      }[];
+      for (const j of jobs)
+        assert.ok(
+          rows.some((x) => x.pid === pids[j]),
+          `${j} recorded`,
+        );
     } finally {
       db.close();
     }
@@ -244,15 +326,25 @@ describe('containment at a trip (real processes)', { skip: !linux && 'Linux /pro
 
   test('listCandidates lists without signalling; a window that holds nothing lists nothing', async (t) => {
     const s = scene(t);
-    const agent = spawn(s.fakeCodex, ['-c', 'sleep 300 & echo $! > "$0/loop"; wait; exec sleep 100', s.dir], { env: s.env, stdio: 'ignore' });
+    const agent = spawn(s.fakeCodex, ['-c', 'sleep 300 & echo $! > "$0/loop"; wait; exec sleep 100', s.dir], {
+      env: s.env,
+      stdio: 'ignore',
+    });
     t.after(() => killQuietly(agent.pid!));
-    await waitFor(() => existsSync(join(s.dir, 'loop')) && readFileSync(join(s.dir, 'loop'), 'utf8').trim() !== '', 5000, 'child');
+    await waitFor(
+      () => existsSync(join(s.dir, 'loop')) && readFileSync(join(s.dir, 'loop'), 'utf8').trim() !== '',
+      5000,
+      'child',
+    );
     const child = readPid(join(s.dir, 'loop'));
     const st = readProc(agent.pid!, bootNs())!;
     const info = { pid: agent.pid!, start_ticks: st.startTicks, exe: s.fakeCodex, cmdline: 'codex' };
     const far = { id: 'w', session_id: 'S', from: 0n, to: nowNs() + 10_000_000_000n };
     const l = listCandidates({ windows: [far], agent: info, orphanFilter: () => false });
-    assert.deepEqual(l.candidates.map((c) => [c.pid, c.why, c.action]), [[child, 'agent_descendant', 'listed']]);
+    assert.deepEqual(
+      l.candidates.map((c) => [c.pid, c.why, c.action]),
+      [[child, 'agent_descendant', 'listed']],
+    );
     assert.ok(alive(child));
     // No window: the agent's direct child is a helper (spared), nothing is listed.
     const none = listCandidates({ windows: [], agent: info, orphanFilter: () => false });
@@ -260,7 +352,10 @@ describe('containment at a trip (real processes)', { skip: !linux && 'Linux /pro
     assert.ok(none.spared.some((x) => x.pid === child));
     // contain() on the same input kills it, and never the agent.
     const c = contain({ windows: [far], agent: info, orphanFilter: () => false });
-    assert.deepEqual(c.candidates.map((x) => [x.pid, x.action]), [[child, 'killed']]);
+    assert.deepEqual(
+      c.candidates.map((x) => [x.pid, x.action]),
+      [[child, 'killed']],
+    );
     await waitFor(() => !alive(child), 2000, 'child to die');
     assert.ok(alive(agent.pid!));
   });
@@ -293,8 +388,15 @@ describe('attempt windows', { skip: !linux && 'Linux /proc only' }, () => {
         "INSERT INTO sessions (session_id, workspace, cwd, policy, scope, policy_json, state, created_at, updated_at) VALUES ('S', '/w', '/w', 'fail_closed', 'session', '{}', 'latched', ?, ?)",
       ).run(created, created);
       const ws = attemptWindows(db, { workspace: '/w' });
-      assert.deepEqual(ws.map((w) => w.id), ['S/early']);
-      assert.equal(ws[0]!.from, BigInt(Date.parse(created)) * 1_000_000n - 1_000_000_000n, 'clamped to the session\'s first sight');
+      assert.deepEqual(
+        ws.map((w) => w.id),
+        ['S/early'],
+      );
+      assert.equal(
+        ws[0]!.from,
+        BigInt(Date.parse(created)) * 1_000_000n - 1_000_000_000n,
+        "clamped to the session's first sight",
+      );
     } finally {
       db.close();
     }
@@ -303,7 +405,17 @@ describe('attempt windows', { skip: !linux && 'Linux /proc only' }, () => {
 
 describe('hook invocations and agent processes', () => {
   test('the hook command text matches setup.ts and is recognised exactly; look-alikes are not', () => {
-    for (const ev of ['SessionStart', 'PreToolUse', 'PreCompact', 'PostCompact', 'PostToolUse', 'Stop', 'SubagentStop', 'Interrupt', 'SessionEnd']) {
+    for (const ev of [
+      'SessionStart',
+      'PreToolUse',
+      'PreCompact',
+      'PostCompact',
+      'PostToolUse',
+      'Stop',
+      'SubagentStop',
+      'Interrupt',
+      'SessionEnd',
+    ]) {
       const text = hookCommand(ev, '/usr/bin/node', "/opt/it's/dist/latch.cjs");
       assert.equal(hookCommandText(ev, '/usr/bin/node', "/opt/it's/dist/latch.cjs"), text);
       assert.equal(isHookInvocation('/usr/bin/dash', ['/bin/sh', '-c', text]), true, ev);
@@ -312,14 +424,31 @@ describe('hook invocations and agent processes', () => {
       assert.equal(isHookInvocation('/usr/bin/bash', ['/bin/bash', '-lc', `sleep 100 # ${text}`]), false, ev);
       assert.equal(isHookInvocation('/usr/bin/python3', ['/bin/sh', '-c', text]), false, 'exe must be a shell');
     }
-    assert.equal(isHookInvocation('/usr/bin/node', ['/usr/bin/node', '/x/dist/latch.cjs', 'hook', 'codex', '--event', 'Stop']), true);
-    assert.equal(isHookInvocation('/usr/bin/node', ['/usr/bin/node', '/x/evil.js', 'hook', 'codex', '--event', 'Stop']), false);
-    assert.equal(isHookInvocation('/usr/bin/bash', ['bash', '-lc', "'/usr/bin/node' '/tmp/evil.js' hook codex --event Stop"]), false);
+    assert.equal(
+      isHookInvocation('/usr/bin/node', ['/usr/bin/node', '/x/dist/latch.cjs', 'hook', 'codex', '--event', 'Stop']),
+      true,
+    );
+    assert.equal(
+      isHookInvocation('/usr/bin/node', ['/usr/bin/node', '/x/evil.js', 'hook', 'codex', '--event', 'Stop']),
+      false,
+    );
+    assert.equal(
+      isHookInvocation('/usr/bin/bash', ['bash', '-lc', "'/usr/bin/node' '/tmp/evil.js' hook codex --event Stop"]),
+      false,
+    );
   });
 
   test('agent processes', () => {
-    assert.equal(isAgentProcess('/usr/lib/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex', ['codex']), true);
-    assert.equal(isAgentProcess('/usr/bin/node', ['node', '/usr/lib/node_modules/@openai/codex/bin/codex.js', 'exec']), true);
+    assert.equal(
+      isAgentProcess('/usr/lib/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex', [
+        'codex',
+      ]),
+      true,
+    );
+    assert.equal(
+      isAgentProcess('/usr/bin/node', ['node', '/usr/lib/node_modules/@openai/codex/bin/codex.js', 'exec']),
+      true,
+    );
     assert.equal(isAgentProcess('/usr/bin/node', ['node', '/home/u/.npm/@anthropic-ai/claude-code/cli.js']), true);
     assert.equal(isAgentProcess('/home/u/.local/share/claude/versions/2.0.14', ['claude']), true);
     assert.equal(isAgentProcess('/usr/bin/node', ['node', 'server.js']), false);

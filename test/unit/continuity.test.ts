@@ -15,18 +15,37 @@ import { bash, payload, rolloutLine, sandbox, type Sandbox } from '../helpers/wo
 
 async function hook(sb: Sandbox, p: Record<string, unknown>) {
   const r = await runCodexHook(JSON.stringify(p), null, sb.env);
-  return assertValidReply(String(p.hook_event_name), r.stdout) as { hookSpecificOutput?: { permissionDecision?: string; additionalContext?: string } } | null;
+  return assertValidReply(String(p.hook_event_name), r.stdout) as {
+    hookSpecificOutput?: { permissionDecision?: string; additionalContext?: string };
+  } | null;
 }
 
 function io(sb: Sandbox): Io & { text(): string } {
   let buf = '';
-  return { out: (t) => (buf += t), err: (t) => (buf += t), env: sb.env, cwd: sb.work, interactive: false, ask: async () => 'n', now: () => new Date().toISOString(), text: () => buf };
+  return {
+    out: (t) => (buf += t),
+    err: (t) => (buf += t),
+    env: sb.env,
+    cwd: sb.work,
+    interactive: false,
+    ask: async () => 'n',
+    now: () => new Date().toISOString(),
+    text: () => buf,
+  };
 }
 
-const userAsks = (text: string) => rolloutLine('response_item', { type: 'message', role: 'user', content: [{ type: 'input_text', text }] });
+const userAsks = (text: string) =>
+  rolloutLine('response_item', { type: 'message', role: 'user', content: [{ type: 'input_text', text }] });
 const remoteCompaction = () =>
-  rolloutLine('response_item', { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'working' }] }) +
-  rolloutLine('compacted', { message: '', replacement_history: [{ type: 'compaction', encrypted_content: 'opaque' }] }) +
+  rolloutLine('response_item', {
+    type: 'message',
+    role: 'assistant',
+    content: [{ type: 'output_text', text: 'working' }],
+  }) +
+  rolloutLine('compacted', {
+    message: '',
+    replacement_history: [{ type: 'compaction', encrypted_content: 'opaque' }],
+  }) +
   rolloutLine('event_msg', { type: 'item_completed', item: { type: 'ContextCompaction', id: 'remote-1' } });
 
 async function compactRemotely(sb: Sandbox) {
@@ -39,7 +58,7 @@ async function compactRemotely(sb: Sandbox) {
   return hook(sb, payload('session-start-compact', sb));
 }
 
-test('remote-style compaction (empty summary): latched, and the brief is delivered from Latch\'s own records', async (t) => {
+test("remote-style compaction (empty summary): latched, and the brief is delivered from Latch's own records", async (t) => {
   const sb = sandbox();
   t.after(sb.cleanup);
   const start = await compactRemotely(sb);
@@ -66,8 +85,19 @@ test('reverify = "both": verify waits for a complete read proven by the transcri
   db.close();
   brief.page_digests.forEach((_, i) => {
     const output = `Chunk ID: c${i}\nWall time: 0.0100 seconds\nProcess exited with code 0\nOriginal token count: 40\nOutput:\n${pageText(brief, i + 1)}`;
-    appendFileSync(sb.transcript, rolloutLine('response_item', { type: 'function_call', name: 'exec_command', call_id: `read_${i}`, arguments: '{}' }));
-    appendFileSync(sb.transcript, rolloutLine('response_item', { type: 'function_call_output', call_id: `read_${i}`, output }));
+    appendFileSync(
+      sb.transcript,
+      rolloutLine('response_item', {
+        type: 'function_call',
+        name: 'exec_command',
+        call_id: `read_${i}`,
+        arguments: '{}',
+      }),
+    );
+    appendFileSync(
+      sb.transcript,
+      rolloutLine('response_item', { type: 'function_call_output', call_id: `read_${i}`, output }),
+    );
   });
   await hook(sb, payload('stop', sb)); // any hook scans the transcript and records the receipts
   const second = io(sb);
@@ -81,8 +111,19 @@ function readAllPages(sb: Sandbox, tag: string) {
   db.close();
   brief.page_digests.forEach((_, i) => {
     const output = `Chunk ID: ${tag}${i}\nWall time: 0.0100 seconds\nProcess exited with code 0\nOriginal token count: 40\nOutput:\n${pageText(brief, i + 1)}`;
-    appendFileSync(sb.transcript, rolloutLine('response_item', { type: 'function_call', name: 'exec_command', call_id: `${tag}_${i}`, arguments: '{}' }));
-    appendFileSync(sb.transcript, rolloutLine('response_item', { type: 'function_call_output', call_id: `${tag}_${i}`, output }));
+    appendFileSync(
+      sb.transcript,
+      rolloutLine('response_item', {
+        type: 'function_call',
+        name: 'exec_command',
+        call_id: `${tag}_${i}`,
+        arguments: '{}',
+      }),
+    );
+    appendFileSync(
+      sb.transcript,
+      rolloutLine('response_item', { type: 'function_call_output', call_id: `${tag}_${i}`, output }),
+    );
   });
 }
 

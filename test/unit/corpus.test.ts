@@ -26,7 +26,18 @@ import { wrapReadOnly } from '../../src/agents/codex/sandbox.js';
 import type { ClassifyContext } from '../../src/shell/readonly.js';
 import { CATEGORIES, caseKey, corpus, type Case } from '../helpers/corpus/cases.js';
 import { KNOWN, knownCause } from '../helpers/corpus/known.js';
-import { buildRoot, CANARY, diffSnapshots, endProcessesOf, resetRoot, runArm, runShell, snapshot, subst, type Root } from '../helpers/corpus/scratch.js';
+import {
+  buildRoot,
+  CANARY,
+  diffSnapshots,
+  endProcessesOf,
+  resetRoot,
+  runArm,
+  runShell,
+  snapshot,
+  subst,
+  type Root,
+} from '../helpers/corpus/scratch.js';
 
 type Mode = 'sandbox' | 'classifier';
 
@@ -62,7 +73,13 @@ const potency: Array<{ arm: string; cmd: string; changes: number; err: string | 
 
 function ctxFor(root: Root): ClassifyContext {
   const env = { HOME: root.home, CODEX_HOME: root.codexHome };
-  return classifierContext({ latchHome: root.latchHome, cwd: root.ws, latchEntry: root.entry, env, registration: codex.registrationPaths(env, root.ws) });
+  return classifierContext({
+    latchHome: root.latchHome,
+    cwd: root.ws,
+    latchEntry: root.entry,
+    env,
+    registration: codex.registrationPaths(env, root.ws),
+  });
 }
 
 interface Worker {
@@ -142,13 +159,30 @@ async function runMode(w: Worker, c: Case, mode: Mode, command: string): Promise
   const tc = Date.now();
   const d = heldShell(command, ctxFor(w.root), sandbox);
   w.classifyMs += Date.now() - tc;
-  const r: ModeResult = { mode, allowed: d.allow, reasons: d.reasons, ran: false, status: null, timedOut: false, changes: [], canary: false, output: '', positiveProblem: null, ms: 0 };
+  const r: ModeResult = {
+    mode,
+    allowed: d.allow,
+    reasons: d.reasons,
+    ran: false,
+    status: null,
+    timedOut: false,
+    changes: [],
+    canary: false,
+    output: '',
+    positiveProblem: null,
+    ms: 0,
+  };
   if (c.expect && !d.allow) r.positiveProblem = `denied: ${d.reasons.join(' | ')}`;
   if (!d.allow) return r;
   const run = asRewritten(command, d.command, w.root);
   const before = snapshot(w.root.r);
   const t0 = Date.now();
-  const res = await runShell(run, w.root, { timeoutMs: c.timeoutMs ?? 4000, settleMs: c.settleMs ?? 150, ...(c.tty !== undefined ? { tty: subst(c.tty, w.root) } : {}), keepGroups: new Set(w.armPgids) });
+  const res = await runShell(run, w.root, {
+    timeoutMs: c.timeoutMs ?? 4000,
+    settleMs: c.settleMs ?? 150,
+    ...(c.tty !== undefined ? { tty: subst(c.tty, w.root) } : {}),
+    keepGroups: new Set(w.armPgids),
+  });
   w.runMs[mode] += Date.now() - t0;
   r.ms = Date.now() - t0;
   const afterSnap = snapshot(w.root.r);
@@ -160,8 +194,10 @@ async function runMode(w: Worker, c: Case, mode: Mode, command: string): Promise
   r.canary = (res.stdout + res.stderr).includes(CANARY);
   r.output = (res.stdout + (res.stderr ? `\n[stderr] ${res.stderr}` : '')).slice(0, 400);
   if (c.expect) {
-    if (res.status !== (c.expectStatus ?? 0)) r.positiveProblem = `exit ${res.status}${res.timedOut ? ' (timed out)' : ''}: ${res.stderr.slice(0, 300)}`;
-    else if (!c.expect.test(res.stdout)) r.positiveProblem = `unexpected output ${JSON.stringify(res.stdout.slice(0, 200))}`;
+    if (res.status !== (c.expectStatus ?? 0))
+      r.positiveProblem = `exit ${res.status}${res.timedOut ? ' (timed out)' : ''}: ${res.stderr.slice(0, 300)}`;
+    else if (!c.expect.test(res.stdout))
+      r.positiveProblem = `unexpected output ${JSON.stringify(res.stdout.slice(0, 200))}`;
   }
   return r;
 }
@@ -180,7 +216,10 @@ async function runCase(w: Worker, c: Case): Promise<CaseResult> {
 
 function failureText(r: CaseResult, m: ModeResult): string[] {
   const problems: string[] = [];
-  if (m.changes.length > 0) problems.push(`changed: ${m.changes.slice(0, 6).join('; ')}${m.changes.length > 6 ? ` (+${m.changes.length - 6})` : ''}`);
+  if (m.changes.length > 0)
+    problems.push(
+      `changed: ${m.changes.slice(0, 6).join('; ')}${m.changes.length > 6 ? ` (+${m.changes.length - 6})` : ''}`,
+    );
   if (m.canary) problems.push('the store/registration canary showed in the output');
   if (m.positiveProblem) problems.push(`positive read failed: ${m.positiveProblem}`);
   return problems.length === 0 ? [] : [`${r.key} [${m.mode}] ${problems.join(' / ')}`];
@@ -190,7 +229,16 @@ before(async () => {
   const t0 = Date.now();
   base = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'latch-corpus2-')));
   roots = [buildRoot(path.join(base, 's0')), buildRoot(path.join(base, 's1'))];
-  workers = roots.map((root) => ({ root, state: 'pristine', armCache: new Map(), armPgids: [], prepMs: 0, counts: { resets: 0, restores: 0, arms: 0 }, classifyMs: 0, runMs: { sandbox: 0, classifier: 0 } }));
+  workers = roots.map((root) => ({
+    root,
+    state: 'pristine',
+    armCache: new Map(),
+    armPgids: [],
+    prepMs: 0,
+    counts: { resets: 0, restores: 0, arms: 0 },
+    classifyMs: 0,
+    runMs: { sandbox: 0, classifier: 0 },
+  }));
   let next = 0;
   const slots: Array<CaseResult | undefined> = new Array(cases.length);
   await Promise.all(
@@ -229,19 +277,30 @@ after(() => {
 
 describe('adversarial corpus (issue 10): heldShell decisions, run for real', () => {
   test('the corpus is large and every case ran through the oracle', (t) => {
-    t.diagnostic(`${cases.length} cases, oracle finished in ${(elapsedMs / 1000).toFixed(1)} s; sandbox: ${roots[0]?.sandboxWhy}`);
+    t.diagnostic(
+      `${cases.length} cases, oracle finished in ${(elapsedMs / 1000).toFixed(1)} s; sandbox: ${roots[0]?.sandboxWhy}`,
+    );
     for (const [i, w] of workers.entries()) {
       void i;
-      t.diagnostic(`worker ${i}: prepare ${(w.prepMs / 1000).toFixed(1)} s (${w.counts.resets} resets, ${w.counts.restores} armed restores, ${w.counts.arms} arm runs), classify ${(w.classifyMs / 1000).toFixed(1)} s, runs sandboxed ${(w.runMs.sandbox / 1000).toFixed(1)} s, runs raw ${(w.runMs.classifier / 1000).toFixed(1)} s`);
+      t.diagnostic(
+        `worker ${i}: prepare ${(w.prepMs / 1000).toFixed(1)} s (${w.counts.resets} resets, ${w.counts.restores} armed restores, ${w.counts.arms} arm runs), classify ${(w.classifyMs / 1000).toFixed(1)} s, runs sandboxed ${(w.runMs.sandbox / 1000).toFixed(1)} s, runs raw ${(w.runMs.classifier / 1000).toFixed(1)} s`,
+      );
     }
-    const slow = results.flatMap((r) => r.modes.map((m) => ({ k: `${r.key} [${m.mode}]`, ms: m.ms }))).sort((a, b) => b.ms - a.ms).slice(0, 25);
+    const slow = results
+      .flatMap((r) => r.modes.map((m) => ({ k: `${r.key} [${m.mode}]`, ms: m.ms })))
+      .sort((a, b) => b.ms - a.ms)
+      .slice(0, 25);
     for (const s of slow) t.diagnostic(`slow ${s.ms} ms ${s.k}`);
     const byCat = new Map<string, number>();
-    for (const r of results) for (const m of r.modes) byCat.set(`${r.c.cat}/${m.mode}`, (byCat.get(`${r.c.cat}/${m.mode}`) ?? 0) + m.ms);
+    for (const r of results)
+      for (const m of r.modes) byCat.set(`${r.c.cat}/${m.mode}`, (byCat.get(`${r.c.cat}/${m.mode}`) ?? 0) + m.ms);
     t.diagnostic(`run time by category: ${[...byCat].map(([k, v]) => `${k} ${(v / 1000).toFixed(1)} s`).join(', ')}`);
     assert.ok(cases.length >= 1500, `${cases.length} cases`);
     assert.equal(results.length, cases.length);
-    assert.ok(roots.every((r) => r.sandbox !== null), `the real Codex sandbox must run here: ${roots[0]?.sandboxWhy}`);
+    assert.ok(
+      roots.every((r) => r.sandbox !== null),
+      `the real Codex sandbox must run here: ${roots[0]?.sandboxWhy}`,
+    );
   });
 
   test('every arming step succeeded (a case armed wrong proves nothing)', () => {
@@ -251,13 +310,17 @@ describe('adversarial corpus (issue 10): heldShell decisions, run for real', () 
 
   test('every arm is live: its command run raw and unguarded changes the scratch root', (t) => {
     t.diagnostic(`${potency.length} arms checked`);
-    const dead = potency.filter((p) => p.changes === 0).map((p) => `${p.arm}: \`${p.cmd}\` changed nothing${p.err ? ` (${p.err})` : ''}`);
+    const dead = potency
+      .filter((p) => p.changes === 0)
+      .map((p) => `${p.arm}: \`${p.cmd}\` changed nothing${p.err ? ` (${p.err})` : ''}`);
     assert.ok(potency.length >= 25, `${potency.length} arms`);
     assert.deepEqual(dead, []);
   });
 
   test('both modes decide alike (the sandbox only wraps what the classifier admits)', () => {
-    const odd = results.filter((r) => r.modes.length === 2 && r.modes[0]!.allowed !== r.modes[1]!.allowed).map((r) => r.key);
+    const odd = results
+      .filter((r) => r.modes.length === 2 && r.modes[0]!.allowed !== r.modes[1]!.allowed)
+      .map((r) => r.key);
     assert.deepEqual(odd, []);
   });
 
@@ -280,14 +343,22 @@ describe('adversarial corpus (issue 10): heldShell decisions, run for real', () 
       const allowed = mine.filter((r) => r.modes.some((m) => m.allowed)).length;
       const ran = mine.reduce((n, r) => n + r.modes.filter((m) => m.ran).length, 0);
       const failures: Array<{ key: string; text: string }> = [];
-      for (const r of mine) for (const m of r.modes) for (const text of failureText(r, m)) failures.push({ key: `${r.key}|${m.mode}`, text });
-      t.diagnostic(`${cat}: ${mine.length} cases, ${allowed} allowed, ${mine.length - allowed} denied, ${ran} runs, ${failures.length} oracle failures (${failures.filter((f) => KNOWN.has(f.key)).length} known)`);
+      for (const r of mine)
+        for (const m of r.modes)
+          for (const text of failureText(r, m)) failures.push({ key: `${r.key}|${m.mode}`, text });
+      t.diagnostic(
+        `${cat}: ${mine.length} cases, ${allowed} allowed, ${mine.length - allowed} denied, ${ran} runs, ${failures.length} oracle failures (${failures.filter((f) => KNOWN.has(f.key)).length} known)`,
+      );
       const unknown = failures.filter((f) => !KNOWN.has(f.key));
-      for (const f of failures) t.diagnostic(`${KNOWN.has(f.key) ? 'KNOWN' : 'FAIL'} ${JSON.stringify(f.key)} :: ${f.text}`);
+      for (const f of failures)
+        t.diagnostic(`${KNOWN.has(f.key) ? 'KNOWN' : 'FAIL'} ${JSON.stringify(f.key)} :: ${f.text}`);
       for (const f of failures.filter((x) => KNOWN.has(x.key))) {
         await t.test(f.key, { todo: `known leak: ${knownCause(f.key)}` }, () => assert.fail(f.text));
       }
-      assert.deepEqual(unknown.map((f) => f.text), []);
+      assert.deepEqual(
+        unknown.map((f) => f.text),
+        [],
+      );
     });
   }
 });

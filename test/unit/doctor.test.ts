@@ -2,7 +2,18 @@
 // from `npm run build`) and the real Codex 0.169.0 from node_modules for the trust check.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  readlinkSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { createHash } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -66,7 +77,9 @@ function snapshot(dir: string): Record<string, string> {
         out[rel] = `dir mtime=${st.mtimeNs}`;
         walk(p);
       } else if (st.isSymbolicLink()) out[rel] = `link -> ${readlinkSync(p)}`;
-      else out[rel] = `file size=${st.size} mtime=${st.mtimeNs} sha256=${createHash('sha256').update(readFileSync(p)).digest('hex')}`;
+      else
+        out[rel] =
+          `file size=${st.size} mtime=${st.mtimeNs} sha256=${createHash('sha256').update(readFileSync(p)).digest('hex')}`;
     }
   };
   walk(dir);
@@ -96,20 +109,30 @@ before(() => {
 
 describe('parsing hook commands', () => {
   test('reads node, entry and event from every command setup writes', () => {
-    const node = "/opt/my node/bin/node";
+    const node = '/opt/my node/bin/node';
     const entry = "/home/o'brien/latch/dist/latch.cjs";
     for (const event of ['SessionStart', 'PreToolUse', 'PreCompact', 'PostCompact']) {
       assert.deepEqual(parseHookCommand(hookCommand(event, node, entry)), { node, entry, event });
     }
   });
   test('a bare launcher and junk', () => {
-    assert.deepEqual(parseHookCommand('latch hook codex --event PreCompact'), { node: null, entry: 'latch', event: 'PreCompact' });
+    assert.deepEqual(parseHookCommand('latch hook codex --event PreCompact'), {
+      node: null,
+      entry: 'latch',
+      event: 'PreCompact',
+    });
     assert.equal(parseHookCommand('echo latch hook'), null);
     assert.deepEqual(leadingWords(`'a b' "c\\"d" e\\ f; g`), ['a b', 'c"d', 'e f']);
   });
   test('trust key format', () => {
-    assert.equal(trustKey({ file: '/x/hooks.json', event: 'PreToolUse', groupIndex: 1, handlerIndex: 0 }), '/x/hooks.json:pre_tool_use:1:0');
-    assert.equal(trustKey({ file: '/x/hooks.json', event: 'PostCompact', groupIndex: 0, handlerIndex: 2 }), '/x/hooks.json:post_compact:0:2');
+    assert.equal(
+      trustKey({ file: '/x/hooks.json', event: 'PreToolUse', groupIndex: 1, handlerIndex: 0 }),
+      '/x/hooks.json:pre_tool_use:1:0',
+    );
+    assert.equal(
+      trustKey({ file: '/x/hooks.json', event: 'PostCompact', groupIndex: 0, handlerIndex: 2 }),
+      '/x/hooks.json:post_compact:0:2',
+    );
   });
 });
 
@@ -169,13 +192,18 @@ describe('latch doctor', () => {
     const latch = entry!.hooks.filter((h) => /latch/.test(h.command ?? ''));
     assert.equal(latch.length, LATCH_EVENTS.length);
     for (const h of latch) {
-      assert.match(h.key, new RegExp(`^${e.codexHome.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}/hooks\\.json:[a-z_]+:\\d+:\\d+$`));
+      assert.match(
+        h.key,
+        new RegExp(`^${e.codexHome.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}/hooks\\.json:[a-z_]+:\\d+:\\d+$`),
+      );
       assert.match(h.currentHash, /^sha256:[0-9a-f]{64}$/);
       assert.equal(h.trustStatus, 'untrusted');
     }
     writeFileSync(
       join(e.codexHome, 'config.toml'),
-      latch.map((h) => `[hooks.state.${JSON.stringify(h.key)}]\ntrusted_hash = ${JSON.stringify(h.currentHash)}\n`).join('\n'),
+      latch
+        .map((h) => `[hooks.state.${JSON.stringify(h.key)}]\ntrusted_hash = ${JSON.stringify(h.currentHash)}\n`)
+        .join('\n'),
     );
     let trust = byName(await runChecks(e.io, {}), 'hooks trusted');
     assert.equal(trust.status, 'ok', trust.detail);
@@ -237,7 +265,8 @@ describe('latch doctor', () => {
     await setup(e);
     const gone = join(e.dir, 'gone', 'latch.cjs');
     editHooks(e, (hooks) => {
-      for (const groups of Object.values(hooks) as any[]) for (const g of groups) for (const h of g.hooks) h.command = h.command.split(ENTRY).join(gone);
+      for (const groups of Object.values(hooks) as any[])
+        for (const g of groups) for (const h of g.hooks) h.command = h.command.split(ENTRY).join(gone);
     });
     assert.equal(await doctor(e.io, {}), 1);
     const checks = await runChecks(e.io, {});
@@ -258,7 +287,10 @@ describe('latch doctor', () => {
     const checks = await runChecks(e.io, {});
     const bin = byName(checks, 'hook command');
     assert.equal(bin.status, 'fail', bin.detail);
-    assert.match(bin.detail, /PreToolUse in .*: the command is not what `latch setup codex` writes for this installation .*; not run/);
+    assert.match(
+      bin.detail,
+      /PreToolUse in .*: the command is not what `latch setup codex` writes for this installation .*; not run/,
+    );
     assert.equal(byName(checks, 'hooks installed (user)').status, 'warn');
     assert.equal(existsSync(marker), false, 'doctor ran a command taken from hooks.json');
     // The fingerprint recorded at setup shows the edit too.
@@ -267,7 +299,7 @@ describe('latch doctor', () => {
     assert.match(reg.detail, /handler_changed/);
   });
 
-  test("a project's .codex/hooks.json \"Latch\" handler is never run by doctor", async () => {
+  test('a project\'s .codex/hooks.json "Latch" handler is never run by doctor', async () => {
     const e = fresh();
     const project = join(e.dir, 'proj');
     mkdirSync(join(project, '.codex'), { recursive: true });
@@ -276,7 +308,16 @@ describe('latch doctor', () => {
     const evil = `touch '${marker}'; echo /latch.cjs hook codex --event PreToolUse`;
     writeFileSync(
       join(project, '.codex', 'hooks.json'),
-      JSON.stringify({ hooks: { PreToolUse: [{ matcher: 'Bash', hooks: [{ type: 'command', command: `sh -c "${evil}" latch hook codex --event PreToolUse` }] }] } }),
+      JSON.stringify({
+        hooks: {
+          PreToolUse: [
+            {
+              matcher: 'Bash',
+              hooks: [{ type: 'command', command: `sh -c "${evil}" latch hook codex --event PreToolUse` }],
+            },
+          ],
+        },
+      }),
     );
     const checks = await runChecks({ ...e.io, cwd: project }, {});
     assert.equal(existsSync(marker), false, 'doctor ran a project hooks command');
@@ -296,7 +337,9 @@ describe('latch doctor', () => {
     for (const h of latch) assert.ok(h.key.startsWith(`${e.codexHome}/hooks.json:`), h.key);
     writeFileSync(
       join(e.codexHome, 'config.toml'),
-      latch.map((h) => `[hooks.state.${JSON.stringify(h.key)}]\ntrusted_hash = ${JSON.stringify(h.currentHash)}\n`).join('\n'),
+      latch
+        .map((h) => `[hooks.state.${JSON.stringify(h.key)}]\ntrusted_hash = ${JSON.stringify(h.currentHash)}\n`)
+        .join('\n'),
     );
     const before = snapshot(e.codexHome);
     const beforeWork = snapshot(e.cwd);
@@ -304,7 +347,10 @@ describe('latch doctor', () => {
     const report = JSON.parse(e.io.text()) as { checks: Check[]; registration: { status: string } };
     const trust = byName(report.checks, 'hooks trusted');
     assert.equal(trust.status, 'ok', trust.detail); // the copy's rewritten keys keep the trust Codex reports
-    assert.match(trust.detail, new RegExp(`${e.codexHome.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}/hooks\\.json:pre_tool_use:0:0`));
+    assert.match(
+      trust.detail,
+      new RegExp(`${e.codexHome.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}/hooks\\.json:pre_tool_use:0:0`),
+    );
     assert.equal(report.registration.status, 'ok');
     assert.deepEqual(snapshot(e.codexHome), before);
     assert.deepEqual(snapshot(e.cwd), beforeWork);
@@ -352,7 +398,11 @@ describe('latch doctor', () => {
     mkdirSync(project);
     await setup(e, { project });
     const checks = await runChecks(e.io, { project });
-    assert.equal(byName(checks, 'hooks installed (project)').status, 'ok', byName(checks, 'hooks installed (project)').detail);
+    assert.equal(
+      byName(checks, 'hooks installed (project)').status,
+      'ok',
+      byName(checks, 'hooks installed (project)').detail,
+    );
     assert.equal(byName(checks, 'hooks installed (user)').status, 'ok'); // missing, but installed in the project
     assert.equal(byName(checks, 'hook command').status, 'ok');
     const trust = byName(checks, 'hooks trusted');

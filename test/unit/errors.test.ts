@@ -49,7 +49,9 @@ test('checkDeadline throws an error recognised as E_DEADLINE', () => {
     while (Date.now() <= until);
     assert.throws(
       () => checkDeadline('testing'),
-      (e: unknown) => isLatchError(e, 'E_DEADLINE') && e.message === "ran out of time while testing (the hook must answer before Codex's timeout)",
+      (e: unknown) =>
+        isLatchError(e, 'E_DEADLINE') &&
+        e.message === "ran out of time while testing (the hook must answer before Codex's timeout)",
     );
   } finally {
     setDeadline(null);
@@ -84,7 +86,18 @@ test('isLatchError rejects what is not a Latch error, whatever its name', () => 
   named.name = 'ConfigError';
   const system = Object.assign(new Error('no such file'), { code: 'ENOENT', syscall: 'open' });
   const sqlite = Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' });
-  for (const v of [named, system, sqlite, null, undefined, 'E_CONFIG', 42, {}, { code: 'E_CONFIG' }, { code: 'E_NOPE', message: 'm' }]) {
+  for (const v of [
+    named,
+    system,
+    sqlite,
+    null,
+    undefined,
+    'E_CONFIG',
+    42,
+    {},
+    { code: 'E_CONFIG' },
+    { code: 'E_NOPE', message: 'm' },
+  ]) {
     assert.ok(!isLatchError(v), String(v));
   }
   assert.ok(!isLatchError({ code: 'E_CONFIG' }, 'E_CONFIG'), 'no message: not an error');

@@ -28,13 +28,18 @@ const SID = '01a22688-8615-7ef2-aa8c-b2ef65102b46';
 const GAP = 60;
 
 function assertValidTrace(data: unknown): TraceRecord {
-  assert.ok(validate(data), `violates the Agent Trace schema: ${ajv.errorsText(validate.errors)}\n${JSON.stringify(data, null, 2)}`);
+  assert.ok(
+    validate(data),
+    `violates the Agent Trace schema: ${ajv.errorsText(validate.errors)}\n${JSON.stringify(data, null, 2)}`,
+  );
   return data as TraceRecord;
 }
 
 async function hook(sb: Sandbox, p: Record<string, unknown>) {
   const r = await runCodexHook(JSON.stringify(p), null, sb.env);
-  const parsed = assertValidReply(String(p.hook_event_name), r.stdout) as { hookSpecificOutput?: { permissionDecision?: string } } | null;
+  const parsed = assertValidReply(String(p.hook_event_name), r.stdout) as {
+    hookSpecificOutput?: { permissionDecision?: string };
+  } | null;
   assert.notEqual(parsed?.hookSpecificOutput?.permissionDecision, 'deny', `denied: ${r.stdout}`);
   return r;
 }
@@ -42,7 +47,9 @@ async function hook(sb: Sandbox, p: Record<string, unknown>) {
 /** One Bash call that writes files while its attempt is live: Pre, write, Post. */
 async function agentWrites(sb: Sandbox, sid: string, files: Record<string, string>) {
   const id = 'call_' + Math.random().toString(16).slice(2);
-  const command = Object.keys(files).map((f) => `write ${f}`).join('; ');
+  const command = Object.keys(files)
+    .map((f) => `write ${f}`)
+    .join('; ');
   await hook(sb, bash(sb, command, { session_id: sid, tool_use_id: id }));
   await sleep(GAP);
   for (const [f, text] of Object.entries(files)) writeFileSync(join(sb.work, f), text);
@@ -74,11 +81,27 @@ const fileOf = (r: TraceRecord, path: string) => {
 
 test('the fixture is the spec schema and rejects what the spec rejects', () => {
   assert.equal(schema.$id, 'https://agent-trace.dev/schemas/v1/trace-record.json');
-  const minimal = { version: '0.1.0', id: '550e8400-e29b-41d4-a716-446655440000', timestamp: '2026-01-25T10:00:00Z', files: [{ path: 'src/app.ts', conversations: [{ contributor: { type: 'ai' }, ranges: [{ start_line: 1, end_line: 50 }] }] }] };
+  const minimal = {
+    version: '0.1.0',
+    id: '550e8400-e29b-41d4-a716-446655440000',
+    timestamp: '2026-01-25T10:00:00Z',
+    files: [
+      {
+        path: 'src/app.ts',
+        conversations: [{ contributor: { type: 'ai' }, ranges: [{ start_line: 1, end_line: 50 }] }],
+      },
+    ],
+  };
   assert.ok(validate(minimal), ajv.errorsText(validate.errors));
   assert.equal(validate({ ...minimal, id: 'not-a-uuid' }), false);
-  assert.equal(validate({ ...minimal, files: [{ path: 'a', conversations: [{ url: 'no scheme', ranges: [] }] }] }), false);
-  assert.equal(validate({ ...minimal, files: [{ path: 'a', conversations: [{ contributor: { type: 'robot' }, ranges: [] }] }] }), false);
+  assert.equal(
+    validate({ ...minimal, files: [{ path: 'a', conversations: [{ url: 'no scheme', ranges: [] }] }] }),
+    false,
+  );
+  assert.equal(
+    validate({ ...minimal, files: [{ path: 'a', conversations: [{ contributor: { type: 'robot' }, ranges: [] }] }] }),
+    false,
+  );
 });
 
 test('attempt changes -> ai in the session conversation; a hand edit -> human; ranges from the recorded hashes', async (t) => {
@@ -94,24 +117,55 @@ test('attempt changes -> ai in the session conversation; a hand edit -> human; r
 
   const r = await exported(sb);
   assert.equal(r.version, '0.1.0');
-  assert.deepEqual(r.vcs, { type: 'git', revision: execFileSync('git', ['rev-parse', 'HEAD'], { cwd: sb.work }).toString().trim() });
+  assert.deepEqual(r.vcs, {
+    type: 'git',
+    revision: execFileSync('git', ['rev-parse', 'HEAD'], { cwd: sb.work }).toString().trim(),
+  });
   assert.deepEqual(r.tool, { name: 'codex', version: '0.169.0' });
-  assert.deepEqual(r.files.map((f) => f.path), ['README.md', 'hand.txt', 'hello.txt']);
+  assert.deepEqual(
+    r.files.map((f) => f.path),
+    ['README.md', 'hand.txt', 'hello.txt'],
+  );
 
-  const conversation = { url: `urn:uuid:${SID}`, contributor: { type: 'ai', model_id: 'gpt-5.5' }, related: [{ type: 'transcript', url: pathToFileURL(sb.transcript).href }] };
+  const conversation = {
+    url: `urn:uuid:${SID}`,
+    contributor: { type: 'ai', model_id: 'gpt-5.5' },
+    related: [{ type: 'transcript', url: pathToFileURL(sb.transcript).href }],
+  };
   // Added by an attempt, unchanged since: the whole file, hashed as recorded.
-  assert.deepEqual(fileOf(r, 'hello.txt').conversations, [{ ...conversation, ranges: [{ start_line: 1, end_line: 2, content_hash: `sha256:${sha('hello\nworld\n')}` }] }]);
+  assert.deepEqual(fileOf(r, 'hello.txt').conversations, [
+    { ...conversation, ranges: [{ start_line: 1, end_line: 2, content_hash: `sha256:${sha('hello\nworld\n')}` }] },
+  ]);
   // Modified by an attempt, before-content = HEAD's blob: the line the diff marks inserted.
-  assert.deepEqual(fileOf(r, 'README.md').conversations, [{ ...conversation, ranges: [{ start_line: 2, end_line: 2, content_hash: `sha256:${sha('added by the agent\n')}` }] }]);
+  assert.deepEqual(fileOf(r, 'README.md').conversations, [
+    {
+      ...conversation,
+      ranges: [{ start_line: 2, end_line: 2, content_hash: `sha256:${sha('added by the agent\n')}` }],
+    },
+  ]);
   // No attempt live: human, no conversation url.
-  assert.deepEqual(fileOf(r, 'hand.txt').conversations, [{ contributor: { type: 'human' }, ranges: [{ start_line: 1, end_line: 1, content_hash: `sha256:${sha('typed by a human\n')}` }] }]);
-  const meta = r.metadata['agent-latch'] as { sessions: { session_id: string; conversation_url: string }[]; git: { dirty: boolean } };
-  assert.deepEqual(meta.sessions.map((s) => [s.session_id, s.conversation_url]), [[SID, `urn:uuid:${SID}`]]);
+  assert.deepEqual(fileOf(r, 'hand.txt').conversations, [
+    {
+      contributor: { type: 'human' },
+      ranges: [{ start_line: 1, end_line: 1, content_hash: `sha256:${sha('typed by a human\n')}` }],
+    },
+  ]);
+  const meta = r.metadata['agent-latch'] as {
+    sessions: { session_id: string; conversation_url: string }[];
+    git: { dirty: boolean };
+  };
+  assert.deepEqual(
+    meta.sessions.map((s) => [s.session_id, s.conversation_url]),
+    [[SID, `urn:uuid:${SID}`]],
+  );
   assert.equal(meta.git.dirty, true);
 
   // --session: only what the session's attempts did.
   const only = await exported(sb, { session: SID });
-  assert.deepEqual(only.files.map((f) => f.path), ['README.md', 'hello.txt']);
+  assert.deepEqual(
+    only.files.map((f) => f.path),
+    ['README.md', 'hello.txt'],
+  );
   await assert.rejects(exported(sb, { session: 'nope' }), ExitError);
 
   // A human then edits an agent file: the agent's conversation stays, without provable lines; the hand
@@ -119,13 +173,20 @@ test('attempt changes -> ai in the session conversation; a hand edit -> human; r
   await sleep(GAP);
   writeFileSync(join(sb.work, 'hello.txt'), 'hello\nthere\n');
   const unobserved = await exported(sb);
-  assert.deepEqual(fileOf(unobserved, 'hello.txt').conversations.map((c) => [c.contributor.type, c.ranges]), [['ai', []]], 'changed since Latch last looked: no ranges');
+  assert.deepEqual(
+    fileOf(unobserved, 'hello.txt').conversations.map((c) => [c.contributor.type, c.ranges]),
+    [['ai', []]],
+    'changed since Latch last looked: no ranges',
+  );
   await hook(sb, payload('stop', sb, { session_id: SID }));
   const after = await exported(sb);
-  assert.deepEqual(fileOf(after, 'hello.txt').conversations.map((c) => [c.contributor.type, c.url ?? null, c.ranges.length]), [
-    ['ai', `urn:uuid:${SID}`, 0],
-    ['human', null, 0],
-  ]);
+  assert.deepEqual(
+    fileOf(after, 'hello.txt').conversations.map((c) => [c.contributor.type, c.url ?? null, c.ranges.length]),
+    [
+      ['ai', `urn:uuid:${SID}`, 0],
+      ['human', null, 0],
+    ],
+  );
 });
 
 test('no git, a non-UUID session, contended calls of one session, a removal', async (t) => {
@@ -149,16 +210,25 @@ test('no git, a non-UUID session, contended calls of one session, a removal', as
   const db = openStore(sb.home, { create: false });
   const recorded = db.prepare('SELECT path, change, attribution, session_id FROM changes ORDER BY path').all();
   db.close();
-  assert.deepEqual(recorded.map((c) => ({ ...(c as object) })), [
-    { path: 'old.txt', change: 'removed', attribution: 'contended', session_id: 'S' },
-    { path: 'par.txt', change: 'added', attribution: 'contended', session_id: 'S' },
-  ]);
+  assert.deepEqual(
+    recorded.map((c) => ({ ...(c as object) })),
+    [
+      { path: 'old.txt', change: 'removed', attribution: 'contended', session_id: 'S' },
+      { path: 'par.txt', change: 'added', attribution: 'contended', session_id: 'S' },
+    ],
+  );
 
   const r = await exported(sb);
   assert.equal(r.vcs, undefined, 'no repository: no vcs');
   const conv = { url: pathToFileURL(sb.transcript).href, contributor: { type: 'ai', model_id: 'gpt-5.5' } };
-  assert.deepEqual(fileOf(r, 'par.txt').conversations, [{ ...conv, ranges: [{ start_line: 1, end_line: 1, content_hash: `sha256:${sha('x\n')}` }] }]);
-  assert.deepEqual(fileOf(r, 'old.txt').conversations, [{ ...conv, ranges: [] }], 'a removal contributed, but has no lines');
+  assert.deepEqual(fileOf(r, 'par.txt').conversations, [
+    { ...conv, ranges: [{ start_line: 1, end_line: 1, content_hash: `sha256:${sha('x\n')}` }] },
+  ]);
+  assert.deepEqual(
+    fileOf(r, 'old.txt').conversations,
+    [{ ...conv, ranges: [] }],
+    'a removal contributed, but has no lines',
+  );
 });
 
 test('changedLineIndices: inserted and replaced lines of the new file', () => {

@@ -29,8 +29,19 @@ const items = (events: Sse[]) => events.filter((e) => e.event === 'response.outp
 test('serves scripted steps as Responses API SSE, in order', async () => {
   const fm = await startFakeModel({
     steps: [
-      { items: [{ type: 'bash', cmd: 'echo hi > a.txt' }, { type: 'patch', patch: '*** Begin Patch\n*** End Patch\n' }], inputTokens: 4242 },
-      { items: [{ type: 'message', text: 'ok' }, { type: 'raw', item: { type: 'reasoning', summary: [] } }] },
+      {
+        items: [
+          { type: 'bash', cmd: 'echo hi > a.txt' },
+          { type: 'patch', patch: '*** Begin Patch\n*** End Patch\n' },
+        ],
+        inputTokens: 4242,
+      },
+      {
+        items: [
+          { type: 'message', text: 'ok' },
+          { type: 'raw', item: { type: 'reasoning', summary: [] } },
+        ],
+      },
     ],
   });
   try {
@@ -52,14 +63,22 @@ test('serves scripted steps as Responses API SSE, in order', async () => {
     assert.notEqual(bash.call_id, patch.call_id);
     assert.equal(r1.events.at(-1)!.data.response.usage.input_tokens, 4242);
 
-    const r2 = await post(fm.url, { input: [userMsg('go'), { type: 'function_call_output', call_id: bash.call_id, output: 'x' }] });
+    const r2 = await post(fm.url, {
+      input: [userMsg('go'), { type: 'function_call_output', call_id: bash.call_id, output: 'x' }],
+    });
     const [msg, raw] = items(r2.events);
     assert.equal(msg.role, 'assistant');
     assert.deepEqual(msg.content, [{ type: 'output_text', text: 'ok' }]);
     assert.deepEqual(raw, { type: 'reasoning', summary: [] });
 
     assert.equal(fm.requests.length, 2);
-    assert.deepEqual(fm.requests.map((r) => [r.index, r.stepIndex, r.isCompaction]), [[0, 0, false], [1, 1, false]]);
+    assert.deepEqual(
+      fm.requests.map((r) => [r.index, r.stepIndex, r.isCompaction]),
+      [
+        [0, 0, false],
+        [1, 1, false],
+      ],
+    );
     assert.equal(fm.requests[1]!.body.input[1].call_id, bash.call_id);
   } finally {
     await fm.close();
@@ -69,12 +88,18 @@ test('serves scripted steps as Responses API SSE, in order', async () => {
 test('compaction requests get the summary and do not consume a step', async () => {
   const fm = await startFakeModel({ steps: [{ items: [{ type: 'message', text: 'step0' }] }], summary: 'THE SUMMARY' });
   try {
-    const compaction = { input: [userMsg('task'), userMsg(`${COMPACTION_MARKER}. Create a handoff summary.`)], tools: [] };
+    const compaction = {
+      input: [userMsg('task'), userMsg(`${COMPACTION_MARKER}. Create a handoff summary.`)],
+      tools: [],
+    };
     const c = await post(fm.url, compaction);
     assert.equal(items(c.events)[0].content[0].text, 'THE SUMMARY');
     const s = await post(fm.url, { input: [userMsg('next')] });
     assert.equal(items(s.events)[0].content[0].text, 'step0');
-    assert.deepEqual(fm.requests.map((r) => r.isCompaction), [true, false]);
+    assert.deepEqual(
+      fm.requests.map((r) => r.isCompaction),
+      [true, false],
+    );
     assert.equal(fm.requests[0]!.stepIndex, undefined);
   } finally {
     await fm.close();
@@ -95,7 +120,14 @@ test('answers "done" when steps run out; call ids stay unique; function steps se
     steps: (req, i) => {
       seen.push(i);
       assert.ok(Array.isArray(req.body.input));
-      return i < 2 ? { items: [{ type: 'bash', cmd: `echo ${i}` }, { type: 'bash', cmd: 'true' }] } : { items: [{ type: 'message', text: 'fn-done' }] };
+      return i < 2
+        ? {
+            items: [
+              { type: 'bash', cmd: `echo ${i}` },
+              { type: 'bash', cmd: 'true' },
+            ],
+          }
+        : { items: [{ type: 'message', text: 'fn-done' }] };
     },
   });
   const fixed = await startFakeModel({ steps: [] });
@@ -137,7 +169,13 @@ test('unknown routes get 404; close() ends idle keep-alive connections and is id
   await res.text();
   // Hold a raw socket open without sending a full request.
   const port = Number(new URL(fm.url).port);
-  const req = request({ host: '127.0.0.1', port, method: 'POST', path: '/v1/responses', headers: { 'content-length': '100' } });
+  const req = request({
+    host: '127.0.0.1',
+    port,
+    method: 'POST',
+    path: '/v1/responses',
+    headers: { 'content-length': '100' },
+  });
   req.on('error', () => {});
   req.write('{');
   await new Promise((r) => setTimeout(r, 50));

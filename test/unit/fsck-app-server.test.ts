@@ -21,7 +21,9 @@ const LINES = readFileSync(STREAM, 'utf8').trimEnd().split('\n');
 const MSGS = LINES.map((l) => JSON.parse(l) as { method?: string; params?: any });
 const THREAD: string = MSGS.find((m) => m.method === 'thread/started')!.params.thread.id;
 /** The PreToolUse runs that blocked, in stream order: their call ids. */
-const BLOCKED = MSGS.filter((m) => m.method === 'hook/completed' && m.params.run.status === 'blocked').map((m) => callIdOfRun(m.params.run.id, m.params.run.sourcePath)!);
+const BLOCKED = MSGS.filter((m) => m.method === 'hook/completed' && m.params.run.status === 'blocked').map(
+  (m) => callIdOfRun(m.params.run.id, m.params.run.sourcePath)!,
+);
 /** Whether this release is qualified is another check than the stream's. */
 const ALLOW = ['0.169.0'];
 
@@ -73,7 +75,8 @@ test('the fixture is a real latched run: trusted hooks ran, two PreToolUse runs 
   assert.equal(BLOCKED.length, 2);
   assert.ok(BLOCKED.every((id) => /^call_/.test(id)));
   const runs = MSGS.filter((m) => m.method === 'hook/completed').map((m) => m.params.run.eventName as string);
-  for (const ev of ['sessionStart', 'preToolUse', 'postToolUse', 'preCompact', 'postCompact', 'stop']) assert.ok(runs.includes(ev), ev);
+  for (const ev of ['sessionStart', 'preToolUse', 'postToolUse', 'preCompact', 'postCompact', 'stop'])
+    assert.ok(runs.includes(ev), ev);
   assert.ok(MSGS.some((m) => m.method === 'item/completed' && m.params.item.type === 'contextCompaction'));
 });
 
@@ -93,7 +96,10 @@ test('the stream alone: no finding; the blocked calls are present, blocked by th
   assert.equal(hr.by_event_status['postCompact:completed'], 1);
   // Blocked calls: no item in the stream, only the hook run whose id ends with the call id.
   const blocked = r.attempts_after_compaction.list.filter((a) => a.outcome === 'blocked');
-  assert.deepEqual(blocked.map((a) => a.call_id), BLOCKED);
+  assert.deepEqual(
+    blocked.map((a) => a.call_id),
+    BLOCKED,
+  );
   for (const a of blocked) {
     assert.equal(a.kind, 'unknown');
     assert.match(a.summary, /blocked before it started/);
@@ -106,9 +112,22 @@ test('the stream alone: no finding; the blocked calls are present, blocked by th
   const read = r.attempts_after_compaction.list.find((a) => a.outcome === 'ran')!;
   assert.equal(read.summary, 'cat a.txt');
   assert.equal(read.read_only, true);
-  assert.deepEqual(r.compactions[0]!.attempts_after, { total: 3, ran: 1, failed: 0, blocked: 2, unknown: 0, no_output: 0 });
+  assert.deepEqual(r.compactions[0]!.attempts_after, {
+    total: 3,
+    ran: 1,
+    failed: 0,
+    blocked: 2,
+    unknown: 0,
+    no_output: 0,
+  });
   // The hook runs with output: the trip's warning, the brief delivered at SessionStart, the two blocks.
-  assert.ok(hr.runs.some((x) => x.event === 'sessionStart' && x.entries.some((e) => e.kind === 'context' && e.text.includes('mutation authority'))));
+  assert.ok(
+    hr.runs.some(
+      (x) =>
+        x.event === 'sessionStart' &&
+        x.entries.some((e) => e.kind === 'context' && e.text.includes('mutation authority')),
+    ),
+  );
 });
 
 test('with the store of that run and its rollout: no finding; prefix compared with the rollout, denials with the blocked runs', async () => {
@@ -124,14 +143,26 @@ test('with the store of that run and its rollout: no finding; prefix compared wi
   assert.equal(st.checkpoints!.length, 1);
   assert.equal(st.checkpoints![0]!.compared_file, rollout);
   assert.equal(st.checkpoints![0]!.prefix, 'same');
-  assert.deepEqual(st.denials, { store: 2, transcript_blocked_by_latch: 2, transcript_blocked_other: 0, missing_in_transcript: [], missing_in_store: [] });
+  assert.deepEqual(st.denials, {
+    store: 2,
+    transcript_blocked_by_latch: 2,
+    transcript_blocked_other: 0,
+    missing_in_transcript: [],
+    missing_in_store: [],
+  });
   assert.equal(st.stream_window!.denials_outside, 0);
   assert.equal(st.stream_window!.compactions_before, 0);
   assert.equal(st.compactions![0]!.in_transcript, true);
   assert.equal(r.compactions[0]!.trigger_source, 'store');
   // The store names the blocked calls' tools and commands.
   const blocked = r.attempts_after_compaction.list.filter((a) => a.outcome === 'blocked');
-  assert.deepEqual(blocked.map((a) => [a.tool, a.kind, a.summary]), [['Bash', 'shell', 'echo after > a.txt'], ['apply_patch', 'patch', 'add c.txt']]);
+  assert.deepEqual(
+    blocked.map((a) => [a.tool, a.kind, a.summary]),
+    [
+      ['Bash', 'shell', 'echo after > a.txt'],
+      ['apply_patch', 'patch', 'add c.txt'],
+    ],
+  );
   assert.deepEqual(r.tool_calls.by_name, { exec_command: 3, Bash: 1, apply_patch: 1 });
 });
 
@@ -178,19 +209,28 @@ test('damage: a missing hook completion is reported, and the denial it held is t
   const r = await fsckFile(f, { latchHome: storeHome({ rollout: rolloutCopy() }), allowlist: ALLOW });
   assert.deepEqual(codes(r), ['denial_not_in_transcript', 'missing_completion']);
   assert.deepEqual(r.store!.denials!.missing_in_transcript, [BLOCKED[0]]);
-  assert.match(r.findings.find((x) => x.code === 'denial_not_in_transcript')!.message, /no blocked PreToolUse run in it/);
+  assert.match(
+    r.findings.find((x) => x.code === 'denial_not_in_transcript')!.message,
+    /no blocked PreToolUse run in it/,
+  );
 });
 
 test('damage: a lost start (hook/started, item/started) is a completion without a start', async () => {
   const h = MSGS.findIndex((m) => m.method === 'hook/started');
   const it = MSGS.findIndex((m) => m.method === 'item/started' && m.params.item.type === 'commandExecution');
-  const r = await fsckFile(streamFile(LINES.filter((_, k) => k !== h && k !== it)), { latchHome: null, allowlist: ALLOW });
+  const r = await fsckFile(streamFile(LINES.filter((_, k) => k !== h && k !== it)), {
+    latchHome: null,
+    allowlist: ALLOW,
+  });
   assert.deepEqual(codes(r), ['completion_without_start']);
   assert.equal(r.findings[0]!.count, 2);
 });
 
 test('damage: a garbage line in a stream is a parse error', async () => {
-  const r = await fsckFile(streamFile([...LINES.slice(0, 20), '{"method":"hook/completed","params":', ...LINES.slice(20)]), { latchHome: null, allowlist: ALLOW });
+  const r = await fsckFile(
+    streamFile([...LINES.slice(0, 20), '{"method":"hook/completed","params":', ...LINES.slice(20)]),
+    { latchHome: null, allowlist: ALLOW },
+  );
   assert.deepEqual(codes(r), ['parse_error']);
   assert.deepEqual(r.findings[0]!.lines, [21]);
 });
@@ -199,17 +239,23 @@ test('store records outside the time the stream covers are not compared with it;
   const outside = storeHome({
     rollout: rolloutCopy(),
     edit: (db) => {
-      db.prepare("INSERT INTO denials (session_id, at, turn_id, tool_name, tool_use_id, summary, reasons_json) VALUES (?, '2000-01-01T00:00:00.000Z', NULL, 'Bash', 'call_before', 'Bash: x', '[]')").run(THREAD);
+      db.prepare(
+        "INSERT INTO denials (session_id, at, turn_id, tool_name, tool_use_id, summary, reasons_json) VALUES (?, '2000-01-01T00:00:00.000Z', NULL, 'Bash', 'call_before', 'Bash: x', '[]')",
+      ).run(THREAD);
     },
   });
   const a = await fsckFile(STREAM, { latchHome: outside, allowlist: ALLOW });
   assert.deepEqual(a.findings, [], JSON.stringify(a.findings));
   assert.equal(a.store!.stream_window!.denials_outside, 1);
-  const firstAt = new Date(MSGS.map((m) => (m as { emittedAtMs?: number }).emittedAtMs).find((x) => typeof x === 'number')! + 100).toISOString();
+  const firstAt = new Date(
+    MSGS.map((m) => (m as { emittedAtMs?: number }).emittedAtMs).find((x) => typeof x === 'number')! + 100,
+  ).toISOString();
   const inside = storeHome({
     rollout: rolloutCopy(),
     edit: (db) => {
-      db.prepare("INSERT INTO denials (session_id, at, turn_id, tool_name, tool_use_id, summary, reasons_json) VALUES (?, ?, NULL, 'Bash', 'call_ghost', 'Bash: x', '[]')").run(THREAD, firstAt);
+      db.prepare(
+        "INSERT INTO denials (session_id, at, turn_id, tool_name, tool_use_id, summary, reasons_json) VALUES (?, ?, NULL, 'Bash', 'call_ghost', 'Bash: x', '[]')",
+      ).run(THREAD, firstAt);
     },
   });
   const b = await fsckFile(STREAM, { latchHome: inside, allowlist: ALLOW });
@@ -222,7 +268,9 @@ test('store records outside the time the stream covers are not compared with it;
       db.exec('PRAGMA foreign_keys = OFF');
       db.prepare('UPDATE compactions SET seq = 2').run();
       db.prepare('UPDATE checkpoints SET compaction_seq = 2').run();
-      db.prepare("INSERT INTO compactions (session_id, seq, trigger, observed_via, first_seen_at) VALUES (?, 1, 'auto', '[\"pre_compact\"]', '2000-01-01T00:00:00.000Z')").run(THREAD);
+      db.prepare(
+        "INSERT INTO compactions (session_id, seq, trigger, observed_via, first_seen_at) VALUES (?, 1, 'auto', '[\"pre_compact\"]', '2000-01-01T00:00:00.000Z')",
+      ).run(THREAD);
     },
   });
   const c = await fsckFile(STREAM, { latchHome: earlier, allowlist: ALLOW });
@@ -236,8 +284,12 @@ test('callIdOfRun and commandOfItem', () => {
   assert.equal(callIdOfRun('pre-tool-use:0:/a:b/hooks.json:call:x', '/a:b/hooks.json'), 'call:x');
   assert.equal(callIdOfRun('pre-tool-use:0:/h/hooks.json:call_2', null), 'call_2');
   assert.equal(callIdOfRun(null, null), null);
-  assert.equal(commandOfItem({ command: "/bin/bash -lc 'ls'", commandActions: [{ type: 'listFiles', command: 'ls' }] }), 'ls');
-  const held = "CODEX_HOME='/s/home' exec '/bin/codex' sandbox -- /usr/bin/env -u BASH_ENV -u ENV PAGER=cat /bin/bash --noprofile --norc -c 'grep '\\''a b'\\'' f'";
+  assert.equal(
+    commandOfItem({ command: "/bin/bash -lc 'ls'", commandActions: [{ type: 'listFiles', command: 'ls' }] }),
+    'ls',
+  );
+  const held =
+    "CODEX_HOME='/s/home' exec '/bin/codex' sandbox -- /usr/bin/env -u BASH_ENV -u ENV PAGER=cat /bin/bash --noprofile --norc -c 'grep '\\''a b'\\'' f'";
   assert.equal(commandOfItem({ commandActions: [{ type: 'unknown', command: held }] }), "grep 'a b' f");
   assert.equal(commandOfItem({ command: 'x', commandActions: [] }), 'x');
 });
@@ -247,7 +299,15 @@ test('transcriptDoctor renders a stream: the hook runs, the blocked calls, the t
   const rollout = rolloutCopy();
   const home = storeHome({ rollout });
   let out = '';
-  const io = { out: (t: string) => (out += t), err: () => undefined, env: { LATCH_HOME: home }, cwd: process.cwd(), interactive: false, ask: async () => '', now: () => new Date().toISOString() };
+  const io = {
+    out: (t: string) => (out += t),
+    err: () => undefined,
+    env: { LATCH_HOME: home },
+    cwd: process.cwd(),
+    interactive: false,
+    ask: async () => '',
+    now: () => new Date().toISOString(),
+  };
   const code = await transcriptDoctor(io, { file: STREAM });
   assert.equal(code, (await fsckFile(STREAM, { latchHome: home })).exit_code);
   assert.match(out, /codex app-server JSON-RPC stream/);

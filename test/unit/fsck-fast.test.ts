@@ -31,10 +31,33 @@ import {
 const REAL = join('test', 'fixtures', 'doctor', 'hooked-session.jsonl');
 const view = (b: Buffer) => new DataView(b.buffer, b.byteOffset, b.length);
 /** Text made of the pieces that matter to a reader, so that properties hit its edge cases. */
-const textOf = (pieces: string[]) => fc.array(fc.oneof(fc.constantFrom(...pieces), fc.string({ maxLength: 6 })), { maxLength: 40 }).map((a) => a.join(''));
+const textOf = (pieces: string[]) =>
+  fc.array(fc.oneof(fc.constantFrom(...pieces), fc.string({ maxLength: 6 })), { maxLength: 40 }).map((a) => a.join(''));
 
 test('jsonStringEnd ends a string where stringEnd does, and accepts exactly what JSON.parse accepts', () => {
-  const pieces = ['"', '\\', '\\"', '\\\\', '\\u', '\\u00e9', '\\u12', '\\uD800', '\\n', '\\x', '\\/', '\\b', '\n', '\t', '\u0001', 'é', '😀', 'abc', 'u', '0f', ' '];
+  const pieces = [
+    '"',
+    '\\',
+    '\\"',
+    '\\\\',
+    '\\u',
+    '\\u00e9',
+    '\\u12',
+    '\\uD800',
+    '\\n',
+    '\\x',
+    '\\/',
+    '\\b',
+    '\n',
+    '\t',
+    '\u0001',
+    'é',
+    '😀',
+    'abc',
+    'u',
+    '0f',
+    ' ',
+  ];
   fc.assert(
     fc.property(textOf(pieces), fc.nat(3), (body, pad) => {
       const b = Buffer.from(' '.repeat(pad) + body);
@@ -56,9 +79,33 @@ test('jsonStringEnd ends a string where stringEnd does, and accepts exactly what
 });
 
 test('exitCodeAt reads the exit code classifyOutput reads, or leaves the text to it', () => {
-  const pieces = ['Process exited with code ', 'Process exited with code', 'Exit code: ', 'Chunk ID: 1f\\n', 'Wall time: 0.1 seconds\\n', '0', '1', '-', '-0', '42', '12345678901234567', 'P', 'é', '\u2028', 'Command blocked by PreToolUse hook: ', 'apply_patch verification failed', 'x'.repeat(90), '\\n'];
+  const pieces = [
+    'Process exited with code ',
+    'Process exited with code',
+    'Exit code: ',
+    'Chunk ID: 1f\\n',
+    'Wall time: 0.1 seconds\\n',
+    '0',
+    '1',
+    '-',
+    '-0',
+    '42',
+    '12345678901234567',
+    'P',
+    'é',
+    '\u2028',
+    'Command blocked by PreToolUse hook: ',
+    'apply_patch verification failed',
+    'x'.repeat(90),
+    '\\n',
+  ];
   const exitText = fc
-    .tuple(fc.constantFrom('', 'Chunk ID: 1f\\nWall time: 0.1 seconds\\n', 'x'.repeat(370), 'é'), fc.constantFrom('Process exited with code ', 'Exit code: '), fc.constantFrom('0', '1', '-3', '-0', '007', '-', 'x', '12345678901234567890'), textOf(pieces))
+    .tuple(
+      fc.constantFrom('', 'Chunk ID: 1f\\nWall time: 0.1 seconds\\n', 'x'.repeat(370), 'é'),
+      fc.constantFrom('Process exited with code ', 'Exit code: '),
+      fc.constantFrom('0', '1', '-3', '-0', '007', '-', 'x', '12345678901234567890'),
+      textOf(pieces),
+    )
     .map((t) => t.join(''));
   let read = 0;
   fc.assert(
@@ -69,13 +116,20 @@ test('exitCodeAt reads the exit code classifyOutput reads, or leaves the text to
       if (exit === null) return;
       read++;
       const c = classifyOutput(b.toString('utf8', 0, end));
-      assert.deepEqual(c, { outcome: exit === 0 ? 'ran' : 'failed', exit, detail: exit === 0 ? null : `exit code ${exit}` }, text);
+      assert.deepEqual(
+        c,
+        { outcome: exit === 0 ? 'ran' : 'failed', exit, detail: exit === 0 ? null : `exit code ${exit}` },
+        text,
+      );
     }),
     { numRuns: 3000 },
   );
   assert.ok(read > 100, 'the fast path was taken');
   // Codex's own shapes are read from the bytes.
-  for (const t of ['Chunk ID: 9a\\nWall time: 0.0114 seconds\\nProcess exited with code 1\\nOutput:\\nok\\n', 'Exit code: 0\\nWall time: 0 seconds\\nOutput:\\nSuccess.']) {
+  for (const t of [
+    'Chunk ID: 9a\\nWall time: 0.0114 seconds\\nProcess exited with code 1\\nOutput:\\nok\\n',
+    'Exit code: 0\\nWall time: 0 seconds\\nOutput:\\nSuccess.',
+  ]) {
     const b = Buffer.from(t);
     assert.notEqual(exitCodeAt(b, view(b), 0, b.length), null, t);
   }
@@ -94,7 +148,8 @@ test('pagedHead reads the head of every line of a real rollout, and only that ex
     assert.equal(b.toString('utf8', t, t + o.type.length + 1), `${o.type}"`);
     assert.equal(PAGED.ordinal, o.ordinal);
   }
-  const head = '{"timestamp":"2026-11-29T09:20:29.656Z","ordinal":59999,"type":"response_item","payload":{"type":"message"}}';
+  const head =
+    '{"timestamp":"2026-11-29T09:20:29.656Z","ordinal":59999,"type":"response_item","payload":{"type":"message"}}';
   fc.assert(
     fc.property(fc.nat(70), fc.constantFrom('"', ',', ':', '1', 'x', ' ', '{'), (at, c) => {
       const line = head.slice(0, at) + c + head.slice(at + 1);
@@ -111,13 +166,18 @@ test('word and piece searches agree with the byte ones', () => {
   const needle = '"type":"ContextCompaction"';
   const piece = new PieceNeedle(Buffer.from(needle), 15);
   fc.assert(
-    fc.property(textOf([needle, 'Compac', 'ContextCompaction"', '"type":"Context', 'CommandExecution', '"type":"']), fc.nat(20), fc.nat(20), (text, from, cut) => {
-      const b = Buffer.from(text);
-      const to = Math.max(0, b.length - cut);
-      assert.equal(findPiece(b, piece, from, to), find(b, needle, from, to), text);
-      const w = new Needle(needle);
-      for (let at = 0; at <= b.length; at++) assert.equal(matchWords(b, view(b), at, w), matchAt(b, at, w.bytes));
-    }),
+    fc.property(
+      textOf([needle, 'Compac', 'ContextCompaction"', '"type":"Context', 'CommandExecution', '"type":"']),
+      fc.nat(20),
+      fc.nat(20),
+      (text, from, cut) => {
+        const b = Buffer.from(text);
+        const to = Math.max(0, b.length - cut);
+        assert.equal(findPiece(b, piece, from, to), find(b, needle, from, to), text);
+        const w = new Needle(needle);
+        for (let at = 0; at <= b.length; at++) assert.equal(matchWords(b, view(b), at, w), matchAt(b, at, w.bytes));
+      },
+    ),
     { numRuns: 500 },
   );
 });
@@ -125,22 +185,35 @@ test('word and piece searches agree with the byte ones', () => {
 test('a PieceScanner finds what find does, over ranges in any order and buffers that change', () => {
   const needle = '"type":"ContextCompaction"';
   const scanner = new PieceScanner(new PieceNeedle(Buffer.from(needle), 15));
-  const text = textOf([needle, 'Compac', 'ContextCompaction"', '"type":"Context', 'CommandExecution', '"type":"', '\n']);
+  const text = textOf([
+    needle,
+    'Compac',
+    'ContextCompaction"',
+    '"type":"Context',
+    'CommandExecution',
+    '"type":"',
+    '\n',
+  ]);
   fc.assert(
-    fc.property(fc.array(fc.tuple(text, fc.array(fc.tuple(fc.nat(200), fc.nat(60)), { maxLength: 12 }), fc.boolean()), { maxLength: 4 }), (bufs) => {
-      // One Buffer reused for every "chunk" (as the reader reuses its buffers), with a new view each time.
-      const b = Buffer.alloc(4096, 0x78);
-      for (const [t, ranges, sorted] of bufs) {
-        const n = b.write(t);
-        b.fill(0x78, n);
-        const dv = view(b);
-        const rs = sorted ? [...ranges].sort((x, y) => x[0] - y[0]) : ranges;
-        for (const [from, len] of rs) {
-          const to = Math.min(b.length, from + len);
-          assert.equal(scanner.find(b, dv, from, to), find(b, needle, from, to), `${t} ${from} ${to}`);
+    fc.property(
+      fc.array(fc.tuple(text, fc.array(fc.tuple(fc.nat(200), fc.nat(60)), { maxLength: 12 }), fc.boolean()), {
+        maxLength: 4,
+      }),
+      (bufs) => {
+        // One Buffer reused for every "chunk" (as the reader reuses its buffers), with a new view each time.
+        const b = Buffer.alloc(4096, 0x78);
+        for (const [t, ranges, sorted] of bufs) {
+          const n = b.write(t);
+          b.fill(0x78, n);
+          const dv = view(b);
+          const rs = sorted ? [...ranges].sort((x, y) => x[0] - y[0]) : ranges;
+          for (const [from, len] of rs) {
+            const to = Math.min(b.length, from + len);
+            assert.equal(scanner.find(b, dv, from, to), find(b, needle, from, to), `${t} ${from} ${to}`);
+          }
         }
-      }
-    }),
+      },
+    ),
     { numRuns: 1000 },
   );
 });
@@ -164,8 +237,13 @@ test('calls waiting at once (a few, and more than the arrays hold), ids reused, 
     const ci = lines.findIndex((l) => l.includes('"type":"compacted"'));
     const call = JSON.parse(lines.find((l, k) => k > ci && l.includes('"type":"function_call"'))!);
     const out = JSON.parse(lines.find((l, k) => k > ci && l.includes('"type":"function_call_output"'))!);
-    const mkCall = (id: string, cmd: string) => JSON.stringify({ ...call, payload: { ...call.payload, call_id: id, arguments: JSON.stringify({ cmd }) } });
-    const mkOut = (id: string, exit: number) => JSON.stringify({ ...out, payload: { ...out.payload, call_id: id, output: `Chunk ID: 1\nProcess exited with code ${exit}\n` } });
+    const mkCall = (id: string, cmd: string) =>
+      JSON.stringify({ ...call, payload: { ...call.payload, call_id: id, arguments: JSON.stringify({ cmd }) } });
+    const mkOut = (id: string, exit: number) =>
+      JSON.stringify({
+        ...out,
+        payload: { ...out.payload, call_id: id, output: `Chunk ID: 1\nProcess exited with code ${exit}\n` },
+      });
     for (const n of [6, 20]) {
       const half = n / 2;
       const extra: string[] = [];

@@ -101,7 +101,13 @@ test('store cross-check on the real session: checkpoint, trip, prefix hash, deni
   assert.equal(st.checkpoints!.length, 1);
   assert.equal(st.checkpoints![0]!.prefix, 'same');
   assert.equal(st.checkpoints![0]!.prefix_now_sha256, st.checkpoints![0]!.transcript_sha256);
-  assert.deepEqual(st.denials, { store: 2, transcript_blocked_by_latch: 2, transcript_blocked_other: 0, missing_in_transcript: [], missing_in_store: [] });
+  assert.deepEqual(st.denials, {
+    store: 2,
+    transcript_blocked_by_latch: 2,
+    transcript_blocked_other: 0,
+    missing_in_transcript: [],
+    missing_in_store: [],
+  });
   assert.equal(st.verifies!.length, 1);
   assert.equal(st.verifies![0]!.current_tree_sha256, st.checkpoints![0]!.tree_sha256);
   assert.equal(st.verifies![0]!.checkpoint_tree_sha256, st.checkpoints![0]!.tree_sha256);
@@ -112,7 +118,9 @@ test('store cross-check on the real session: checkpoint, trip, prefix hash, deni
 test('store cross-check finds a missing trip, a denial without a block, and a write that ran while latched', async () => {
   const home = storeHome((db) => {
     db.prepare('UPDATE compactions SET tripped_at = NULL').run();
-    db.prepare("INSERT INTO denials (session_id, at, turn_id, tool_name, tool_use_id, summary, reasons_json) VALUES (?, '2026-11-29T09:24:25Z', NULL, 'Bash', 'call_ghost', 'Bash: x', '[]')").run(SESSION);
+    db.prepare(
+      "INSERT INTO denials (session_id, at, turn_id, tool_name, tool_use_id, summary, reasons_json) VALUES (?, '2026-11-29T09:24:25Z', NULL, 'Bash', 'call_ghost', 'Bash: x', '[]')",
+    ).run(SESSION);
     // the verify happened "later": the post-verify write now falls inside the latched interval
     db.prepare("UPDATE transitions SET at = '2999-01-01T00:00:00.000Z' WHERE event = 'verify'").run();
   });
@@ -132,7 +140,9 @@ test('store cross-check: a compaction the store never saw, and one the file lost
   const a = await fsckFile(REAL, { latchHome: noRow });
   assert.ok(codes(a).includes('store_missing_compaction'), codes(a).join());
   const extra = storeHome((db) => {
-    db.prepare("INSERT INTO compactions (session_id, seq, trigger, observed_via, first_seen_at) VALUES (?, 2, 'auto', '[\"pre_compact\"]', '2026-11-29T09:30:00Z')").run(SESSION);
+    db.prepare(
+      "INSERT INTO compactions (session_id, seq, trigger, observed_via, first_seen_at) VALUES (?, 2, 'auto', '[\"pre_compact\"]', '2026-11-29T09:30:00Z')",
+    ).run(SESSION);
   });
   const b = await fsckFile(REAL, { latchHome: extra });
   assert.ok(codes(b).includes('transcript_missing_compaction'), codes(b).join());
@@ -200,7 +210,10 @@ test('ordinal gaps and an unqualified writer are findings', async () => {
   assert.deepEqual(codes(g), ['ordinal_gap']);
   assert.deepEqual(g.findings[0]!.lines, [11]);
   const old = join(d, 'old.jsonl');
-  writeFileSync(old, [lines[0]!.replace('"cli_version":"0.169.0"', '"cli_version":"0.170.0"'), ...lines.slice(1)].join('\n') + '\n');
+  writeFileSync(
+    old,
+    [lines[0]!.replace('"cli_version":"0.169.0"', '"cli_version":"0.170.0"'), ...lines.slice(1)].join('\n') + '\n',
+  );
   const o = await fsckFile(old, { latchHome: null });
   assert.deepEqual(codes(o), ['unqualified_writer']);
   assert.equal(o.writer.cli_version, '0.170.0');
@@ -209,10 +222,17 @@ test('ordinal gaps and an unqualified writer are findings', async () => {
 test('legacy layout (no ordinals, context_compacted event) is read the same way', async () => {
   const d = tmp();
   const f = join(d, 'legacy.jsonl');
-  const lines = readFileSync(REAL, 'utf8').trimEnd().split('\n').map((l) => l.replace(/,"ordinal":\d+/, ''));
+  const lines = readFileSync(REAL, 'utf8')
+    .trimEnd()
+    .split('\n')
+    .map((l) => l.replace(/,"ordinal":\d+/, ''));
   // an older writer: the compaction shows as compacted + event_msg context_compacted
   const i = lines.findIndex((l) => l.includes('"ContextCompaction"'));
-  lines[i] = JSON.stringify({ timestamp: '2026-11-29T09:24:24.330Z', type: 'event_msg', payload: { type: 'context_compacted' } });
+  lines[i] = JSON.stringify({
+    timestamp: '2026-11-29T09:24:24.330Z',
+    type: 'event_msg',
+    payload: { type: 'context_compacted' },
+  });
   writeFileSync(f, lines.join('\n') + '\n');
   const r = await fsckFile(f, { latchHome: null });
   assert.equal(r.layout, 'legacy');
@@ -269,7 +289,11 @@ test('a line longer than the kept head is framed from its head and tail (compact
   const lines = readFileSync(REAL, 'utf8').trimEnd().split('\n');
   const i = lines.findIndex((l) => l.includes('"type":"compacted"'));
   const cp = JSON.parse(lines[i]!);
-  cp.payload.replacement_history.push({ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'x'.repeat(MAX_KEEP + 1000) }] });
+  cp.payload.replacement_history.push({
+    type: 'message',
+    role: 'user',
+    content: [{ type: 'input_text', text: 'x'.repeat(MAX_KEEP + 1000) }],
+  });
   cp.payload.window_number = 7;
   lines[i] = JSON.stringify(cp);
   writeFileSync(f, lines.join('\n') + '\n');
@@ -283,22 +307,40 @@ test('a line longer than the kept head is framed from its head and tail (compact
 
 test('property: line count, parse errors and record counts hold for any mix of records and garbage', async () => {
   const d = tmp();
-  const rec = (type: string, i: number) => JSON.stringify({ timestamp: '2026-11-29T00:00:00.000Z', ordinal: i, type, payload: { type: 'x', text: 'a"b\\c\n' } });
+  const rec = (type: string, i: number) =>
+    JSON.stringify({
+      timestamp: '2026-11-29T00:00:00.000Z',
+      ordinal: i,
+      type,
+      payload: { type: 'x', text: 'a"b\\c\n' },
+    });
   await fc.assert(
-    fc.asyncProperty(fc.array(fc.constantFrom('event_msg', 'response_item', 'token_usage_record', 'garbage'), { minLength: 1, maxLength: 60 }), async (kinds) => {
-      const f = join(d, 'p.jsonl');
-      const body = [rec('session_meta', 0).replace('"payload":{', '"payload":{"id":"s","cli_version":"0.169.0",'), ...kinds.map((k, i) => (k === 'garbage' ? 'oops {' : rec(k, i + 1)))];
-      // garbage lines have no ordinal; keep ordinals consecutive among records
-      let ord = 1;
-      const fixed = body.map((l, i) => (i === 0 || l === 'oops {' ? l : l.replace(/"ordinal":\d+/, `"ordinal":${ord++}`)));
-      writeFileSync(f, fixed.join('\n') + '\n');
-      const r = await fsckFile(f, { latchHome: null });
-      assert.equal(r.lines, fixed.length);
-      const garbage = kinds.filter((k) => k === 'garbage').length;
-      assert.equal(r.parse_errors, garbage);
-      for (const t of ['event_msg', 'response_item', 'token_usage_record']) assert.equal(r.records[t] ?? 0, kinds.filter((k) => k === t).length);
-      assert.equal(r.exit_code, garbage ? 1 : 0);
-    }),
+    fc.asyncProperty(
+      fc.array(fc.constantFrom('event_msg', 'response_item', 'token_usage_record', 'garbage'), {
+        minLength: 1,
+        maxLength: 60,
+      }),
+      async (kinds) => {
+        const f = join(d, 'p.jsonl');
+        const body = [
+          rec('session_meta', 0).replace('"payload":{', '"payload":{"id":"s","cli_version":"0.169.0",'),
+          ...kinds.map((k, i) => (k === 'garbage' ? 'oops {' : rec(k, i + 1))),
+        ];
+        // garbage lines have no ordinal; keep ordinals consecutive among records
+        let ord = 1;
+        const fixed = body.map((l, i) =>
+          i === 0 || l === 'oops {' ? l : l.replace(/"ordinal":\d+/, `"ordinal":${ord++}`),
+        );
+        writeFileSync(f, fixed.join('\n') + '\n');
+        const r = await fsckFile(f, { latchHome: null });
+        assert.equal(r.lines, fixed.length);
+        const garbage = kinds.filter((k) => k === 'garbage').length;
+        assert.equal(r.parse_errors, garbage);
+        for (const t of ['event_msg', 'response_item', 'token_usage_record'])
+          assert.equal(r.records[t] ?? 0, kinds.filter((k) => k === t).length);
+        assert.equal(r.exit_code, garbage ? 1 : 0);
+      },
+    ),
     { numRuns: 40 },
   );
 });
@@ -307,7 +349,15 @@ function captureIo(env: NodeJS.ProcessEnv = {}): { io: Io; out: () => string; er
   let out = '';
   let err = '';
   return {
-    io: { out: (t) => (out += t), err: (t) => (err += t), env, cwd: process.cwd(), interactive: false, ask: async () => '', now: () => new Date().toISOString() },
+    io: {
+      out: (t) => (out += t),
+      err: (t) => (err += t),
+      env,
+      cwd: process.cwd(),
+      interactive: false,
+      ask: async () => '',
+      now: () => new Date().toISOString(),
+    },
     out: () => out,
     err: () => err,
   };
@@ -327,9 +377,32 @@ test('transcriptDoctor: human summary, --json with a stable schema, exit codes 0
   const report = JSON.parse(j.out()) as FsckReport;
   assert.equal(report.schema, 'latch.doctor.transcript/1');
   assert.deepEqual(Object.keys(report), [
-    'schema', 'file', 'compression', 'bytes', 'format', 'layout', 'lines', 'ok', 'exit_code', 'unreadable', 'records', 'payload_types', 'writer',
-    'sessions', 'turns', 'ordinals', 'parse_errors', 'truncated_last_line', 'unknown_types', 'compactions', 'tool_calls',
-    'attempts_after_compaction', 'hook_blocked_outputs', 'hook_runs', 'store', 'findings',
+    'schema',
+    'file',
+    'compression',
+    'bytes',
+    'format',
+    'layout',
+    'lines',
+    'ok',
+    'exit_code',
+    'unreadable',
+    'records',
+    'payload_types',
+    'writer',
+    'sessions',
+    'turns',
+    'ordinals',
+    'parse_errors',
+    'truncated_last_line',
+    'unknown_types',
+    'compactions',
+    'tool_calls',
+    'attempts_after_compaction',
+    'hook_blocked_outputs',
+    'hook_runs',
+    'store',
+    'findings',
   ]);
   const u = captureIo({ LATCH_HOME: home });
   assert.equal(await transcriptDoctor(u.io, { file: join(tmp(), 'missing.jsonl') }), 2);
@@ -346,15 +419,36 @@ test('tool calls and outputs read the same from the fixed shape, reordered field
   const variants: Record<string, (p: Record<string, unknown>) => Record<string, unknown>> = {
     asis: (p) => p,
     // call_id first, then the rest in reverse order
-    reordered: (p) => Object.fromEntries([['type', p.type], ['call_id', p.call_id], ...Object.entries(p).filter(([k]) => k !== 'type' && k !== 'call_id').reverse()]),
+    reordered: (p) =>
+      Object.fromEntries([
+        ['type', p.type],
+        ['call_id', p.call_id],
+        ...Object.entries(p)
+          .filter(([k]) => k !== 'type' && k !== 'call_id')
+          .reverse(),
+      ]),
     // a nested object holding decoy keys before the real ones: the walk must give up and search
     decoy: (p) => ({ type: p.type, meta: { name: 'decoy', call_id: 'decoy', arguments: 'x', input: 'y' }, ...p }),
     // a string value with escaped quotes that look like keys
-    escaped: (p) => ({ type: p.type, id: '"name":"decoy","call_id":"decoy"', ...Object.fromEntries(Object.entries(p).filter(([k]) => k !== 'type' && k !== 'id')) }),
+    escaped: (p) => ({
+      type: p.type,
+      id: '"name":"decoy","call_id":"decoy"',
+      ...Object.fromEntries(Object.entries(p).filter(([k]) => k !== 'type' && k !== 'id')),
+    }),
   };
   const pick = (r: FsckReport) => ({
     tool_calls: r.tool_calls,
-    attempts: { ...r.attempts_after_compaction, list: r.attempts_after_compaction.list.map((a) => [a.call_id, a.tool, a.summary, a.outcome, a.exit_code, a.output_line]) },
+    attempts: {
+      ...r.attempts_after_compaction,
+      list: r.attempts_after_compaction.list.map((a) => [
+        a.call_id,
+        a.tool,
+        a.summary,
+        a.outcome,
+        a.exit_code,
+        a.output_line,
+      ]),
+    },
     hook_blocked_outputs: r.hook_blocked_outputs,
     parse_errors: r.parse_errors,
     findings: r.findings,
@@ -377,6 +471,7 @@ test('tool calls and outputs read the same from the fixed shape, reordered field
     }
     assert.ok(fast.attempts_after_compaction.total > 0, name);
     assert.deepEqual(pick(fast), pick(full), name);
-    if (name !== 'decoy') assert.deepEqual(pick(fast).tool_calls, pick(await fsckFile(REAL, { latchHome: null })).tool_calls, name);
+    if (name !== 'decoy')
+      assert.deepEqual(pick(fast).tool_calls, pick(await fsckFile(REAL, { latchHome: null })).tool_calls, name);
   }
 });

@@ -38,7 +38,10 @@ const MARKS = ['fsmonitor', 'clean', 'smudge', 'process', 'textconv', 'external'
 test('the armed repository really fires its traps for a plain git (the oracle works)', () => {
   const { repo, marks } = armedRepo();
   spawnSync('git', ['status', '--porcelain'], { cwd: repo, stdio: 'ignore' });
-  assert.ok(MARKS.some((k) => existsSync(path.join(marks, k))), 'plain git status ran an armed program');
+  assert.ok(
+    MARKS.some((k) => existsSync(path.join(marks, k))),
+    'plain git status ran an armed program',
+  );
 });
 
 test('gitState, workspaceRoot, the tree listing and the watcher’s ignore query run none of them', () => {
@@ -58,22 +61,37 @@ test('a held git read (the held-read environment + the spelling the classifier a
   const { repo, marks } = armedRepo();
   // Arm what the held spelling leaves to the environment: hooks on index refresh, signatures, pagers.
   git(repo, 'config', 'core.hooksPath', path.join(repo, '.git', 'hooks'));
-  writeFileSync(path.join(repo, '.git', 'hooks', 'post-index-change'), `#!/bin/sh\ntouch ${path.join(marks, 'hook')}\n`, { mode: 0o755 });
+  writeFileSync(
+    path.join(repo, '.git', 'hooks', 'post-index-change'),
+    `#!/bin/sh\ntouch ${path.join(marks, 'hook')}\n`,
+    { mode: 0o755 },
+  );
   git(repo, 'config', 'log.showSignature', 'true');
   git(repo, 'config', 'gpg.program', `${path.join(marks, 'gpg')}`);
   git(repo, 'config', 'pager.log', `touch ${path.join(marks, 'pagerlog')}; cat`);
   git(repo, 'config', '--unset', 'filter.evil.clean');
   git(repo, 'config', '--unset', 'filter.evil.smudge');
   git(repo, 'config', '--unset', 'filter.evil.process');
-  const held = ['git --no-pager status', 'git --no-pager log --oneline', 'git --no-pager log --no-ext-diff --no-textconv -p', 'git --no-pager diff --no-ext-diff --no-textconv', 'git --no-pager show --no-ext-diff --no-textconv'];
+  const held = [
+    'git --no-pager status',
+    'git --no-pager log --oneline',
+    'git --no-pager log --no-ext-diff --no-textconv -p',
+    'git --no-pager diff --no-ext-diff --no-textconv',
+    'git --no-pager show --no-ext-diff --no-textconv',
+  ];
   for (const cmd of held) {
     const v = classifyCommand(cmd, { latchHome: '/nonexistent/latch', cwd: repo, gitEnvHardened: true });
     assert.equal(v.readOnly, true, `${cmd}: ${v.reasons.join('; ')}`);
     const r = spawnSync('/bin/bash', ['-c', wrapClassifierOnly(cmd)], { cwd: repo, encoding: 'utf8' });
     assert.equal(r.status, 0, `${cmd}: ${r.stderr}`);
   }
-  for (const k of [...MARKS, 'hook', 'gpg', 'pagerlog']) assert.equal(existsSync(path.join(marks, k)), false, `${k} ran`);
+  for (const k of [...MARKS, 'hook', 'gpg', 'pagerlog'])
+    assert.equal(existsSync(path.join(marks, k)), false, `${k} ran`);
   // The oracle: the same reads without the held-read environment do fire the armed programs.
-  for (const cmd of ['git --no-pager status', 'git log --oneline']) spawnSync('/bin/bash', ['-c', cmd], { cwd: repo, stdio: 'ignore' });
-  assert.ok(['fsmonitor', 'hook', 'gpg', 'pagerlog'].some((k) => existsSync(path.join(marks, k))), 'unwrapped, an armed program ran');
+  for (const cmd of ['git --no-pager status', 'git log --oneline'])
+    spawnSync('/bin/bash', ['-c', cmd], { cwd: repo, stdio: 'ignore' });
+  assert.ok(
+    ['fsmonitor', 'hook', 'gpg', 'pagerlog'].some((k) => existsSync(path.join(marks, k))),
+    'unwrapped, an armed program ran',
+  );
 });

@@ -17,7 +17,12 @@ import { tmpDir } from '../helpers/git.js';
 const patch = (...lines: string[]) => `*** Begin Patch\n${lines.join('\n')}\n*** End Patch\n`;
 
 test('patchPaths reads every file header, moves included', () => {
-  assert.deepEqual(patchPaths(patch('*** Add File: a.txt', '+x', '*** Update File: b/c.ts', '*** Move to: d.ts', '@@', '*** Delete File: e')), ['a.txt', 'b/c.ts', 'd.ts', 'e']);
+  assert.deepEqual(
+    patchPaths(
+      patch('*** Add File: a.txt', '+x', '*** Update File: b/c.ts', '*** Move to: d.ts', '@@', '*** Delete File: e'),
+    ),
+    ['a.txt', 'b/c.ts', 'd.ts', 'e'],
+  );
 });
 
 test('a patch reaching the store, the Codex registration or a startup file is refused; workspace files are not', () => {
@@ -31,7 +36,13 @@ test('a patch reaching the store, the Codex registration or a startup file is re
   symlinkSync(latchHome, path.join(work, 'st'));
   symlinkSync(path.join(codexHome, 'hooks.json'), path.join(work, 'h.json'));
   const env = { HOME: home, CODEX_HOME: codexHome };
-  const ctx = classifierContext({ latchHome, cwd: work, latchEntry: '/opt/latch/dist/latch.cjs', env, registration: codex.registrationPaths(env, work) });
+  const ctx = classifierContext({
+    latchHome,
+    cwd: work,
+    latchEntry: '/opt/latch/dist/latch.cjs',
+    env,
+    registration: codex.registrationPaths(env, work),
+  });
   const refused = [
     `${latchHome}/latch.db`,
     '../home/.local/state/latch/latch.db',
@@ -47,6 +58,10 @@ test('a patch reaching the store, the Codex registration or a startup file is re
     './sub/../../home/.bashrc',
   ];
   for (const p of refused) assert.ok(patchTouchesLatch(patch(`*** Add File: ${p}`, '+x'), ctx).length > 0, p);
-  assert.ok(patchTouchesLatch(patch('*** Update File: a.txt', '*** Move to: st/latch.db'), ctx).length > 0, 'move into the store');
-  for (const p of ['a.txt', 'src/x.ts', 'stx/latch.db', 'codex/hooks.json']) assert.deepEqual(patchTouchesLatch(patch(`*** Add File: ${p}`, '+x'), ctx), [], p);
+  assert.ok(
+    patchTouchesLatch(patch('*** Update File: a.txt', '*** Move to: st/latch.db'), ctx).length > 0,
+    'move into the store',
+  );
+  for (const p of ['a.txt', 'src/x.ts', 'stx/latch.db', 'codex/hooks.json'])
+    assert.deepEqual(patchTouchesLatch(patch(`*** Add File: ${p}`, '+x'), ctx), [], p);
 });

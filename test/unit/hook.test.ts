@@ -15,7 +15,12 @@ async function hook(sb: Sandbox, p: Record<string, unknown>, expected: string | 
   const r = await runCodexHook(JSON.stringify(p), expected, sb.env);
   const event = String(p.hook_event_name ?? expected);
   const parsed = assertValidReply(event, r.stdout) as {
-    hookSpecificOutput?: { permissionDecision?: string; permissionDecisionReason?: string; additionalContext?: string; updatedInput?: { command?: string } };
+    hookSpecificOutput?: {
+      permissionDecision?: string;
+      permissionDecisionReason?: string;
+      additionalContext?: string;
+      updatedInput?: { command?: string };
+    };
   } | null;
   const out = parsed?.hookSpecificOutput;
   return {
@@ -36,8 +41,13 @@ function counts(sb: Sandbox) {
       checkpoints: one('SELECT COUNT(*) n FROM checkpoints'),
       compactions: one('SELECT COUNT(*) n FROM compactions'),
       trips: one("SELECT COUNT(*) n FROM transitions WHERE event LIKE 'compaction:%'"),
-      state: (db.prepare("SELECT state FROM sessions WHERE session_id = 'S'").get() as { state: string } | undefined)?.state,
-      via: (db.prepare("SELECT observed_via v FROM compactions WHERE session_id = 'S' ORDER BY seq").all() as { v: string }[]).map((r) => JSON.parse(r.v)),
+      state: (db.prepare("SELECT state FROM sessions WHERE session_id = 'S'").get() as { state: string } | undefined)
+        ?.state,
+      via: (
+        db.prepare("SELECT observed_via v FROM compactions WHERE session_id = 'S' ORDER BY seq").all() as {
+          v: string;
+        }[]
+      ).map((r) => JSON.parse(r.v)),
     };
   } finally {
     db.close();
@@ -65,15 +75,24 @@ test('compaction seen by PreCompact, PostCompact, SessionStart(compact) and the 
   appendCompaction(sb.transcript);
   // The human (not the model) is told at the trip, through Codex's systemMessage (schema-checked).
   const post = await hook(sb, payload('post-compact-auto', sb));
-  assert.match((post.parsed as { systemMessage?: string } | null)?.systemMessage ?? '', /compaction #1 observed; session S is latched .*latch verify/);
+  assert.match(
+    (post.parsed as { systemMessage?: string } | null)?.systemMessage ?? '',
+    /compaction #1 observed; session S is latched .*latch verify/,
+  );
   const start = await hook(sb, payload('session-start-compact', sb));
   assert.match(start.parsed?.hookSpecificOutput?.additionalContext ?? '', /authority .* revoked/);
-  assert.match(start.parsed?.hookSpecificOutput?.additionalContext ?? '', /Latch facts at delivery \(.*\): state latched/);
+  assert.match(
+    start.parsed?.hookSpecificOutput?.additionalContext ?? '',
+    /Latch facts at delivery \(.*\): state latched/,
+  );
   assert.doesNotMatch(start.parsed?.hookSpecificOutput?.additionalContext ?? '', /State: mutable/);
   appendModelTurn(sb.transcript);
   const denied = await hook(sb, bash(sb, 'echo two > two.txt'));
   assert.ok(denied.denied, 'post-compaction write denied');
-  assert.match((denied.parsed as { systemMessage?: string } | null)?.systemMessage ?? '', /Latch denied Bash: echo two > two.txt \(latched, not_read_only\)\. .*latch verify/);
+  assert.match(
+    (denied.parsed as { systemMessage?: string } | null)?.systemMessage ?? '',
+    /Latch denied Bash: echo two > two.txt \(latched, not_read_only\)\. .*latch verify/,
+  );
   assert.match(denied.reason, /latched/);
   assert.match(denied.reason, /latch verify/);
   assert.match(denied.reason, /cp_/);
@@ -104,17 +123,35 @@ test('read-only commands are allowed while latched; writes, latch verify and $LA
   await hook(sb, bash(sb, 'true'));
   appendCompaction(sb.transcript);
   assert.ok((await hook(sb, bash(sb, 'echo x > x'))).denied);
-  for (const cmd of ['ls -la', 'cat README.md', 'git --no-pager status', 'git --no-pager diff --no-ext-diff --no-textconv HEAD', 'git --no-pager log --oneline', 'rg foo . || true']) {
+  for (const cmd of [
+    'ls -la',
+    'cat README.md',
+    'git --no-pager status',
+    'git --no-pager diff --no-ext-diff --no-textconv HEAD',
+    'git --no-pager log --oneline',
+    'rg foo . || true',
+  ]) {
     const r = await hook(sb, bash(sb, cmd));
     assert.ok(r.rewritten?.endsWith(`-c ${shellQuote(cmd)}`), `${cmd}: ${r.stdout}`);
   }
-  for (const cmd of ['latch verify --yes', `ls ${sb.home}`, 'npx latch resume', 'sed -i s/a/b/ README.md', 'git status', 'git log -p', 'set -k; git --no-pager status']) {
+  for (const cmd of [
+    'latch verify --yes',
+    `ls ${sb.home}`,
+    'npx latch resume',
+    'sed -i s/a/b/ README.md',
+    'git status',
+    'git log -p',
+    'set -k; git --no-pager status',
+  ]) {
     assert.ok((await hook(sb, bash(sb, cmd))).denied, cmd);
   }
   assert.ok((await hook(sb, payload('pre-tool-use-apply-patch', sb))).denied);
   assert.ok((await hook(sb, payload('pre-tool-use-bash', sb, { tool_name: 'mcp__fs__write', tool_input: {} }))).denied);
   assert.ok((await hook(sb, payload('pre-tool-use-bash', sb, { tool_name: 'spawn_agent', tool_input: {} }))).denied);
-  assert.equal((await hook(sb, payload('pre-tool-use-bash', sb, { tool_name: 'view_image', tool_input: {} }))).stdout, null);
+  assert.equal(
+    (await hook(sb, payload('pre-tool-use-bash', sb, { tool_name: 'view_image', tool_input: {} }))).stdout,
+    null,
+  );
   // A tool name Latch does not know is not a read-only one: it is denied with the same reason.
   assert.ok((await hook(sb, payload('pre-tool-use-bash', sb, { tool_name: 'shiny_new_tool', tool_input: {} }))).denied);
 });
@@ -133,7 +170,10 @@ test('fail closed: missing, corrupt and read-only stores deny tracked tools; unt
   const r1 = await hook(missing, bash(missing, 'echo x > y'));
   assert.ok(r1.denied);
   assert.match(r1.reason, /does not exist/);
-  assert.equal((await hook(missing, payload('pre-tool-use-bash', missing, { tool_name: 'view_image', tool_input: {} }))).stdout, null);
+  assert.equal(
+    (await hook(missing, payload('pre-tool-use-bash', missing, { tool_name: 'view_image', tool_input: {} }))).stdout,
+    null,
+  );
 
   const corrupt = sandbox();
   t.after(corrupt.cleanup);
@@ -141,8 +181,15 @@ test('fail closed: missing, corrupt and read-only stores deny tracked tools; unt
   const r2 = await hook(corrupt, bash(corrupt, 'echo x > y'));
   assert.ok(r2.denied);
   assert.match(r2.reason, /fail closed/);
-  assert.equal((await hook(corrupt, payload('pre-tool-use-bash', corrupt, { tool_name: 'view_image', tool_input: {} }))).stdout, null);
-  assert.ok((await hook(corrupt, payload('pre-tool-use-bash', corrupt, { tool_name: 'shiny_new_tool', tool_input: {} }))).denied, 'an unknown tool is not untracked');
+  assert.equal(
+    (await hook(corrupt, payload('pre-tool-use-bash', corrupt, { tool_name: 'view_image', tool_input: {} }))).stdout,
+    null,
+  );
+  assert.ok(
+    (await hook(corrupt, payload('pre-tool-use-bash', corrupt, { tool_name: 'shiny_new_tool', tool_input: {} })))
+      .denied,
+    'an unknown tool is not untracked',
+  );
 
   // Locked past the busy timeout: another process holds the write lock.
   const locked = sandbox();
@@ -151,7 +198,10 @@ test('fail closed: missing, corrupt and read-only stores deny tracked tools; unt
   const holder = openStore(locked.home, { create: false });
   holder.exec('BEGIN EXCLUSIVE');
   try {
-    const r3 = await hook({ ...locked, env: { ...locked.env, LATCH_BUSY_TIMEOUT_MS: '200' } }, bash(locked, 'echo x > y'));
+    const r3 = await hook(
+      { ...locked, env: { ...locked.env, LATCH_BUSY_TIMEOUT_MS: '200' } },
+      bash(locked, 'echo x > y'),
+    );
     assert.ok(r3.denied);
     assert.match(r3.reason, /locked/);
   } finally {
@@ -160,7 +210,9 @@ test('fail closed: missing, corrupt and read-only stores deny tracked tools; unt
   }
 });
 
-test('fail closed: a read-only store denies', { skip: process.getuid?.() === 0 ? 'root ignores file modes' : false }, async (t) => {
+test('fail closed: a read-only store denies', {
+  skip: process.getuid?.() === 0 ? 'root ignores file modes' : false,
+}, async (t) => {
   const ro = sandbox();
   t.after(() => {
     chmodSync(ro.home, 0o700);
@@ -291,7 +343,10 @@ test('a fork of a latched session is latched', async (t) => {
   appendCompaction(sb.transcript);
   assert.ok((await hook(sb, bash(sb, 'touch a'))).denied);
   const forkT = join(sb.base, 'fork.jsonl');
-  writeFileSync(forkT, JSON.stringify({ type: 'session_meta', payload: { id: 'F', forked_from_id: 'S', cli_version: '0.169.0' } }) + '\n');
+  writeFileSync(
+    forkT,
+    JSON.stringify({ type: 'session_meta', payload: { id: 'F', forked_from_id: 'S', cli_version: '0.169.0' } }) + '\n',
+  );
   await hook(sb, payload('session-start-fork', sb, { session_id: 'F', transcript_path: forkT }));
   const r = await hook(sb, bash(sb, 'touch f', { session_id: 'F', transcript_path: forkT }));
   assert.ok(r.denied);
@@ -304,7 +359,10 @@ test('an invalid config denies tracked tools with a clear reason (fail closed), 
   const r = await hook(sb, bash(sb, 'echo x > x.txt'));
   assert.ok(r.denied);
   assert.match(r.reason, /configuration is invalid: .*policy/);
-  assert.equal((await hook(sb, payload('pre-tool-use-bash', sb, { tool_name: 'view_image', tool_input: {} }))).stdout, null);
+  assert.equal(
+    (await hook(sb, payload('pre-tool-use-bash', sb, { tool_name: 'view_image', tool_input: {} }))).stdout,
+    null,
+  );
   // A tool name Latch does not know is not a read-only one: it is denied with the same reason.
   assert.ok((await hook(sb, payload('pre-tool-use-bash', sb, { tool_name: 'shiny_new_tool', tool_input: {} }))).denied);
 });
@@ -314,7 +372,10 @@ test('slow work past the hook deadline denies instead of letting Codex time out 
   t.after(sb.cleanup);
   for (let i = 0; i < 600; i++) writeFileSync(join(sb.work, `f${i}.txt`), `${i}\n`);
   // The first tracked call in a workspace takes a baseline observation: give it no time at all.
-  const r = await runCodexHook(JSON.stringify(bash(sb, 'echo x > x.txt')), null, { ...sb.env, LATCH_HOOK_DEADLINE_MS: '1' });
+  const r = await runCodexHook(JSON.stringify(bash(sb, 'echo x > x.txt')), null, {
+    ...sb.env,
+    LATCH_HOOK_DEADLINE_MS: '1',
+  });
   assertValidReply('PreToolUse', r.stdout);
   const reply = JSON.parse(r.stdout!);
   assert.equal(reply.hookSpecificOutput.permissionDecision, 'deny');
@@ -347,7 +408,10 @@ test('a read-only command closes without a scan; a change in its window is still
   await hook(sb, payload('post-tool-use-bash', sb, { tool_use_id: id, tool_input: { command: 'cat README.md' } }));
   const db = openStore(sb.home, { create: false });
   try {
-    const a = db.prepare('SELECT state, end_reason FROM attempts WHERE id = ?').get(`S/${id}`) as { state: string; end_reason: string };
+    const a = db.prepare('SELECT state, end_reason FROM attempts WHERE id = ?').get(`S/${id}`) as {
+      state: string;
+      end_reason: string;
+    };
     assert.deepEqual(a, { state: 'closed', end_reason: 'PostToolUse (read-only command: no scan)' });
     assert.equal((db.prepare('SELECT COUNT(*) n FROM changes').get() as { n: number }).n, 0, 'no scan at that Close');
   } finally {
@@ -356,7 +420,10 @@ test('a read-only command closes without a scan; a change in its window is still
   await hook(sb, payload('stop', sb));
   const db2 = openStore(sb.home, { create: false });
   try {
-    const c = db2.prepare("SELECT attribution, attempt_id FROM changes WHERE path = 'sneaky.txt'").get() as { attribution: string; attempt_id: string };
+    const c = db2.prepare("SELECT attribution, attempt_id FROM changes WHERE path = 'sneaky.txt'").get() as {
+      attribution: string;
+      attempt_id: string;
+    };
     assert.deepEqual(c, { attribution: 'attempt', attempt_id: `S/${id}` });
   } finally {
     db2.close();
@@ -384,12 +451,15 @@ test('an unknown tool name is tracked: a ledger attempt while mutable, a denial 
   const sb = sandbox();
   t.after(sb.cleanup);
   await hook(sb, payload('session-start-startup', sb));
-  const call = (id: string) => payload('pre-tool-use-bash', sb, { tool_name: 'shiny_new_tool', tool_input: { path: 'x.txt' }, tool_use_id: id });
+  const call = (id: string) =>
+    payload('pre-tool-use-bash', sb, { tool_name: 'shiny_new_tool', tool_input: { path: 'x.txt' }, tool_use_id: id });
   const r1 = await hook(sb, call('call_new_1'));
   assert.equal(r1.stdout, null, 'allowed while mutable');
   const db = openStore(sb.home, { create: false });
   try {
-    const a = db.prepare("SELECT tool_name, state FROM attempts WHERE tool_use_id = 'call_new_1'").get() as { tool_name: string; state: string } | undefined;
+    const a = db.prepare("SELECT tool_name, state FROM attempts WHERE tool_use_id = 'call_new_1'").get() as
+      | { tool_name: string; state: string }
+      | undefined;
     assert.deepEqual({ ...a }, { tool_name: 'shiny_new_tool', state: 'started' }, 'a write-ahead Start was recorded');
   } finally {
     db.close();
@@ -406,11 +476,24 @@ test('a payload field Latch does not know changes nothing: still denied while la
   const sb = sandbox();
   t.after(sb.cleanup);
   await hook(sb, payload('session-start-startup', sb, { future_field: { nested: [1, 2] } }));
-  assert.equal((await hook(sb, { ...bash(sb, 'echo one > one.txt'), future_field: 'x', tool_input: { command: 'echo one > one.txt', future_flag: true } })).stdout, null);
+  assert.equal(
+    (
+      await hook(sb, {
+        ...bash(sb, 'echo one > one.txt'),
+        future_field: 'x',
+        tool_input: { command: 'echo one > one.txt', future_flag: true },
+      })
+    ).stdout,
+    null,
+  );
   await hook(sb, { ...payload('pre-compact-auto', sb), future_field: 1 });
   appendCompaction(sb.transcript);
   await hook(sb, { ...payload('post-compact-auto', sb), future_field: 1 });
-  const r = await hook(sb, { ...bash(sb, 'echo two > two.txt'), future_field: 'x', tool_input: { command: 'echo two > two.txt', future_flag: true } });
+  const r = await hook(sb, {
+    ...bash(sb, 'echo two > two.txt'),
+    future_field: 'x',
+    tool_input: { command: 'echo two > two.txt', future_flag: true },
+  });
   assert.ok(r.denied);
   assert.match(r.reason, /latched/);
 });

@@ -13,7 +13,17 @@ import { immediate, openStore } from '../../src/store/store.js';
 import { claimRecovery, CLOSE_REASON, getAttempt } from '../../src/ledger/ledger.js';
 import { recoverOrphans } from '../../src/guard/guard.js';
 import { appendCompaction, payload, rolloutLine, sandbox, type Sandbox } from '../helpers/workspace.js';
-import { crashClose, deadPid, hookInProcess, ledgerProblems, orphans, readLedger, reachable, sleep, type Reply } from '../helpers/ledger.js';
+import {
+  crashClose,
+  deadPid,
+  hookInProcess,
+  ledgerProblems,
+  orphans,
+  readLedger,
+  reachable,
+  sleep,
+  type Reply,
+} from '../helpers/ledger.js';
 import type { AttemptState } from '../../src/ledger/ledger.js';
 
 type Sid = 'S' | 'T';
@@ -84,11 +94,23 @@ function barrier(m: Model): boolean {
 // --- the real side -----------------------------------------------------------------------------
 
 function pre(r: Real, m: Model, s: Sid, callId: string, command: string, turn = turnId(m, s)): Record<string, unknown> {
-  return payload('pre-tool-use-bash', r.sb, { session_id: s, turn_id: turn, transcript_path: r.transcripts[s], tool_input: { command }, tool_use_id: callId });
+  return payload('pre-tool-use-bash', r.sb, {
+    session_id: s,
+    turn_id: turn,
+    transcript_path: r.transcripts[s],
+    tool_input: { command },
+    tool_use_id: callId,
+  });
 }
 
 function post(r: Real, a: MAttempt, command: string): Record<string, unknown> {
-  return payload('post-tool-use-bash', r.sb, { session_id: a.session, turn_id: a.turn, transcript_path: r.transcripts[a.session], tool_input: { command }, tool_use_id: a.callId });
+  return payload('post-tool-use-bash', r.sb, {
+    session_id: a.session,
+    turn_id: a.turn,
+    transcript_path: r.transcripts[a.session],
+    tool_input: { command },
+    tool_use_id: a.callId,
+  });
 }
 
 function event(r: Real, m: Model, name: 'stop' | 'session-end', s: Sid): Record<string, unknown> {
@@ -106,7 +128,8 @@ async function call(r: Real, p: Record<string, unknown>): Promise<Reply> {
 /** Checks the store against the model and the invariants. `after` names what just ran. */
 function check(m: Model, r: Real, after: { stop?: Sid; tracked?: boolean; observed?: boolean }): void {
   const l = readLedger(r.sb.home);
-  const ctx = () => `\n  commands: ${r.log.join('; ')}\n  ledger: ${JSON.stringify(l.attempts.map((a) => [a.id, a.state, a.end_reason]))}`;
+  const ctx = () =>
+    `\n  commands: ${r.log.join('; ')}\n  ledger: ${JSON.stringify(l.attempts.map((a) => [a.id, a.state, a.end_reason]))}`;
   assert.deepEqual(ledgerProblems(l), [], 'row invariants' + ctx());
   // The store holds exactly the model's attempts, in the model's states.
   assert.deepEqual(
@@ -122,12 +145,24 @@ function check(m: Model, r: Real, after: { stop?: Sid; tracked?: boolean; observ
   for (const id of r.prev.keys()) assert.ok(l.attempt(id), `attempt ${id} disappeared` + ctx());
   for (const id of m.denied) assert.equal(l.attempt(id), undefined, `denied call ${id} has an attempt` + ctx());
   if (after.stop) {
-    const live = l.attempts.filter((a) => a.session_id === after.stop && (a.state === 'started' || a.state === 'closing'));
-    assert.deepEqual(live.map((a) => a.id), [], `live attempts after the session stopped` + ctx());
+    const live = l.attempts.filter(
+      (a) => a.session_id === after.stop && (a.state === 'started' || a.state === 'closing'),
+    );
+    assert.deepEqual(
+      live.map((a) => a.id),
+      [],
+      `live attempts after the session stopped` + ctx(),
+    );
   }
-  if (after.tracked) assert.deepEqual(orphans(l).map((a) => a.id), [], 'orphaned closing after a tracked hook' + ctx());
+  if (after.tracked)
+    assert.deepEqual(
+      orphans(l).map((a) => a.id),
+      [],
+      'orphaned closing after a tracked hook' + ctx(),
+    );
   if (after.observed) {
-    for (const f of m.unobserved) assert.ok(l.recorded(f) >= 1, `${f} was written by a tool but has no change record` + ctx());
+    for (const f of m.unobserved)
+      assert.ok(l.recorded(f) >= 1, `${f} was written by a tool but has no change record` + ctx());
     m.unobserved = [];
   }
 }
@@ -171,7 +206,8 @@ class StartCmd implements Cmd {
 
 /** Turn lanes: an admitted Start from turn t abandons the lane's started attempts of other turns. */
 function staleTurns(m: Model, s: Sid, turn: string): void {
-  for (const a of m.attempts.values()) if (a.session === s && a.state === 'started' && a.turn !== turn) a.state = 'abandoned';
+  for (const a of m.attempts.values())
+    if (a.session === s && a.state === 'started' && a.turn !== turn) a.state = 'abandoned';
 }
 
 function pick(m: Model, k: number, ok: (a: MAttempt) => boolean): MAttempt | undefined {
@@ -238,7 +274,14 @@ class OutputCmd implements Cmd {
   async run(m: Model, r: Real): Promise<void> {
     const a = pick(m, this.k, (x) => x.state === 'started')!;
     r.log.push(`Output(${a.id})`);
-    appendFileSync(r.transcripts[a.session], rolloutLine('response_item', { type: 'function_call_output', call_id: a.callId, output: 'apply_patch verification failed' }));
+    appendFileSync(
+      r.transcripts[a.session],
+      rolloutLine('response_item', {
+        type: 'function_call_output',
+        call_id: a.callId,
+        output: 'apply_patch verification failed',
+      }),
+    );
     m.pendingOutputs[a.session].push(a.id);
     check(m, r, {});
   }
@@ -344,7 +387,10 @@ test('attempt lifecycle: random command sequences keep the ledger equal to the m
       runs++;
       try {
         const tT = join(sb.base, 'rollout-T.jsonl');
-        writeFileSync(tT, rolloutLine('session_meta', { id: 'T', session_id: 'T', cwd: sb.work, cli_version: '0.169.0' }));
+        writeFileSync(
+          tT,
+          rolloutLine('session_meta', { id: 'T', session_id: 'T', cwd: sb.work, cli_version: '0.169.0' }),
+        );
         const model: Model = {
           attempts: new Map(),
           denied: new Set(),
@@ -363,7 +409,10 @@ test('attempt lifecycle: random command sequences keep the ledger equal to the m
         await new StartCmd('S', false).run(model, real);
         for (const s of SESSIONS) await new TurnEndCmd('stop', s).run(model, real);
         const l = readLedger(sb.home);
-        assert.deepEqual(l.attempts.filter((a) => a.state === 'started' || a.state === 'closing').map((a) => a.id), []);
+        assert.deepEqual(
+          l.attempts.filter((a) => a.state === 'started' || a.state === 'closing').map((a) => a.id),
+          [],
+        );
       } finally {
         sb.cleanup();
       }
@@ -377,7 +426,8 @@ test('a crashed close is finished by the next tracked PreToolUse (claimed once) 
   const sb = sandbox({ git: false });
   t.after(sb.cleanup);
   const dead = await deadPid();
-  const p = (callId: string, command: string) => payload('pre-tool-use-bash', sb, { tool_input: { command }, tool_use_id: callId });
+  const p = (callId: string, command: string) =>
+    payload('pre-tool-use-bash', sb, { tool_input: { command }, tool_use_id: callId });
   assert.equal((await hookInProcess(sb.env, p('c1', 'echo a > a.txt'))).denied, false);
   await sleep(40); // past the window edge (the kernel's file clock is coarse)
   writeFileSync(join(sb.work, 'a.txt'), 'a\n');
@@ -401,7 +451,10 @@ test('a PostToolUse with no Start on record records the attempt untimed (started
   const sb = sandbox({ git: false });
   t.after(sb.cleanup);
   writeFileSync(join(sb.work, 'b.txt'), 'b\n');
-  await hookInProcess(sb.env, payload('post-tool-use-bash', sb, { tool_input: { command: 'echo b > b.txt' }, tool_use_id: 'c9' }));
+  await hookInProcess(
+    sb.env,
+    payload('post-tool-use-bash', sb, { tool_input: { command: 'echo b > b.txt' }, tool_use_id: 'c9' }),
+  );
   const a = readLedger(sb.home).attempt('S/c9')!;
   assert.ok(a, 'the attempt is recorded at its PostToolUse');
   assert.equal(a.started_ns, '0', 'its window cannot time changes');
@@ -414,7 +467,8 @@ test('a change made after a crashed close began is not attributed to the crashed
   const sb = sandbox({ git: false });
   t.after(sb.cleanup);
   const dead = await deadPid();
-  const p = (callId: string, command: string) => payload('pre-tool-use-bash', sb, { tool_input: { command }, tool_use_id: callId });
+  const p = (callId: string, command: string) =>
+    payload('pre-tool-use-bash', sb, { tool_input: { command }, tool_use_id: callId });
   await hookInProcess(sb.env, p('c1', 'echo a > a.txt'));
   await sleep(40);
   writeFileSync(join(sb.work, 'a.txt'), 'a\n');
@@ -435,7 +489,10 @@ test('two recoverers racing for one orphan: only one claim wins, the generation 
   const sb = sandbox({ git: false });
   t.after(sb.cleanup);
   const dead = await deadPid();
-  await hookInProcess(sb.env, payload('pre-tool-use-bash', sb, { tool_input: { command: 'echo a > a.txt' }, tool_use_id: 'c1' }));
+  await hookInProcess(
+    sb.env,
+    payload('pre-tool-use-bash', sb, { tool_input: { command: 'echo a > a.txt' }, tool_use_id: 'c1' }),
+  );
   writeFileSync(join(sb.work, 'a.txt'), 'a\n');
   crashClose(sb.home, 'S/c1', dead);
   // Recoverer B has listed the orphan; before its claim transaction, recoverer A (alive: this
@@ -451,7 +508,12 @@ test('two recoverers racing for one orphan: only one claim wins, the generation 
             injected = true;
             const other = openStore(sb.home, { create: false });
             try {
-              assert.ok(immediate(other, () => claimRecovery(other, getAttempt(other, 'S/c1')!, { pid: process.pid, start: 'unknown' })), 'A claims it');
+              assert.ok(
+                immediate(other, () =>
+                  claimRecovery(other, getAttempt(other, 'S/c1')!, { pid: process.pid, start: 'unknown' }),
+                ),
+                'A claims it',
+              );
             } finally {
               other.close();
             }

@@ -30,10 +30,21 @@ function envOf(sb: Sandbox): NodeJS.ProcessEnv {
 }
 
 const pre = (sb: Sandbox, s: string, transcript: string, callId: string, command: string) =>
-  payload('pre-tool-use-bash', sb, { session_id: s, transcript_path: transcript, tool_input: { command }, tool_use_id: callId });
+  payload('pre-tool-use-bash', sb, {
+    session_id: s,
+    transcript_path: transcript,
+    tool_input: { command },
+    tool_use_id: callId,
+  });
 const post = (sb: Sandbox, s: string, transcript: string, callId: string, command: string) =>
-  payload('post-tool-use-bash', sb, { session_id: s, transcript_path: transcript, tool_input: { command }, tool_use_id: callId });
-const stop = (sb: Sandbox, s: string, transcript: string) => payload('stop', sb, { session_id: s, transcript_path: transcript });
+  payload('post-tool-use-bash', sb, {
+    session_id: s,
+    transcript_path: transcript,
+    tool_input: { command },
+    tool_use_id: callId,
+  });
+const stop = (sb: Sandbox, s: string, transcript: string) =>
+  payload('stop', sb, { session_id: s, transcript_path: transcript });
 
 function shuffle<T>(xs: T[], rand: () => number): T[] {
   const a = [...xs];
@@ -66,15 +77,28 @@ test('64 concurrent hook processes, two sessions: no lost or duplicate attempt, 
   const runs: { what: string; r: ProcRun }[] = [];
   const wave = async (name: string, jobs: { what: string; p: Record<string, unknown> }[]) => {
     const t0 = performance.now();
-    const out = await Promise.all(shuffle(jobs, rand).map(async (j) => ({ what: j.what, r: await hookProcess(env, j.p) })));
+    const out = await Promise.all(
+      shuffle(jobs, rand).map(async (j) => ({ what: j.what, r: await hookProcess(env, j.p) })),
+    );
     runs.push(...out);
-    return { name, n: jobs.length, ms: Math.round(performance.now() - t0), max: Math.round(Math.max(...out.map((o) => o.r.ms))) };
+    return {
+      name,
+      n: jobs.length,
+      ms: Math.round(performance.now() - t0),
+      max: Math.round(Math.max(...out.map((o) => o.r.ms))),
+    };
   };
   const writeFiles = (cs: typeof calls) => {
     for (const c of cs) if (c.file) writeFileSync(join(sb.work, c.file), `written by ${c.callId}\n`);
   };
-  const preJob = (c: (typeof calls)[number]) => ({ what: `Pre ${c.s}/${c.callId}`, p: pre(sb, c.s, tr[c.s], c.callId, c.command) });
-  const postJob = (c: (typeof calls)[number]) => ({ what: `Post ${c.s}/${c.callId}`, p: post(sb, c.s, tr[c.s], c.callId, c.command) });
+  const preJob = (c: (typeof calls)[number]) => ({
+    what: `Pre ${c.s}/${c.callId}`,
+    p: pre(sb, c.s, tr[c.s], c.callId, c.command),
+  });
+  const postJob = (c: (typeof calls)[number]) => ({
+    what: `Post ${c.s}/${c.callId}`,
+    p: post(sb, c.s, tr[c.s], c.callId, c.command),
+  });
 
   const t0 = performance.now();
   const w1 = await wave('Pre x32 (first sight of both sessions)', a.map(preJob));
@@ -87,7 +111,9 @@ test('64 concurrent hook processes, two sessions: no lost or duplicate attempt, 
     { what: 'Stop T', p: stop(sb, 'T', tr.T) },
   ]);
   const wall = Math.round(performance.now() - t0);
-  console.log(`# concurrency: ${[w1, w2, w3, w4].map((w) => `${w.name}: ${w.ms} ms (slowest hook ${w.max} ms)`).join('; ')}; total ${wall} ms, seed ${seed}`);
+  console.log(
+    `# concurrency: ${[w1, w2, w3, w4].map((w) => `${w.name}: ${w.ms} ms (slowest hook ${w.max} ms)`).join('; ')}; total ${wall} ms, seed ${seed}`,
+  );
 
   for (const { what, r } of runs) {
     assert.equal(r.exitCode, 0, `${what} exited ${r.exitCode}: ${r.stderr}`);
@@ -102,7 +128,11 @@ test('64 concurrent hook processes, two sessions: no lost or duplicate attempt, 
     assert.ok(at, `lost Start of ${c.s}/${c.callId}`);
     assert.equal(at.state, 'closed', `${at.id} is ${at.state} (${at.end_reason})`);
     // A writing call's Close observes (the hook itself, or the workspace watcher once it is ready).
-    if (c.file) assert.ok(at.end_reason === CLOSE_REASON.hook || at.end_reason === CLOSE_REASON.watcher, `${at.id}: ${at.end_reason}`);
+    if (c.file)
+      assert.ok(
+        at.end_reason === CLOSE_REASON.hook || at.end_reason === CLOSE_REASON.watcher,
+        `${at.id}: ${at.end_reason}`,
+      );
     else assert.equal(at.end_reason, CLOSE_REASON.readOnly);
     if (c.file) assert.equal(l.recorded(c.file), 1, `${c.file} has ${l.recorded(c.file)} change records`);
   }
@@ -142,8 +172,16 @@ async function recoverAndStop(sb: Sandbox, env: NodeJS.ProcessEnv, callId: strin
 function assertSettled(sb: Sandbox, ctx: string): ReturnType<typeof readLedger> {
   const l = readLedger(sb.home);
   assert.deepEqual(ledgerProblems(l), [], ctx);
-  assert.deepEqual(orphans(l).map((a) => a.id), [], `orphaned closing ${ctx}`);
-  assert.deepEqual(l.attempts.filter((a) => a.state === 'started' || a.state === 'closing').map((a) => `${a.id}:${a.state}`), [], `live after Stop ${ctx}`);
+  assert.deepEqual(
+    orphans(l).map((a) => a.id),
+    [],
+    `orphaned closing ${ctx}`,
+  );
+  assert.deepEqual(
+    l.attempts.filter((a) => a.state === 'started' || a.state === 'closing').map((a) => `${a.id}:${a.state}`),
+    [],
+    `live after Stop ${ctx}`,
+  );
   return l;
 }
 
@@ -151,7 +189,12 @@ function assertSettled(sb: Sandbox, ctx: string): ReturnType<typeof readLedger> 
  * Kills `run` at a delay, or (poll) as soon as the store shows `when` true. Returns the run and
  * whether the kill was triggered by the poll.
  */
-async function killed(env: NodeJS.ProcessEnv, p: Record<string, unknown>, home: string, how: { delay: number } | { poll: (db: Db) => boolean }): Promise<ProcRun> {
+async function killed(
+  env: NodeJS.ProcessEnv,
+  p: Record<string, unknown>,
+  home: string,
+  how: { delay: number } | { poll: (db: Db) => boolean },
+): Promise<ProcRun> {
   if ('delay' in how) return hookProcess(env, p, { killAfterMs: how.delay });
   const db = openStore(home, { create: false, busyTimeoutMs: 30_000 });
   try {
@@ -176,7 +219,10 @@ async function killed(env: NodeJS.ProcessEnv, p: Record<string, unknown>, home: 
   }
 }
 
-const gen = (db: Db, id: string) => db.prepare('SELECT state, recovery_gen FROM attempts WHERE id = ?').get(id) as { state: string; recovery_gen: number } | undefined;
+const gen = (db: Db, id: string) =>
+  db.prepare('SELECT state, recovery_gen FROM attempts WHERE id = ?').get(id) as
+    | { state: string; recovery_gen: number }
+    | undefined;
 
 /** Kill a PreToolUse; the tool runs anyway (Codex fails open); its PostToolUse closes it. */
 async function startTrial(how: { delay: number } | { poll: (db: Db) => boolean }): Promise<string> {
@@ -238,7 +284,11 @@ async function closeTrial(how: { delay: number } | { poll: (db: Db) => boolean }
 }
 
 /** Kill a recoverer (a PreToolUse running the barrier): the next one reclaims, one close, one record. */
-async function recoverTrial(how: { delay: number } | { poll: (db: Db) => boolean }, dead: number, files = 1): Promise<string> {
+async function recoverTrial(
+  how: { delay: number } | { poll: (db: Db) => boolean },
+  dead: number,
+  files = 1,
+): Promise<string> {
   const { sb, env } = await tinyWorkspace();
   try {
     assert.equal((await hookInProcess(env, pre(sb, SESSION, sb.transcript, 'c1', 'echo a > a.txt'))).denied, false);
@@ -271,8 +321,19 @@ async function recoverTrial(how: { delay: number } | { poll: (db: Db) => boolean
     if (a1.state === 'closing') assert.equal(a.closer_pid, process.pid, `the next recoverer closed it ${ctx}`);
     for (const f of ['a.txt', 'b.txt']) assert.equal(l.recorded(f), 1, `${f} recorded ${l.recorded(f)} times ${ctx}`);
     assert.equal(l.changes.length, files + 1, `every write recorded exactly once ${ctx}`);
-    if (c2) assert.equal(a.ended_ns !== null && BigInt(a.ended_ns) <= BigInt(c2.started_ns), true, `c2 started before c1 ended ${ctx}`);
-    return !r.killed ? 'replied' : a1.state === 'closing' ? (a1.recovery_gen === 1 ? 'killed mid-recovery (claimed)' : 'killed before claim') : 'killed after recovery';
+    if (c2)
+      assert.equal(
+        a.ended_ns !== null && BigInt(a.ended_ns) <= BigInt(c2.started_ns),
+        true,
+        `c2 started before c1 ended ${ctx}`,
+      );
+    return !r.killed
+      ? 'replied'
+      : a1.state === 'closing'
+        ? a1.recovery_gen === 1
+          ? 'killed mid-recovery (claimed)'
+          : 'killed before claim'
+        : 'killed after recovery';
   } finally {
     sb.cleanup();
   }
@@ -296,7 +357,11 @@ test('SIGKILL at random points of Start, Close and recovery: the ledger recovers
       } else if (kind === 'close') {
         plan.push({ kind, how: { poll: (db) => gen(db, 'S/c1')?.state === 'closing' }, label: 'close @closing' });
       } else {
-        plan.push({ kind, how: { poll: (db) => (gen(db, 'S/c1')?.recovery_gen ?? 0) >= 1 }, label: 'recover @claimed' });
+        plan.push({
+          kind,
+          how: { poll: (db) => (gen(db, 'S/c1')?.recovery_gen ?? 0) >= 1 },
+          label: 'recover @claimed',
+        });
       }
     }
   }
@@ -307,7 +372,12 @@ test('SIGKILL at random points of Start, Close and recovery: the ledger recovers
     const out = await Promise.all(
       batch.map(async (p) => {
         try {
-          const outcome = p.kind === 'start' ? await startTrial(p.how) : p.kind === 'close' ? await closeTrial(p.how) : await recoverTrial(p.how, dead);
+          const outcome =
+            p.kind === 'start'
+              ? await startTrial(p.how)
+              : p.kind === 'close'
+                ? await closeTrial(p.how)
+                : await recoverTrial(p.how, dead);
           return { kind: p.kind, outcome };
         } catch (err) {
           throw new Error(`trial ${p.label} failed (seed ${seed}): ${(err as Error).message}`, { cause: err });
@@ -318,7 +388,12 @@ test('SIGKILL at random points of Start, Close and recovery: the ledger recovers
   }
   const counts = new Map<string, number>();
   for (const r of results) counts.set(`${r.kind}: ${r.outcome}`, (counts.get(`${r.kind}: ${r.outcome}`) ?? 0) + 1);
-  console.log(`# kill trials: ${results.length} in ${Math.round(performance.now() - t0)} ms, seed ${seed}; ${[...counts].sort().map(([k, n]) => `${k} x${n}`).join(', ')}`);
+  console.log(
+    `# kill trials: ${results.length} in ${Math.round(performance.now() - t0)} ms, seed ${seed}; ${[...counts]
+      .sort()
+      .map(([k, n]) => `${k} x${n}`)
+      .join(', ')}`,
+  );
   assert.ok(results.length >= 200);
   // The kills reached the intermediate states (else the trials proved little).
   assert.ok((counts.get('close: killed while closing') ?? 0) > 0, 'no Close was killed while closing');
@@ -334,9 +409,12 @@ test('a recoverer killed after its claim is reclaimed by the next one: generatio
     try {
       assert.equal((await hookInProcess(env, pre(sb, SESSION, sb.transcript, 'c1', 'echo a > a.txt'))).denied, false);
       mkdirSync(join(sb.work, 'many'));
-      for (let i = 0; i < 400 * attempt; i++) writeFileSync(join(sb.work, 'many', `m${i}.txt`), `many ${i} `.repeat(400));
+      for (let i = 0; i < 400 * attempt; i++)
+        writeFileSync(join(sb.work, 'many', `m${i}.txt`), `many ${i} `.repeat(400));
       crashClose(sb.home, 'S/c1', dead);
-      const first = await killed(env, pre(sb, SESSION, sb.transcript, 'c2', 'ls'), sb.home, { poll: (db) => (gen(db, 'S/c1')?.recovery_gen ?? 0) >= 1 });
+      const first = await killed(env, pre(sb, SESSION, sb.transcript, 'c2', 'ls'), sb.home, {
+        poll: (db) => (gen(db, 'S/c1')?.recovery_gen ?? 0) >= 1,
+      });
       const l1 = readLedger(sb.home);
       const a1 = l1.attempt('S/c1')!;
       if (!(first.killed && a1.state === 'closing')) {
@@ -378,7 +456,10 @@ test('two recoverer processes racing for one orphan: exactly one claim and one c
       mkdirSync(join(sb.work, 'many'));
       for (let i = 0; i < 200; i++) writeFileSync(join(sb.work, 'many', `m${i}.txt`), `many ${i}\n`);
       crashClose(sb.home, 'S/c1', dead);
-      const [x, y] = await Promise.all([hookProcess(env, pre(sb, SESSION, sb.transcript, 'c2', 'ls')), hookProcess(env, pre(sb, SESSION, sb.transcript, 'c3', 'ls'))]);
+      const [x, y] = await Promise.all([
+        hookProcess(env, pre(sb, SESSION, sb.transcript, 'c2', 'ls')),
+        hookProcess(env, pre(sb, SESSION, sb.transcript, 'c3', 'ls')),
+      ]);
       for (const r of [x, y]) {
         assert.equal(r.exitCode, 0, r.stderr);
         // A recoverer that lost the claim to a live one may deny (recovery pending) — never wrongly allow.

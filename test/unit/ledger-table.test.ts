@@ -78,19 +78,38 @@ const EVENT_OF: Record<AttemptEvent, Op['kind'][]> = {
   claim: ['claim'],
   abandon: ['abandon_ids', 'abandon_session', 'abandon_lane', 'abandon_all'],
 };
-const eventOf = (k: Op['kind']): AttemptEvent => (Object.keys(EVENT_OF) as AttemptEvent[]).find((e) => EVENT_OF[e].includes(k))!;
+const eventOf = (k: Op['kind']): AttemptEvent =>
+  (Object.keys(EVENT_OF) as AttemptEvent[]).find((e) => EVENT_OF[e].includes(k))!;
 
 const slot = fc.nat({ max: SLOTS.length - 1 });
 const owner = fc.nat({ max: OWNERS.length - 1 });
 const opArb: fc.Arbitrary<Op> = fc.oneof(
   { arbitrary: slot.map((s) => ({ kind: 'start' as const, slot: s })), weight: 3 },
   { arbitrary: slot.map((s) => ({ kind: 'mark_untimed' as const, slot: s })), weight: 2 },
-  { arbitrary: fc.tuple(slot, owner).map(([s, o]) => ({ kind: 'close_begin' as const, slot: s, owner: o })), weight: 3 },
-  { arbitrary: fc.tuple(slot, fc.nat({ max: CLOSE_REASONS.length - 1 })).map(([s, r]) => ({ kind: 'close_end' as const, slot: s, reason: r })), weight: 2 },
+  {
+    arbitrary: fc.tuple(slot, owner).map(([s, o]) => ({ kind: 'close_begin' as const, slot: s, owner: o })),
+    weight: 3,
+  },
+  {
+    arbitrary: fc
+      .tuple(slot, fc.nat({ max: CLOSE_REASONS.length - 1 }))
+      .map(([s, r]) => ({ kind: 'close_end' as const, slot: s, reason: r })),
+    weight: 2,
+  },
   { arbitrary: slot.map((s) => ({ kind: 'recover' as const, slot: s })), weight: 2 },
   // One claim in four is made with a generation another recoverer already moved (refused).
-  { arbitrary: fc.tuple(slot, owner, fc.nat({ max: 3 })).map(([s, o, n]) => ({ kind: 'claim' as const, slot: s, owner: o, stale: n === 0 })), weight: 3 },
-  { arbitrary: fc.uniqueArray(slot, { minLength: 1, maxLength: 3 }).map((slots) => ({ kind: 'abandon_ids' as const, slots })), weight: 1 },
+  {
+    arbitrary: fc
+      .tuple(slot, owner, fc.nat({ max: 3 }))
+      .map(([s, o, n]) => ({ kind: 'claim' as const, slot: s, owner: o, stale: n === 0 })),
+    weight: 3,
+  },
+  {
+    arbitrary: fc
+      .uniqueArray(slot, { minLength: 1, maxLength: 3 })
+      .map((slots) => ({ kind: 'abandon_ids' as const, slots })),
+    weight: 1,
+  },
   { arbitrary: fc.constantFrom(...SESSIONS).map((s) => ({ kind: 'abandon_session' as const, session: s })), weight: 1 },
   { arbitrary: fc.constantFrom(...LANES).map((l) => ({ kind: 'abandon_lane' as const, lane: l })), weight: 1 },
   { arbitrary: fc.constant({ kind: 'abandon_all' as const }), weight: 1 },
@@ -170,7 +189,21 @@ function run(db: Db, op: Op, before: Map<string, AttemptRow>, now: string): Outc
     case 'start': {
       const s = SLOTS[op.slot]!;
       out.targets = [idOf(op.slot)];
-      call(() => startAttempt(db, { sessionId: s.session, workspace: WORKSPACE, turnId: 'turn-1', agentId: s.agent, toolName: 'Bash', toolUseId: s.call, summary: `call ${s.call}` }, now));
+      call(() =>
+        startAttempt(
+          db,
+          {
+            sessionId: s.session,
+            workspace: WORKSPACE,
+            turnId: 'turn-1',
+            agentId: s.agent,
+            toolName: 'Bash',
+            toolUseId: s.call,
+            summary: `call ${s.call}`,
+          },
+          now,
+        ),
+      );
       break;
     }
     case 'mark_untimed':
@@ -195,7 +228,9 @@ function run(db: Db, op: Op, before: Map<string, AttemptRow>, now: string): Outc
       const read = before.get(id) ?? ({ id, recovery_gen: 0 } as AttemptRow);
       out.stale = op.stale;
       out.targets = [id];
-      call(() => claimRecovery(db, op.stale ? { ...read, recovery_gen: read.recovery_gen + 1 } : read, OWNERS[op.owner]!));
+      call(() =>
+        claimRecovery(db, op.stale ? { ...read, recovery_gen: read.recovery_gen + 1 } : read, OWNERS[op.owner]!),
+      );
       break;
     }
     case 'abandon_ids':
@@ -223,7 +258,15 @@ function run(db: Db, op: Op, before: Map<string, AttemptRow>, now: string): Outc
 }
 
 /** The columns an event writes besides `state` (every other column must be unchanged). */
-function expectedRow(op: Op, out: Outcome, event: AttemptEvent, was: AttemptRow, next: AttemptState, now: string, got: AttemptRow): AttemptRow {
+function expectedRow(
+  op: Op,
+  out: Outcome,
+  event: AttemptEvent,
+  was: AttemptRow,
+  next: AttemptState,
+  now: string,
+  got: AttemptRow,
+): AttemptRow {
   const row = { ...was, state: next };
   switch (event) {
     case 'mark_untimed':
@@ -269,13 +312,20 @@ function step(db: Db, op: Op, cov: Coverage, ctx: () => string): void {
     const changed = JSON.stringify(was) !== JSON.stringify(now_);
     const next = targets.has(id) && !out.stale ? (ATTEMPT_TABLE[from][event] ?? null) : null;
     if (!targets.has(id)) {
-      assert.ok(!changed, `an attempt the operation did not address changed: ${where(id)}\n  before ${JSON.stringify(was)}\n  after  ${JSON.stringify(now_)}`);
+      assert.ok(
+        !changed,
+        `an attempt the operation did not address changed: ${where(id)}\n  before ${JSON.stringify(was)}\n  after  ${JSON.stringify(now_)}`,
+      );
       continue;
     }
     // Every change the store shows is a pair of the table, with that event's columns.
     if (changed) {
       assert.ok(now_, `attempt ${id} disappeared: ${where(id)}`);
-      assert.equal(now_.state, next, `the store moved ${from} -> ${now_.state} by ${event}; the table says ${next ?? 'refused'}: ${where(id)}`);
+      assert.equal(
+        now_.state,
+        next,
+        `the store moved ${from} -> ${now_.state} by ${event}; the table says ${next ?? 'refused'}: ${where(id)}`,
+      );
     }
     if (next === null) {
       // Refused: nothing written.
@@ -286,7 +336,11 @@ function step(db: Db, op: Op, cov: Coverage, ctx: () => string): void {
     assert.ok(now_, `${pair(from, event)} ${next} not written: ${where(id)}`);
     assert.equal(now_.state, next, `${pair(from, event)} must give ${next}: ${where(id)}`);
     if (was) {
-      assert.deepEqual(now_, expectedRow(op, out, event, was, next, now, now_), `${pair(from, event)}: columns written: ${where(id)}`);
+      assert.deepEqual(
+        now_,
+        expectedRow(op, out, event, was, next, now, now_),
+        `${pair(from, event)}: columns written: ${where(id)}`,
+      );
     } else {
       const s = SLOTS.find((x) => attemptId(x.session, x.call) === id)!;
       assert.deepEqual(
@@ -329,7 +383,11 @@ function step(db: Db, op: Op, cov: Coverage, ctx: () => string): void {
       const r = out.result as { attempt: AttemptRow; duplicate: boolean } | undefined;
       if (before.has(only)) {
         assert.equal(out.threw, null);
-        assert.deepEqual(r, { attempt: before.get(only), duplicate: true }, `a second Start reuses the attempt: ${where(only)}`);
+        assert.deepEqual(
+          r,
+          { attempt: before.get(only), duplicate: true },
+          `a second Start reuses the attempt: ${where(only)}`,
+        );
       } else if (took) {
         assert.equal(out.threw, null);
         assert.deepEqual(r, { attempt: after.get(only), duplicate: false });
@@ -380,16 +438,36 @@ test('attempt state table: random ledger operations on a real store move only al
         store.close();
       }
     }),
-    { numRuns: Number(process.env.LATCH_TABLE_RUNS ?? 150), ...(process.env.LATCH_TEST_SEED ? { seed: Number(process.env.LATCH_TEST_SEED) } : {}) },
+    {
+      numRuns: Number(process.env.LATCH_TABLE_RUNS ?? 150),
+      ...(process.env.LATCH_TEST_SEED ? { seed: Number(process.env.LATCH_TEST_SEED) } : {}),
+    },
   );
   // Coverage: every pair of the table was taken, every other (place, event) pair refused.
   const inTable = allPlaces.flatMap((p) => ATTEMPT_EVENTS.filter((e) => ATTEMPT_TABLE[p][e]).map((e) => pair(p, e)));
   const outside = allPlaces.flatMap((p) => ATTEMPT_EVENTS.filter((e) => !ATTEMPT_TABLE[p][e]).map((e) => pair(p, e)));
-  assert.deepEqual(inTable.filter((p) => !cov.taken.has(p)), [], 'pairs of the table never taken by the generated runs');
-  assert.deepEqual(outside.filter((p) => !cov.refused.has(p)), [], 'pairs outside the table never tried by the generated runs');
-  assert.deepEqual([...cov.taken.keys()].filter((p) => !inTable.includes(p)), [], 'pairs taken that the table does not list');
-  assert.deepEqual([...cov.refused.keys()].filter((p) => !outside.includes(p)), [], 'pairs refused that the table lists');
-  const least = (m: Map<string, number>, ps: string[]) => ps.map((p) => `${m.get(p) ?? 0} ${p}`).sort((a, b) => parseInt(a) - parseInt(b))[0];
+  assert.deepEqual(
+    inTable.filter((p) => !cov.taken.has(p)),
+    [],
+    'pairs of the table never taken by the generated runs',
+  );
+  assert.deepEqual(
+    outside.filter((p) => !cov.refused.has(p)),
+    [],
+    'pairs outside the table never tried by the generated runs',
+  );
+  assert.deepEqual(
+    [...cov.taken.keys()].filter((p) => !inTable.includes(p)),
+    [],
+    'pairs taken that the table does not list',
+  );
+  assert.deepEqual(
+    [...cov.refused.keys()].filter((p) => !outside.includes(p)),
+    [],
+    'pairs refused that the table lists',
+  );
+  const least = (m: Map<string, number>, ps: string[]) =>
+    ps.map((p) => `${m.get(p) ?? 0} ${p}`).sort((a, b) => parseInt(a) - parseInt(b))[0];
   console.log(
     `# attempt table: ${runs} runs, ${ops} operations; ${inTable.length} pairs taken (least: ${least(cov.taken, inTable)}), ` +
       `${outside.length} refused (least: ${least(cov.refused, outside)}); ${Math.round(performance.now() - t0)} ms`,
@@ -397,8 +475,12 @@ test('attempt state table: random ledger operations on a real store move only al
 });
 
 test('attempt state table: names only known events, and leads only to row states', () => {
-  for (const p of allPlaces) for (const e of Object.keys(ATTEMPT_TABLE[p]) as AttemptEvent[]) assert.ok(ATTEMPT_EVENTS.includes(e), `unknown event ${e}`);
-  for (const p of allPlaces) for (const next of Object.values(ATTEMPT_TABLE[p])) assert.ok(next !== undefined && next in ATTEMPT_TABLE && next !== ('absent' as string), `${p}: next ${next}`);
+  for (const p of allPlaces)
+    for (const e of Object.keys(ATTEMPT_TABLE[p]) as AttemptEvent[])
+      assert.ok(ATTEMPT_EVENTS.includes(e), `unknown event ${e}`);
+  for (const p of allPlaces)
+    for (const next of Object.values(ATTEMPT_TABLE[p]))
+      assert.ok(next !== undefined && next in ATTEMPT_TABLE && next !== ('absent' as string), `${p}: next ${next}`);
 });
 
 /** One operation of the given kind on slot `slotIdx` (abandon by session / lane: the slot's). */
@@ -450,7 +532,12 @@ function pathTo(place: AttemptPlace, slotIdx: number): Op[] {
  * entry for (place, event) to `to` (undefined: removes it) for one operation of `kind`, restores it,
  * and returns the pairs that operation took and refused.
  */
-function withEntry(place: AttemptPlace, event: AttemptEvent, to: AttemptState | undefined, kind: Op['kind']): { cov: Coverage; store: Store } {
+function withEntry(
+  place: AttemptPlace,
+  event: AttemptEvent,
+  to: AttemptState | undefined,
+  kind: Op['kind'],
+): { cov: Coverage; store: Store } {
   const table = ATTEMPT_TABLE as Record<AttemptPlace, Partial<Record<AttemptEvent, AttemptState>>>;
   const store = tempStore();
   const ctx = (): string => `\n  table entry ${pair(place, event)} set to ${to ?? 'nothing'}, operation ${kind}`;
@@ -480,7 +567,11 @@ test('attempt state table: each writer decides by the table alone (a pair remove
       for (const kind of EVENT_OF[e]) {
         const { cov, store } = withEntry(p, e, undefined, kind);
         try {
-          assert.deepEqual([...cov.refused.keys()], [pair(p, e)], `with ${pair(p, e)} removed from the table, ${kind} must refuse it`);
+          assert.deepEqual(
+            [...cov.refused.keys()],
+            [pair(p, e)],
+            `with ${pair(p, e)} removed from the table, ${kind} must refuse it`,
+          );
           assert.equal(placeOf(getAttempt(store.db, idOf(1))), p);
           // Restored, the same operation takes it.
           const again = newCoverage();
@@ -503,7 +594,11 @@ test('attempt state table: each writer decides by the table alone (a pair remove
       for (const kind of EVENT_OF[e]) {
         const { cov, store } = withEntry(p, e, to, kind);
         try {
-          assert.deepEqual([...cov.taken.keys()], [pair(p, e)], `with ${pair(p, e)} ${to} added to the table, ${kind} must take it`);
+          assert.deepEqual(
+            [...cov.taken.keys()],
+            [pair(p, e)],
+            `with ${pair(p, e)} ${to} added to the table, ${kind} must take it`,
+          );
           assert.equal(placeOf(getAttempt(store.db, idOf(1))), to);
         } finally {
           store.close();

@@ -70,11 +70,31 @@ function assertSameAsSnapshot(o: TreeObservation, root: string): void {
 type Scenario = { name: string; change: (root: string) => void; expect: string[] };
 
 const SCENARIOS: Scenario[] = [
-  { name: 'content change (listing still valid)', change: (r) => write(r, 'a/one.txt', 'ONE!\n'), expect: ['modified a/one.txt'] },
-  { name: 'new file in an existing directory', change: (r) => write(r, 'b/c/new.txt', 'new\n'), expect: ['added b/c/new.txt'] },
-  { name: 'new file in an empty untracked nested directory', change: (r) => write(r, 'empty/deeper/x.txt', 'x\n'), expect: ['added empty/deeper/x.txt'] },
-  { name: 'file renamed within a directory', change: (r) => renameSync(path.join(r, 'a/one.txt'), path.join(r, 'a/uno.txt')), expect: ['added a/uno.txt', 'removed a/one.txt'] },
-  { name: 'file moved across directories', change: (r) => renameSync(path.join(r, 'a/two.txt'), path.join(r, 'b/c/two.txt')), expect: ['added b/c/two.txt', 'removed a/two.txt'] },
+  {
+    name: 'content change (listing still valid)',
+    change: (r) => write(r, 'a/one.txt', 'ONE!\n'),
+    expect: ['modified a/one.txt'],
+  },
+  {
+    name: 'new file in an existing directory',
+    change: (r) => write(r, 'b/c/new.txt', 'new\n'),
+    expect: ['added b/c/new.txt'],
+  },
+  {
+    name: 'new file in an empty untracked nested directory',
+    change: (r) => write(r, 'empty/deeper/x.txt', 'x\n'),
+    expect: ['added empty/deeper/x.txt'],
+  },
+  {
+    name: 'file renamed within a directory',
+    change: (r) => renameSync(path.join(r, 'a/one.txt'), path.join(r, 'a/uno.txt')),
+    expect: ['added a/uno.txt', 'removed a/one.txt'],
+  },
+  {
+    name: 'file moved across directories',
+    change: (r) => renameSync(path.join(r, 'a/two.txt'), path.join(r, 'b/c/two.txt')),
+    expect: ['added b/c/two.txt', 'removed a/two.txt'],
+  },
   { name: 'file deleted', change: (r) => unlinkSync(path.join(r, 'b/c/three.txt')), expect: ['removed b/c/three.txt'] },
   {
     name: '.gitignore edited: an ignored file becomes visible',
@@ -86,7 +106,11 @@ const SCENARIOS: Scenario[] = [
     change: (r) => write(r, 'b/c/scratch.tmp', 'scratch\n'),
     expect: ['added b/c/scratch.tmp'],
   },
-  { name: 'git add -f of an ignored file', change: (r) => git(r, 'add', '-f', 'build/out.bin'), expect: ['added build/out.bin'] },
+  {
+    name: 'git add -f of an ignored file',
+    change: (r) => git(r, 'add', '-f', 'build/out.bin'),
+    expect: ['added build/out.bin'],
+  },
   {
     name: 'new file inside an ignored directory stays invisible',
     change: (r) => write(r, 'build/more.bin', 'm\n'),
@@ -155,7 +179,9 @@ test('observeTree: a same-size rewrite with an identical stat is caught by the r
   writeFileSync(file, 'ONE\n');
   utimesSync(file, future, future);
   const st = lstatSync(file);
-  const rows = db.prepare('SELECT bytes FROM tree_state_pages WHERE root = ? ORDER BY page').all(root) as { bytes: Buffer }[];
+  const rows = db.prepare('SELECT bytes FROM tree_state_pages WHERE root = ? ORDER BY page').all(root) as {
+    bytes: Buffer;
+  }[];
   const buf = Buffer.concat(rows.map((r) => r.bytes));
   const n = buf.readUInt32LE(4);
   const textOff = 16 + n * 7 * 8 + n * 32;
@@ -166,7 +192,11 @@ test('observeTree: a same-size rewrite with an identical stat is caught by the r
   assert.equal(buf.readDoubleLE(slot + 3 * 8), st.mtimeMs);
   buf.writeDoubleLE(st.ctimeMs, slot + 4 * 8);
   for (let k = 0; k < rows.length; k++) {
-    db.prepare('UPDATE tree_state_pages SET bytes = ? WHERE root = ? AND page = ?').run(buf.subarray(k * 32768, (k + 1) * 32768), root, k);
+    db.prepare('UPDATE tree_state_pages SET bytes = ? WHERE root = ? AND page = ?').run(
+      buf.subarray(k * 32768, (k + 1) * 32768),
+      root,
+      k,
+    );
   }
   const o = observe(db, root);
   assert.deepEqual(summary(o), ['modified a/one.txt']);
@@ -209,14 +239,23 @@ test('observeWorkspace: records the delta; tree_sha256 only when computed, never
   db.exec('BEGIN IMMEDIATE');
   const second = observeWorkspace(db, root, 'close', now);
   db.exec('COMMIT');
-  assert.deepEqual(second.changes.map((c) => `${c.change} ${c.path} ${c.attribution}`), ['modified a/one.txt outside']);
-  let ws = db.prepare('SELECT tree_sha256, tree_files FROM workspaces WHERE workspace = ?').get(root) as { tree_sha256: string | null; tree_files: number };
+  assert.deepEqual(
+    second.changes.map((c) => `${c.change} ${c.path} ${c.attribution}`),
+    ['modified a/one.txt outside'],
+  );
+  let ws = db.prepare('SELECT tree_sha256, tree_files FROM workspaces WHERE workspace = ?').get(root) as {
+    tree_sha256: string | null;
+    tree_files: number;
+  };
   assert.equal(ws.tree_sha256, null);
   assert.equal(second.snapshot.sha256, snapshotTree(root).sha256); // lazily computed, exact
   db.exec('BEGIN IMMEDIATE');
   const third = observeWorkspace(db, root, 'verify', now);
   db.exec('COMMIT');
-  ws = db.prepare('SELECT tree_sha256, tree_files FROM workspaces WHERE workspace = ?').get(root) as { tree_sha256: string | null; tree_files: number };
+  ws = db.prepare('SELECT tree_sha256, tree_files FROM workspaces WHERE workspace = ?').get(root) as {
+    tree_sha256: string | null;
+    tree_files: number;
+  };
   assert.equal(ws.tree_sha256, snapshotTree(root).sha256);
   assert.equal(ws.tree_files, third.snapshot.files);
   const recorded = db.prepare('SELECT count(*) AS n FROM changes WHERE workspace = ?').get(root) as { n: number };
@@ -249,7 +288,7 @@ test('awaitFileClock: a file written right after a Start is stamped after it (el
   assert.equal(attribute(t, [{ id: 'a', session_id: 's', start, end: null }]).attribution, 'attempt');
 });
 
-test('awaitFileClock: a symlink in the clock file\'s place is not followed (its target keeps its times)', () => {
+test("awaitFileClock: a symlink in the clock file's place is not followed (its target keeps its times)", () => {
   const home = tmpDirIn('latch-clock-');
   const work = tmpDirIn('latch-clock-work-');
   const target = path.join(work, 'precious.txt');

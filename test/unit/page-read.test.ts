@@ -10,12 +10,30 @@ import { codexToolOutput } from '../../src/agents/codex/outputs.js';
 import { resumeRead } from '../../src/agents/codex/qualify.js';
 
 const base = buildBrief(
-  { ...emptyContent(), objective: 'Ship the parser. '.repeat(400), decisions: ['use a Pratt parser'], next_action: 'write the tests' },
+  {
+    ...emptyContent(),
+    objective: 'Ship the parser. '.repeat(400),
+    decisions: ['use a Pratt parser'],
+    next_action: 'write the tests',
+  },
   { session_id: 'sess-1', source: 'auto', version: 3, created_at: '2026-12-01T09:00:00.000Z' },
   1200,
 );
-const older = buildBrief({ ...emptyContent(), objective: 'Older objective. '.repeat(400) }, { session_id: 'sess-1', source: 'auto', version: 2, created_at: '2026-12-01T08:00:00.000Z' }, 1200);
-const other = buildBrief({ ...emptyContent(), objective: 'Ship the parser. '.repeat(400), decisions: ['use a Pratt parser'], next_action: 'write the tests' }, { session_id: 'sess-2', source: 'auto', version: 3, created_at: '2026-12-01T09:00:00.000Z' }, 1200);
+const older = buildBrief(
+  { ...emptyContent(), objective: 'Older objective. '.repeat(400) },
+  { session_id: 'sess-1', source: 'auto', version: 2, created_at: '2026-12-01T08:00:00.000Z' },
+  1200,
+);
+const other = buildBrief(
+  {
+    ...emptyContent(),
+    objective: 'Ship the parser. '.repeat(400),
+    decisions: ['use a Pratt parser'],
+    next_action: 'write the tests',
+  },
+  { session_id: 'sess-2', source: 'auto', version: 3, created_at: '2026-12-01T09:00:00.000Z' },
+  1200,
+);
 
 /** How one output is built; the oracle reads the verdict off this, not off the text. */
 interface Spec {
@@ -70,12 +88,14 @@ function build(s: Spec, b: Brief): string {
   head.push(`Original token count: ${s.undercount ? shown + 100 : shown}`);
   const out = `${head.join('\n')}\nOutput:\n${body}`;
   if (s.wrapper === 'is-error') return JSON.stringify({ isError: true, content: [{ type: 'text', text: out }] });
-  if (s.wrapper === 'hook-denied') return `Command blocked by PreToolUse hook: latched. Command: latch brief --page ${s.page}\n${out}`;
+  if (s.wrapper === 'hook-denied')
+    return `Command blocked by PreToolUse hook: latched. Command: latch brief --page ${s.page}\n${out}`;
   return out;
 }
 
 /** A complete read: one untouched page of the current version, run to exit 0, shown whole, unwrapped. */
-const oracle = (s: Spec) => s.block === 'right' && s.status === 'exit0' && !s.undercount && s.marker === 'none' && s.wrapper === 'none';
+const oracle = (s: Spec) =>
+  s.block === 'right' && s.status === 'exit0' && !s.undercount && s.marker === 'none' && s.wrapper === 'none';
 
 const plain = fc.stringMatching(/^[a-z ]{0,40}\n$/).map((x) => (x.includes('LATCH') ? '' : x));
 const spec: fc.Arbitrary<Spec> = fc.record({

@@ -28,7 +28,13 @@ import { transcriptDoctor } from '../../src/agents/codex/fsck/command.js';
 import { cliMain } from '../../src/cli.js';
 import type { Io } from '../../src/commands/io.js';
 import { CHECKS } from '../../src/agents/codex/qualify/run.js';
-import { diffSchemas, extractHookSchemas, referenceSchemas, validate, type Schema } from '../../src/agents/codex/qualify/schemas.js';
+import {
+  diffSchemas,
+  extractHookSchemas,
+  referenceSchemas,
+  validate,
+  type Schema,
+} from '../../src/agents/codex/qualify/schemas.js';
 
 const created: string[] = [];
 test.after(() => {
@@ -59,7 +65,8 @@ function record(version: string, ok = true, extra: Partial<QualificationRecord> 
 function homeWith(records: Record<string, unknown>): string {
   const home = join(tmp(), 'latch');
   mkdirSync(join(home, 'qualified'), { recursive: true, mode: 0o700 });
-  for (const [name, rec] of Object.entries(records)) writeFileSync(join(home, 'qualified', name), typeof rec === 'string' ? rec : JSON.stringify(rec));
+  for (const [name, rec] of Object.entries(records))
+    writeFileSync(join(home, 'qualified', name), typeof rec === 'string' ? rec : JSON.stringify(rec));
   return home;
 }
 
@@ -67,7 +74,15 @@ function captureIo(env: NodeJS.ProcessEnv = {}): { io: Io; out: () => string; er
   let out = '';
   let err = '';
   return {
-    io: { out: (t) => (out += t), err: (t) => (err += t), env, cwd: process.cwd(), interactive: false, ask: async () => '', now: () => new Date().toISOString() },
+    io: {
+      out: (t) => (out += t),
+      err: (t) => (err += t),
+      env,
+      cwd: process.cwd(),
+      interactive: false,
+      ask: async () => '',
+      now: () => new Date().toISOString(),
+    },
     out: () => out,
     err: () => err,
   };
@@ -87,7 +102,11 @@ test('the package ships a passing record for 0.169.0; QUALIFIED_VERSIONS is read
   assert.ok(shipped.length >= 1);
   for (const l of shipped) {
     assert.equal(l.source, 'package');
-    assert.deepEqual(l.record!.checks.map((c) => c.name), [...CHECKS], 'a shipped record holds every check of this Latch');
+    assert.deepEqual(
+      l.record!.checks.map((c) => c.name),
+      [...CHECKS],
+      'a shipped record holds every check of this Latch',
+    );
     assert.ok(l.record!.checks.every((c) => c.evidence.length > 0));
     if (l.problem !== null) {
       // A release the project ran and refused ships its record too, with the reason.
@@ -138,7 +157,7 @@ test('recordProblem: schema, version, every check ok and qualified:true are all 
   assert.match(recordProblem([], null)!, /not a JSON object/);
 });
 
-test('native resume reads the store\'s $LATCH_HOME records (qualifiedVersionsOfStore)', () => {
+test("native resume reads the store's $LATCH_HOME records (qualifiedVersionsOfStore)", () => {
   const home = homeWith({ '0.172.0.json': record('0.172.0') });
   const db = new Database(join(home, 'latch.db'));
   try {
@@ -164,7 +183,12 @@ test('versions: parse `codex --version`, compare numerically', () => {
 
 const FIXTURE_SCHEMAS = join('test', 'fixtures', 'codex-hook-schemas');
 function fixtureSchemas(): Map<string, Schema> {
-  return new Map(readdirSync(FIXTURE_SCHEMAS).map((n) => [n.replace(/\.json$/, ''), JSON.parse(readFileSync(join(FIXTURE_SCHEMAS, n), 'utf8')) as Schema]));
+  return new Map(
+    readdirSync(FIXTURE_SCHEMAS).map((n) => [
+      n.replace(/\.json$/, ''),
+      JSON.parse(readFileSync(join(FIXTURE_SCHEMAS, n), 'utf8')) as Schema,
+    ]),
+  );
 }
 
 test('the shipped reference schemas are the 0.169.0 fixtures, and the shipped record digests match them', () => {
@@ -188,7 +212,12 @@ test('the shipped reference schemas are the 0.169.0 fixtures, and the shipped re
 
 test('extractHookSchemas finds schemas embedded in binary bytes', () => {
   const text = readFileSync(join(FIXTURE_SCHEMAS, 'pre-compact.command.input.json'), 'utf8');
-  const buf = Buffer.concat([Buffer.from([0, 1, 2, 0x7b, 0]), Buffer.from(text), Buffer.from([0, 0x7d, 9]), Buffer.from('{"$schema": "http://json-schema.org/draft-07/schema#", "title": "x"}')]);
+  const buf = Buffer.concat([
+    Buffer.from([0, 1, 2, 0x7b, 0]),
+    Buffer.from(text),
+    Buffer.from([0, 0x7d, 9]),
+    Buffer.from('{"$schema": "http://json-schema.org/draft-07/schema#", "title": "x"}'),
+  ]);
   const got = extractHookSchemas(buf);
   assert.deepEqual([...got.keys()], ['pre-compact.command.input']);
   assert.equal(extractHookSchemas(Buffer.from('#!/bin/sh\nexec codex "$@"\n')).size, 0);
@@ -198,18 +227,37 @@ test('validate agrees with ajv on the captured 0.169.0 payloads and on broken on
   const ajv = new Ajv.default({ strict: false, allErrors: true });
   const schemas = fixtureSchemas();
   const dir = join('test', 'fixtures', 'codex-payloads');
-  const stem: Record<string, string> = { SessionStart: 'session-start', UserPromptSubmit: 'user-prompt-submit', PreToolUse: 'pre-tool-use', PostToolUse: 'post-tool-use', PreCompact: 'pre-compact', PostCompact: 'post-compact', Stop: 'stop', SessionEnd: 'session-end' };
+  const stem: Record<string, string> = {
+    SessionStart: 'session-start',
+    UserPromptSubmit: 'user-prompt-submit',
+    PreToolUse: 'pre-tool-use',
+    PostToolUse: 'post-tool-use',
+    PreCompact: 'pre-compact',
+    PostCompact: 'post-compact',
+    Stop: 'stop',
+    SessionEnd: 'session-end',
+  };
   let n = 0;
   for (const f of readdirSync(dir)) {
     const p = JSON.parse(readFileSync(join(dir, f), 'utf8')) as Record<string, unknown>;
     const s = schemas.get(`${stem[p.hook_event_name as string]}.command.input`)!;
     const { $schema: _, ...forAjv } = s;
     const check = ajv.compile(forAjv);
-    const variants: unknown[] = [p, { ...p, extra_field: 1 }, { ...p, session_id: 5 }, Object.fromEntries(Object.entries(p).filter(([k]) => k !== 'cwd')), { ...p, hook_event_name: 'Nope' }];
+    const variants: unknown[] = [
+      p,
+      { ...p, extra_field: 1 },
+      { ...p, session_id: 5 },
+      Object.fromEntries(Object.entries(p).filter(([k]) => k !== 'cwd')),
+      { ...p, hook_event_name: 'Nope' },
+    ];
     if ('source' in p) variants.push({ ...p, source: 'teleport' });
     if ('trigger' in p) variants.push({ ...p, trigger: 'sometimes' });
     for (const v of variants) {
-      assert.equal(validate(s, v).length === 0, check(v) as boolean, `${f}: ${JSON.stringify(v).slice(0, 120)} ${validate(s, v).join('; ')}`);
+      assert.equal(
+        validate(s, v).length === 0,
+        check(v) as boolean,
+        `${f}: ${JSON.stringify(v).slice(0, 120)} ${validate(s, v).join('; ')}`,
+      );
       n++;
     }
     assert.deepEqual(validate(s, p), [], f);
@@ -217,8 +265,16 @@ test('validate agrees with ajv on the captured 0.169.0 payloads and on broken on
   assert.ok(n >= 70);
   // Replies (output schemas): the unknown-key rule that makes a hook fail open.
   const out = schemas.get('pre-tool-use.command.output')!;
-  assert.deepEqual(validate(out, { hookSpecificOutput: { hookEventName: 'PreToolUse', permissionDecision: 'deny', permissionDecisionReason: 'x' } }), []);
-  assert.match(validate(out, { hookSpecificOutput: { hookEventName: 'PreToolUse', permissionDecision: 'deny', why: 'x' } }).join(), /unknown property why/);
+  assert.deepEqual(
+    validate(out, {
+      hookSpecificOutput: { hookEventName: 'PreToolUse', permissionDecision: 'deny', permissionDecisionReason: 'x' },
+    }),
+    [],
+  );
+  assert.match(
+    validate(out, { hookSpecificOutput: { hookEventName: 'PreToolUse', permissionDecision: 'deny', why: 'x' } }).join(),
+    /unknown property why/,
+  );
   assert.match(validate({ type: 'object', patternProperties: {} }, {}).join(), /not supported/);
 });
 
@@ -272,7 +328,9 @@ const REAL = join('test', 'fixtures', 'doctor', 'hooked-session.jsonl');
 const damaged = (name: string) => join('test', 'fixtures', 'doctor', 'damaged', `${name}.jsonl.zst`);
 
 function asWriter(version: string, source = REAL): string {
-  const text = source.endsWith('.zst') ? Buffer.from(decompress(readFileSync(source))).toString('utf8') : readFileSync(source, 'utf8');
+  const text = source.endsWith('.zst')
+    ? Buffer.from(decompress(readFileSync(source))).toString('utf8')
+    : readFileSync(source, 'utf8');
   const f = join(tmp(), `rollout-${version}.jsonl`);
   writeFileSync(f, text.replace('"cli_version":"0.169.0"', `"cli_version":"${version}"`));
   return f;
@@ -288,7 +346,10 @@ test('doctor FILE exit 3: a healthy rollout of an unqualified release is age, no
   const f = asWriter('0.171.5');
   const r = await fsckFile(f, { latchHome: null });
   assert.equal(r.exit_code, 3);
-  assert.deepEqual(r.findings.map((x) => [x.code, x.severity]), [['unqualified_writer', 'notice']]);
+  assert.deepEqual(
+    r.findings.map((x) => [x.code, x.severity]),
+    [['unqualified_writer', 'notice']],
+  );
   assert.match(r.findings[0]!.message, /latch qualify codex 0\.171\.5/);
   const c = captureIo({ LATCH_HOME: join(tmp(), 'none') });
   assert.equal(await transcriptDoctor(c.io, { file: f }), 3);
@@ -307,13 +368,19 @@ test('doctor FILE: an unknown record type is a notice from an unqualified writer
   assert.equal(qualified.findings.find((x) => x.code === 'unknown_record_type')!.severity, 'error');
   const newer = await fsckFile(asWriter('0.180.0', damaged('unknown-record-type')), { latchHome: null });
   assert.equal(newer.exit_code, 3);
-  assert.deepEqual(newer.findings.map((x) => [x.code, x.severity]).sort(), [['unknown_record_type', 'notice'], ['unqualified_writer', 'notice']]);
+  assert.deepEqual(newer.findings.map((x) => [x.code, x.severity]).sort(), [
+    ['unknown_record_type', 'notice'],
+    ['unqualified_writer', 'notice'],
+  ]);
 });
 
 test('doctor FILE exit 1: damage wins over age; exit 2: unreadable', async () => {
   const both = await fsckFile(asWriter('0.171.5', damaged('garbage-line')), { latchHome: null });
   assert.equal(both.exit_code, 1);
-  assert.deepEqual(both.findings.map((x) => [x.code, x.severity]).sort(), [['parse_error', 'error'], ['unqualified_writer', 'notice']]);
+  assert.deepEqual(both.findings.map((x) => [x.code, x.severity]).sort(), [
+    ['parse_error', 'error'],
+    ['unqualified_writer', 'notice'],
+  ]);
   const c = captureIo({ LATCH_HOME: join(tmp(), 'none') });
   assert.equal(await transcriptDoctor(c.io, { file: damaged('truncated-last-line') }), 1);
   const gone = captureIo({ LATCH_HOME: join(tmp(), 'none') });
@@ -328,6 +395,9 @@ test('doctorExit and gradeFindings: the order 2 > 1 > 3 > 0', () => {
   assert.equal(doctorExit(false, [{ severity: 'notice' }, { severity: 'warning' }]), 1);
   assert.equal(doctorExit(false, [{ severity: 'error' }]), 1);
   assert.equal(doctorExit(true, [{ severity: 'notice' }]), 2);
-  const g = gradeFindings([{ code: 'unknown_method', severity: 'warning', message: 'm' }], { cli_version: '0.169.0', qualified: true });
+  const g = gradeFindings([{ code: 'unknown_method', severity: 'warning', message: 'm' }], {
+    cli_version: '0.169.0',
+    qualified: true,
+  });
   assert.equal(g[0]!.severity, 'warning', 'a qualified writer keeps its warnings');
 });

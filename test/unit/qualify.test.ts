@@ -17,7 +17,13 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { QUALIFIED_VERSIONS, qualifyResume, type QualifyDecision, type QualifyInput, type RecordedTranscript } from '../../src/agents/codex/qualify.js';
+import {
+  QUALIFIED_VERSIONS,
+  qualifyResume,
+  type QualifyDecision,
+  type QualifyInput,
+  type RecordedTranscript,
+} from '../../src/agents/codex/qualify.js';
 import { QUALIFY_CHECKS, type Identity, type QualifyOptions } from '../../src/continuity/qualify.js';
 import { parsePages, type BriefDigest } from '../../src/continuity/page-read.js';
 import { approxTokens, isTruncatedOutput, outputTruncation } from '../../src/agents/codex/outputs.js';
@@ -69,11 +75,32 @@ const passthrough = { turn_id: TURN };
 const meta = { history_sequence: 30, sampled_through_sequence: 29, client_authored: false };
 
 function functionCall(callId: string, cmd: string): string {
-  return rec('response_item', { type: 'function_call', id: `fc_${callId}`, name: 'exec_command', arguments: JSON.stringify({ cmd }), call_id: callId, internal_chat_message_metadata_passthrough: passthrough }, meta);
+  return rec(
+    'response_item',
+    {
+      type: 'function_call',
+      id: `fc_${callId}`,
+      name: 'exec_command',
+      arguments: JSON.stringify({ cmd }),
+      call_id: callId,
+      internal_chat_message_metadata_passthrough: passthrough,
+    },
+    meta,
+  );
 }
 function functionCallOutput(callId: string, output: string, type = 'function_call_output'): string {
   const prefix = type === 'function_call_output' ? 'fco' : 'ctco';
-  return rec('response_item', { type, id: `${prefix}_${callId}`, call_id: callId, output, internal_chat_message_metadata_passthrough: passthrough }, { ...meta, fallback_token_limit_override: 12000 });
+  return rec(
+    'response_item',
+    {
+      type,
+      id: `${prefix}_${callId}`,
+      call_id: callId,
+      output,
+      internal_chat_message_metadata_passthrough: passthrough,
+    },
+    { ...meta, fallback_token_limit_override: 12000 },
+  );
 }
 function execOutput(text: string, o: { exit?: number | null; original?: number; running?: boolean } = {}): string {
   const head = ['Chunk ID: 5e1f0a', 'Wall time: 0.0100 seconds'];
@@ -83,13 +110,32 @@ function execOutput(text: string, o: { exit?: number | null; original?: number; 
   return `${head.join('\n')}\nOutput:\n${text}`;
 }
 function assistant(text: string): string {
-  return rec('response_item', { type: 'message', id: `msg_${ordinal}`, role: 'assistant', content: [{ type: 'output_text', text }], internal_chat_message_metadata_passthrough: passthrough });
+  return rec('response_item', {
+    type: 'message',
+    id: `msg_${ordinal}`,
+    role: 'assistant',
+    content: [{ type: 'output_text', text }],
+    internal_chat_message_metadata_passthrough: passthrough,
+  });
 }
 function taskComplete(): string {
-  return rec('event_msg', { type: 'task_complete', root_turn_id: TURN, turn_id: TURN, last_agent_message: 'ok', started_at: 1795942812, completed_at: 1795942812, duration_ms: 10, time_to_first_token_ms: 5 });
+  return rec('event_msg', {
+    type: 'task_complete',
+    root_turn_id: TURN,
+    turn_id: TURN,
+    last_agent_message: 'ok',
+    started_at: 1795942812,
+    completed_at: 1795942812,
+    duration_ms: 10,
+    time_to_first_token_ms: 5,
+  });
 }
 function threadSettings(): string {
-  return rec('event_msg', { type: 'thread_settings_applied', thread_id: SESSION, thread_settings: { model: 'gpt-5.5', approval_policy: 'never', permission_profile: { type: 'disabled' }, cwd: CWD } });
+  return rec('event_msg', {
+    type: 'thread_settings_applied',
+    thread_id: SESSION,
+    thread_settings: { model: 'gpt-5.5', approval_policy: 'never', permission_profile: { type: 'disabled' }, cwd: CWD },
+  });
 }
 function turnContext(changes: Record<string, unknown> = {}): string {
   return rec('turn_context', { ...LATEST_TURN_CONTEXT, ...changes });
@@ -97,11 +143,26 @@ function turnContext(changes: Record<string, unknown> = {}): string {
 /** A second local compaction in the 0.169 order (summary, compacted, world_state, turn_context, item_completed). */
 function compaction(id: string): string[] {
   return [
-    rec('response_item', { type: 'message', id: `msg_${id}`, role: 'assistant', content: [{ type: 'output_text', text: 'Summary 2' }] }, { ...meta, compaction_output: true }),
-    rec('compacted', { message: 'Another language model started to solve this problem ...\nSummary 2', replacement_history: [], window_number: 2 }),
+    rec(
+      'response_item',
+      { type: 'message', id: `msg_${id}`, role: 'assistant', content: [{ type: 'output_text', text: 'Summary 2' }] },
+      { ...meta, compaction_output: true },
+    ),
+    rec('compacted', {
+      message: 'Another language model started to solve this problem ...\nSummary 2',
+      replacement_history: [],
+      window_number: 2,
+    }),
     rec('world_state', { full: true, state: {} }),
     turnContext(),
-    rec('event_msg', { type: 'item_completed', thread_id: SESSION, turn_id: TURN, item: { type: 'ContextCompaction', id }, started_at_ms: 1, completed_at_ms: 2 }),
+    rec('event_msg', {
+      type: 'item_completed',
+      thread_id: SESSION,
+      turn_id: TURN,
+      item: { type: 'ContextCompaction', id },
+      started_at_ms: 1,
+      completed_at_ms: 2,
+    }),
   ];
 }
 
@@ -125,7 +186,14 @@ function pageText(p: PageSpec): string {
 const BODY1 = '# Task brief\nGoal: make the tests pass.\nDo not touch vendor/ — ünïcödé ok.\n';
 const BODY2 = 'Page two: constraints.\n- keep the API\n';
 const BRIEF1: BriefDigest = { session: SESSION, version: 3, pages: [{ n: 1, sha256: sha(BODY1) }] };
-const BRIEF2: BriefDigest = { session: SESSION, version: 3, pages: [{ n: 1, sha256: sha(BODY1) }, { n: 2, sha256: sha(BODY2) }] };
+const BRIEF2: BriefDigest = {
+  session: SESSION,
+  version: 3,
+  pages: [
+    { n: 1, sha256: sha(BODY1) },
+    { n: 2, sha256: sha(BODY2) },
+  ],
+};
 
 let callSeq = 0;
 /** The model ran `latch brief --page n` and Codex recorded the call and its output. */
@@ -205,10 +273,30 @@ const rows: Row[] = [
     decision: 'full',
     fails: { 'complete-read': 'page 2/2: no complete successful read after the latest compaction' },
   },
-  { name: 'writer 0.168.9', base: withVersion('0.168.9'), decision: 'full', fails: { writer: 'cli_version 0.168.9 is not on the qualified list [' } },
-  { name: 'writer 0.169.1', base: withVersion('0.169.1'), decision: 'full', fails: { writer: 'cli_version 0.169.1 is not on the qualified list' } },
-  { name: 'writer 0.170.0', base: withVersion('0.170.0'), decision: 'full', fails: { writer: 'cli_version 0.170.0 is not on the qualified list' } },
-  { name: 'writer 0.169.0-alpha.1 (no semver ranges)', base: withVersion('0.169.0-alpha.1'), decision: 'full', fails: { writer: 'not on the qualified list' } },
+  {
+    name: 'writer 0.168.9',
+    base: withVersion('0.168.9'),
+    decision: 'full',
+    fails: { writer: 'cli_version 0.168.9 is not on the qualified list [' },
+  },
+  {
+    name: 'writer 0.169.1',
+    base: withVersion('0.169.1'),
+    decision: 'full',
+    fails: { writer: 'cli_version 0.169.1 is not on the qualified list' },
+  },
+  {
+    name: 'writer 0.170.0',
+    base: withVersion('0.170.0'),
+    decision: 'full',
+    fails: { writer: 'cli_version 0.170.0 is not on the qualified list' },
+  },
+  {
+    name: 'writer 0.169.0-alpha.1 (no semver ranges)',
+    base: withVersion('0.169.0-alpha.1'),
+    decision: 'full',
+    fails: { writer: 'not on the qualified list' },
+  },
   {
     name: 'replaced file (new inode, same content)',
     mutate: (c) => {
@@ -248,23 +336,48 @@ const rows: Row[] = [
     decision: 'full',
     fails: { file: 'is a symbolic link' },
   },
-  { name: 'not owned by the current user (injected uid)', opts: { uid: 4242 }, decision: 'full', fails: { file: 'not by the current user (uid 4242)' } },
+  {
+    name: 'not owned by the current user (injected uid)',
+    opts: { uid: 4242 },
+    decision: 'full',
+    fails: { file: 'not by the current user (uid 4242)' },
+  },
   {
     name: 'never recorded',
     input: (i) => ({ ...i, recorded: null }),
     decision: 'full',
     fails: { file: 'never recorded', 'append-only': 'never recorded' },
   },
-  { name: 'cwd changed in the latest turn_context', tail: [turnContext({ cwd: '/elsewhere' })], decision: 'full', fails: { identity: 'cwd "/elsewhere" != expected' } },
-  { name: 'model changed in the latest turn_context', tail: [turnContext({ model: 'gpt-4.1' })], decision: 'full', fails: { identity: 'model "gpt-4.1" != expected "gpt-5.5"' } },
+  {
+    name: 'cwd changed in the latest turn_context',
+    tail: [turnContext({ cwd: '/elsewhere' })],
+    decision: 'full',
+    fails: { identity: 'cwd "/elsewhere" != expected' },
+  },
+  {
+    name: 'model changed in the latest turn_context',
+    tail: [turnContext({ model: 'gpt-4.1' })],
+    decision: 'full',
+    fails: { identity: 'model "gpt-4.1" != expected "gpt-5.5"' },
+  },
   {
     name: 'sandbox changed in the latest turn_context',
     tail: [turnContext({ sandbox_policy: { type: 'workspace-write', network_access: false } })],
     decision: 'full',
     fails: { identity: 'sandbox_policy' },
   },
-  { name: 'approval policy changed', tail: [turnContext({ approval_policy: 'on-request' })], decision: 'full', fails: { identity: 'approval_policy "on-request"' } },
-  { name: 'permission profile changed', tail: [turnContext({ permission_profile: { type: 'enabled' } })], decision: 'full', fails: { identity: 'permission_profile' } },
+  {
+    name: 'approval policy changed',
+    tail: [turnContext({ approval_policy: 'on-request' })],
+    decision: 'full',
+    fails: { identity: 'approval_policy "on-request"' },
+  },
+  {
+    name: 'permission profile changed',
+    tail: [turnContext({ permission_profile: { type: 'enabled' } })],
+    decision: 'full',
+    fails: { identity: 'permission_profile' },
+  },
   {
     name: 'an earlier turn_context differs but the latest matches',
     prefix: [turnContext({ cwd: '/elsewhere' }), ...defaultPrefix(), turnContext()],
@@ -279,11 +392,24 @@ const rows: Row[] = [
   {
     name: 'key order inside the sandbox/permission objects does not matter',
     tail: [turnContext({ sandbox_policy: { network_access: false, type: 'workspace-write' } })],
-    input: (i) => ({ ...i, expected: { ...i.expected, sandbox_policy: { type: 'workspace-write', network_access: false } } }),
+    input: (i) => ({
+      ...i,
+      expected: { ...i.expected, sandbox_policy: { type: 'workspace-write', network_access: false } },
+    }),
     decision: 'native',
   },
-  { name: 'hook payload cwd differs', input: (i) => ({ ...i, payload: { ...i.payload, cwd: '/other' } }), decision: 'full', fails: { identity: 'hook payload cwd "/other"' } },
-  { name: 'hook payload model differs', input: (i) => ({ ...i, payload: { ...i.payload, model: 'o3' } }), decision: 'full', fails: { identity: 'hook payload model "o3"' } },
+  {
+    name: 'hook payload cwd differs',
+    input: (i) => ({ ...i, payload: { ...i.payload, cwd: '/other' } }),
+    decision: 'full',
+    fails: { identity: 'hook payload cwd "/other"' },
+  },
+  {
+    name: 'hook payload model differs',
+    input: (i) => ({ ...i, payload: { ...i.payload, model: 'o3' } }),
+    decision: 'full',
+    fails: { identity: 'hook payload model "o3"' },
+  },
   {
     name: 'hook payload session differs',
     input: (i) => ({ ...i, payload: { ...i.payload, session_id: 'other' } }),
@@ -296,8 +422,18 @@ const rows: Row[] = [
     decision: 'full',
     fails: { identity: 'another session_meta line at offset' },
   },
-  { name: 'unknown record type in the tail', tail: [rec('rollout_checkpoint', { x: 1 })], decision: 'full', fails: { tail: 'unknown record type "rollout_checkpoint"' } },
-  { name: 'non-JSON line in the tail', raw: '{"type":"event_msg", oops\n', decision: 'full', fails: { tail: 'is not JSON' } },
+  {
+    name: 'unknown record type in the tail',
+    tail: [rec('rollout_checkpoint', { x: 1 })],
+    decision: 'full',
+    fails: { tail: 'unknown record type "rollout_checkpoint"' },
+  },
+  {
+    name: 'non-JSON line in the tail',
+    raw: '{"type":"event_msg", oops\n',
+    decision: 'full',
+    fails: { tail: 'is not JSON' },
+  },
   {
     name: 'partial last line is ignored, and said so',
     raw: '{"timestamp":"2026-11-29T09:00:14.000Z","ordinal":99,"type":"event_msg","payload":{"type":"tok',
@@ -337,13 +473,17 @@ const rows: Row[] = [
   },
   {
     name: 'failed read: isError wrapper around a valid page',
-    prefix: read(`{"isError": true, "content": ${JSON.stringify(execOutput(pageText({ n: 1, total: 1, body: BODY1 })))}}`),
+    prefix: read(
+      `{"isError": true, "content": ${JSON.stringify(execOutput(pageText({ n: 1, total: 1, body: BODY1 })))}}`,
+    ),
     decision: 'full',
     fails: { 'complete-read': 'the output is an error result (isError: true)' },
   },
   {
     name: 'failed read: blocked by PreToolUse',
-    prefix: read(`Command blocked by PreToolUse hook: latched. Command: latch brief --page 1\n${pageText({ n: 1, total: 1, body: BODY1 })}`),
+    prefix: read(
+      `Command blocked by PreToolUse hook: latched. Command: latch brief --page 1\n${pageText({ n: 1, total: 1, body: BODY1 })}`,
+    ),
     decision: 'full',
     fails: { 'complete-read': 'the call was denied by a PreToolUse hook' },
   },
@@ -367,7 +507,14 @@ const rows: Row[] = [
   },
   {
     name: 'failed read: truncation marker in the output',
-    prefix: read(execOutput(pageText({ n: 1, total: 1, body: `# Task brief\nGoal…\n…120 tokens truncated…\nend\n` }).replace(/sha256=[0-9a-f]{64}/, `sha256=${sha(BODY1)}`))),
+    prefix: read(
+      execOutput(
+        pageText({ n: 1, total: 1, body: `# Task brief\nGoal…\n…120 tokens truncated…\nend\n` }).replace(
+          /sha256=[0-9a-f]{64}/,
+          `sha256=${sha(BODY1)}`,
+        ),
+      ),
+    ),
     decision: 'full',
     fails: { 'complete-read': /truncated \(marker line/ },
   },
@@ -506,7 +653,8 @@ function buildAndRun(row: Row): { d: QualifyDecision; ctx: Ctx } {
   return { d: qualifyResume(input, row.opts), ctx };
 }
 
-const matches = (reason: string, want: string | RegExp) => (typeof want === 'string' ? reason.includes(want) : want.test(reason));
+const matches = (reason: string, want: string | RegExp) =>
+  typeof want === 'string' ? reason.includes(want) : want.test(reason);
 
 for (const row of rows) {
   test(`qualify: ${row.name} → ${row.decision}`, () => {
@@ -524,7 +672,10 @@ for (const row of rows) {
       assert.deepEqual(failing.sort(), Object.keys(row.fails ?? {}).sort(), dump);
       for (const [name, want] of Object.entries({ ...(row.fails ?? {}), ...(row.notes ?? {}) })) {
         const c = d.checks.find((x) => x.name === name)!;
-        assert.ok(matches(c.reason, want), `check ${name}: reason ${JSON.stringify(c.reason)} should contain ${String(want)}`);
+        assert.ok(
+          matches(c.reason, want),
+          `check ${name}: reason ${JSON.stringify(c.reason)} should contain ${String(want)}`,
+        );
       }
     } finally {
       rmSync(ctx.dir, { recursive: true, force: true, maxRetries: 5 });
@@ -573,7 +724,11 @@ test('qualify: a directory at the transcript path is not a regular file', () => 
 });
 
 test('qualify: small read chunks give the same decision and reasons (lines split across chunks)', () => {
-  for (const row of [rows[0]!, rows.find((r) => r.name.startsWith('two-page brief, page 2'))!, rows.find((r) => r.name.startsWith('one byte'))!]) {
+  for (const row of [
+    rows[0]!,
+    rows.find((r) => r.name.startsWith('two-page brief, page 2'))!,
+    rows.find((r) => r.name.startsWith('one byte'))!,
+  ]) {
     const big = buildAndRun(row);
     const small = buildAndRun({ ...row, opts: { ...row.opts, chunkSize: 4096 } });
     const strip = (d: QualifyDecision) => d.checks.map((c) => [c.name, c.ok]);
@@ -655,13 +810,24 @@ test('truncation predicate: original count above the shown estimate, or a "token
   );
   // The 0.169 shapes (docs/codex-notes.md): header warning, bytes omitted, mid-line marker.
   const warned = `Warning: truncated output (original token count: 62300)\nTotal output lines: 50000\n\n1\n2\n42…62234 tokens truncated…671\n50000\n`;
-  assert.equal(outputTruncation(execOutput(warned, { original: approxTokens(warned) })), 'truncated ("Warning: truncated output")');
+  assert.equal(
+    outputTruncation(execOutput(warned, { original: approxTokens(warned) })),
+    'truncated ("Warning: truncated output")',
+  );
   assert.match(outputTruncation('x\n... 1290000 bytes omitted ...\ny') ?? '', /bytes omitted/);
-  assert.match(outputTruncation('Total output lines: 400\n\nhead\n42…1234 tokens truncated…671\ntail') ?? '', /marker line/);
+  assert.match(
+    outputTruncation('Total output lines: 400\n\nhead\n42…1234 tokens truncated…671\ntail') ?? '',
+    /marker line/,
+  );
   // Codex's own counts: `seq 1 2000` (8,893 bytes) = 2,224 tokens, 30,000 "a"s + newline = 7,501.
   assert.equal(approxTokens(Array.from({ length: 2000 }, (_, i) => `${i + 1}\n`).join('')), 2224);
   assert.equal(approxTokens('a'.repeat(30000) + '\n'), 7501);
   assert.equal(isTruncatedOutput('x\n[5 token truncated]\n'), true);
   // The real fixture's outputs are complete.
-  assert.equal(isTruncatedOutput('Chunk ID: dda0cf\nWall time: 0.0000 seconds\nProcess exited with code 0\nOriginal token count: 2\nOutput:\nhello\n'), false);
+  assert.equal(
+    isTruncatedOutput(
+      'Chunk ID: dda0cf\nWall time: 0.0000 seconds\nProcess exited with code 0\nOriginal token count: 2\nOutput:\nhello\n',
+    ),
+    false,
+  );
 });

@@ -8,7 +8,17 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, mkdirSync, writeFileSync, readdirSync, readFileSync, rmSync, chmodSync, statSync, realpathSync } from 'node:fs';
+import {
+  mkdtempSync,
+  mkdirSync,
+  writeFileSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  chmodSync,
+  statSync,
+  realpathSync,
+} from 'node:fs';
 import { createHash } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -35,7 +45,14 @@ let home = '';
 function sh(cwd: string, cmd: string, env: NodeJS.ProcessEnv = {}): { status: number | null; out: string } {
   const r = spawnSync('bash', ['-c', cmd], {
     cwd,
-    env: { ...process.env, HOME: home, GIT_CONFIG_NOSYSTEM: '1', GIT_AUTHOR_DATE: '1700000000 +0000', GIT_COMMITTER_DATE: '1700000000 +0000', ...env },
+    env: {
+      ...process.env,
+      HOME: home,
+      GIT_CONFIG_NOSYSTEM: '1',
+      GIT_AUTHOR_DATE: '1700000000 +0000',
+      GIT_COMMITTER_DATE: '1700000000 +0000',
+      ...env,
+    },
     encoding: 'utf8',
     stdio: ['ignore', 'pipe', 'pipe'],
     timeout: 20_000,
@@ -64,7 +81,8 @@ function snapshot(dir: string): Map<string, string> {
     for (const e of readdirSync(d, { withFileTypes: true })) {
       const p = join(d, e.name);
       if (e.isDirectory()) walk(p);
-      else if (e.isFile()) out.set(p, createHash('sha256').update(readFileSync(p)).digest('hex') + ':' + statSync(p).mtimeMs);
+      else if (e.isFile())
+        out.set(p, createHash('sha256').update(readFileSync(p)).digest('hex') + ':' + statSync(p).mtimeMs);
       else out.set(p, 'other');
     }
   };
@@ -138,7 +156,10 @@ before(() => {
     chmodSync(join(repo, '.git', 'hooks', h), 0o755);
   }
   // Signed commits (OpenPGP and SSH armour): verification runs gpg.program / gpg.ssh.program.
-  for (const [ref, armour] of [['signed', 'PGP SIGNATURE'], ['sshsigned', 'SSH SIGNATURE']] as const) {
+  for (const [ref, armour] of [
+    ['signed', 'PGP SIGNATURE'],
+    ['sshsigned', 'SSH SIGNATURE'],
+  ] as const) {
     sh(
       repo,
       `t=$(git rev-parse HEAD^{tree}); p=$(git rev-parse HEAD); ` +
@@ -216,7 +237,11 @@ describe('git: the accepted spelling against an armed repository', { skip: !hasG
   for (const cmd of ACCEPTED) {
     test(cmd.replace(G, 'G').replace(GL.slice(G.length), ' GPG'), () => {
       const v = classifyCommand(cmd, ctxFor(repo));
-      assert.deepEqual(v, { readOnly: true, touchesLatch: false, reasons: [], touchReasons: [] }, JSON.stringify(v.reasons));
+      assert.deepEqual(
+        v,
+        { readOnly: true, touchesLatch: false, reasons: [], touchReasons: [] },
+        JSON.stringify(v.reasons),
+      );
       dirty(repo);
       clearMarkers();
       const before = snapshot(repo);
@@ -252,9 +277,15 @@ describe('git: the accepted spelling against an armed repository', { skip: !hasG
 
   test('the deny reason spells the accepted form', () => {
     const v = classifyCommand('git log -p', ctxFor(repo));
-    assert.ok(v.reasons.some((r) => r.includes(`use \`${GL} log --no-ext-diff --no-textconv ...\``)), JSON.stringify(v.reasons));
+    assert.ok(
+      v.reasons.some((r) => r.includes(`use \`${GL} log --no-ext-diff --no-textconv ...\``)),
+      JSON.stringify(v.reasons),
+    );
     const s = classifyCommand('git status', ctxFor(repo));
-    assert.ok(s.reasons.some((r) => r.includes(`use \`${G} status ...\``)), JSON.stringify(s.reasons));
+    assert.ok(
+      s.reasons.some((r) => r.includes(`use \`${G} status ...\``)),
+      JSON.stringify(s.reasons),
+    );
   });
 });
 
@@ -268,11 +299,20 @@ describe('git: configuration no option can neutralise', { skip: !hasGit }, () =>
     clearMarkers();
   });
 
-  for (const cmd of [`${G} status`, `${GD} diff --no-ext-diff --no-textconv`, `${G} ls-files -m`, `${G} blame --no-textconv a.txt`, `${G} grep x`]) {
+  for (const cmd of [
+    `${G} status`,
+    `${GD} diff --no-ext-diff --no-textconv`,
+    `${G} ls-files -m`,
+    `${G} blame --no-textconv a.txt`,
+    `${G} grep x`,
+  ]) {
     test(`refused where a filter is configured: ${cmd.replace(G, 'G')}`, () => {
       const v = classifyCommand(cmd, ctxFor(filterRepo));
       assert.equal(v.readOnly, false);
-      assert.ok(v.reasons.some((r) => r.includes('filter')), JSON.stringify(v.reasons));
+      assert.ok(
+        v.reasons.some((r) => r.includes('filter')),
+        JSON.stringify(v.reasons),
+      );
     });
   }
 
@@ -292,7 +332,10 @@ describe('git: configuration no option can neutralise', { skip: !hasGit }, () =>
     for (const cmd of [`${G} status`, `${GL} log --no-ext-diff --no-textconv`]) {
       const v = classifyCommand(cmd, ctxFor(subRepo));
       assert.equal(v.readOnly, false, cmd);
-      assert.ok(v.reasons.some((r) => r.includes('submodules')), JSON.stringify(v.reasons));
+      assert.ok(
+        v.reasons.some((r) => r.includes('submodules')),
+        JSON.stringify(v.reasons),
+      );
     }
     assert.equal(classifyCommand(`${G} ls-files`, ctxFor(subRepo)).readOnly, true);
   });
@@ -306,7 +349,10 @@ describe('git: configuration no option can neutralise', { skip: !hasGit }, () =>
     for (const cmd of [`${G} rev-parse HEAD`, `${G} status`, `${GL} log --no-ext-diff --no-textconv -1`]) {
       const v = classifyCommand(cmd, ctxFor(repo));
       assert.equal(v.readOnly, false, cmd);
-      assert.ok(v.reasons.some((r) => r.includes('trace2')), JSON.stringify(v.reasons));
+      assert.ok(
+        v.reasons.some((r) => r.includes('trace2')),
+        JSON.stringify(v.reasons),
+      );
     }
     sh(repo, 'git config --global --unset trace2.eventTarget');
     sh(repo, `git config --global include.path ${join(root, 'x.cfg')}`);
@@ -321,6 +367,10 @@ describe('git: configuration no option can neutralise', { skip: !hasGit }, () =>
     const v = classifyCommand(`${G} status`, { latchHome: join(root, 'state', 'latch'), home });
     assert.equal(v.readOnly, false);
     assert.ok(v.reasons.some((r) => r.includes('working directory is not known')));
-    assert.equal(classifyCommand(`git -C ${repo} ${G.slice(4)} status`, { latchHome: join(root, 'state', 'latch'), home }).readOnly, true);
+    assert.equal(
+      classifyCommand(`git -C ${repo} ${G.slice(4)} status`, { latchHome: join(root, 'state', 'latch'), home })
+        .readOnly,
+      true,
+    );
   });
 });

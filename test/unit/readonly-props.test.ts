@@ -23,12 +23,34 @@ function shQuote(s: string): string {
 }
 
 /** Code units that are refused anywhere. */
-const forbiddenUnit = fc.oneof(
-  fc.integer({ min: 0, max: 0x1f }).filter((c) => c !== 0x09 && c !== 0x0a),
-  fc.integer({ min: 0x7f, max: 0x9f }),
-  fc.integer({ min: 0xd800, max: 0xdfff }),
-  fc.constantFrom(0x200b, 0x200c, 0x200d, 0x200e, 0x200f, 0x202a, 0x202b, 0x202c, 0x202d, 0x202e, 0x2066, 0x2067, 0x2068, 0x2069, 0x2028, 0x2029, 0xfeff, 0xad, 0x61c),
-).map((c) => String.fromCharCode(c));
+const forbiddenUnit = fc
+  .oneof(
+    fc.integer({ min: 0, max: 0x1f }).filter((c) => c !== 0x09 && c !== 0x0a),
+    fc.integer({ min: 0x7f, max: 0x9f }),
+    fc.integer({ min: 0xd800, max: 0xdfff }),
+    fc.constantFrom(
+      0x200b,
+      0x200c,
+      0x200d,
+      0x200e,
+      0x200f,
+      0x202a,
+      0x202b,
+      0x202c,
+      0x202d,
+      0x202e,
+      0x2066,
+      0x2067,
+      0x2068,
+      0x2069,
+      0x2028,
+      0x2029,
+      0xfeff,
+      0xad,
+      0x61c,
+    ),
+  )
+  .map((c) => String.fromCharCode(c));
 
 /** Non-ASCII BMP characters that are not forbidden (letters, look-alikes, symbols). */
 const nonAscii = fc
@@ -37,9 +59,23 @@ const nonAscii = fc
   .map((c) => String.fromCharCode(c));
 
 const SAFE = [
-  'ls -la', 'cat a.txt', 'head -n 3 a.txt', 'wc -l a.txt b.txt', 'grep -n foo a.txt', 'rg -n foo src', 'find . -name x -type f',
-  "sed -n '1,3p' a.txt", "awk '{print $1}' a.txt", `${G} status --short`, `${LATCH_BIN} status`, 'sort -u a.txt', 'echo hi',
-  'ls 2>/dev/null', 'cat < a.txt', 'ls | wc -l', 'pwd && ls',
+  'ls -la',
+  'cat a.txt',
+  'head -n 3 a.txt',
+  'wc -l a.txt b.txt',
+  'grep -n foo a.txt',
+  'rg -n foo src',
+  'find . -name x -type f',
+  "sed -n '1,3p' a.txt",
+  "awk '{print $1}' a.txt",
+  `${G} status --short`,
+  `${LATCH_BIN} status`,
+  'sort -u a.txt',
+  'echo hi',
+  'ls 2>/dev/null',
+  'cat < a.txt',
+  'ls | wc -l',
+  'pwd && ls',
 ];
 const safeCommand = fc.constantFrom(...SAFE);
 
@@ -72,12 +108,15 @@ describe('characters', () => {
 
   test('non-ASCII inside a quoted operand is fine; as the program or an option it is not', () => {
     fc.assert(
-      fc.property(fc.array(nonAscii, { minLength: 1, maxLength: 6 }).map((a) => a.join('')), (u) => {
-        assert.equal(classifyCommand(`cat ${shQuote('f-' + u)}`, ctx).readOnly, true, u);
-        assert.equal(classifyCommand(`echo "x${u.replace(/["$`\\!]/g, '')}"`, ctx).readOnly, true, u);
-        assert.equal(classifyCommand(`${shQuote('ls' + u)} x`, ctx).readOnly, false, u);
-        assert.equal(classifyCommand(`ls ${shQuote('-l' + u)}`, ctx).readOnly, false, u);
-      }),
+      fc.property(
+        fc.array(nonAscii, { minLength: 1, maxLength: 6 }).map((a) => a.join('')),
+        (u) => {
+          assert.equal(classifyCommand(`cat ${shQuote('f-' + u)}`, ctx).readOnly, true, u);
+          assert.equal(classifyCommand(`echo "x${u.replace(/["$`\\!]/g, '')}"`, ctx).readOnly, true, u);
+          assert.equal(classifyCommand(`${shQuote('ls' + u)} x`, ctx).readOnly, false, u);
+          assert.equal(classifyCommand(`ls ${shQuote('-l' + u)}`, ctx).readOnly, false, u);
+        },
+      ),
       { numRuns: RUNS },
     );
   });
@@ -92,7 +131,10 @@ describe('tokenizer', () => {
         const r = parseCommandList(words.map(shQuote).join(' '));
         assert.ok(r.ok, JSON.stringify(words));
         assert.equal(r.commands.length, 1);
-        assert.deepEqual(r.commands[0]!.words.map((w) => w.value), words);
+        assert.deepEqual(
+          r.commands[0]!.words.map((w) => w.value),
+          words,
+        );
         assert.ok(r.commands[0]!.words.every((w) => !w.glob && !w.tilde));
       }),
       { numRuns: RUNS },
@@ -108,7 +150,10 @@ describe('tokenizer', () => {
         const r = parseCommandList(s);
         assert.ok(r.ok, JSON.stringify(s));
         assert.equal(r.commands[0]!.redirections[0]!.heredoc, body);
-        assert.deepEqual(r.commands[1]!.words.map((w) => w.value), ['ls']);
+        assert.deepEqual(
+          r.commands[1]!.words.map((w) => w.value),
+          ['ls'],
+        );
         assert.equal(classifyCommand(s, ctx).readOnly, true, JSON.stringify(s));
         const u = `cat <<EOF\n${body}EOF`;
         const expands = body.includes('$') || body.includes('`') || body.includes('\\');
@@ -132,9 +177,25 @@ describe('tokenizer', () => {
 });
 
 describe('sed and awk parsers', () => {
-  const addr = fc.constantFrom('', '1', '$', '10', '/x/', '/a\\/b/', '1,5', '/a/,/b/', '2~3', '/a/,+2', '0,/re/', '3,$', '/x/I');
+  const addr = fc.constantFrom(
+    '',
+    '1',
+    '$',
+    '10',
+    '/x/',
+    '/a\\/b/',
+    '1,5',
+    '/a/,/b/',
+    '2~3',
+    '/a/,+2',
+    '0,/re/',
+    '3,$',
+    '/x/I',
+  );
   const safeCmd = fc.constantFrom('p', '=', 'l', 'q', 'Q', 'd', 'q5', 'l 3');
-  const safeScript = fc.array(fc.tuple(addr, fc.boolean(), safeCmd), { minLength: 1, maxLength: 4 }).map((xs) => xs.map(([a, neg, c]) => `${a}${neg && a ? '!' : ''}${c}`).join(';'));
+  const safeScript = fc
+    .array(fc.tuple(addr, fc.boolean(), safeCmd), { minLength: 1, maxLength: 4 })
+    .map((xs) => xs.map(([a, neg, c]) => `${a}${neg && a ? '!' : ''}${c}`).join(';'));
 
   test('scripts of addresses and p = l q Q d are read-only', () => {
     fc.assert(
@@ -147,7 +208,29 @@ describe('sed and awk parsers', () => {
   });
 
   test('any other command among them is refused', () => {
-    const bad = fc.constantFrom('w out', 'W out', 'r x', 'R x', 'e id', 's/a/b/', 's/a/b/w x', 'y/a/b/', 'a x', 'i x', 'c x', 'N', 'n', 'G', 'H', 'x', 'b', ':l', 'F', 'z', 'v');
+    const bad = fc.constantFrom(
+      'w out',
+      'W out',
+      'r x',
+      'R x',
+      'e id',
+      's/a/b/',
+      's/a/b/w x',
+      'y/a/b/',
+      'a x',
+      'i x',
+      'c x',
+      'N',
+      'n',
+      'G',
+      'H',
+      'x',
+      'b',
+      ':l',
+      'F',
+      'z',
+      'v',
+    );
     fc.assert(
       fc.property(fc.array(fc.tuple(addr, safeCmd), { maxLength: 3 }), bad, addr, fc.nat(), (pre, b, a, at) => {
         const parts = pre.map(([x, c]) => `${x}${c}`);
@@ -159,8 +242,31 @@ describe('sed and awk parsers', () => {
     );
   });
 
-  const awkSafe = fc.constantFrom("{print $1}", 'NR==1', '$2 < 3 {c++} END {print c}', '{s+=length($0)} END {printf "%d\\n", s}', '/re/', 'BEGIN{FS=":"} {print $NF}', '{a[$1]++} END {for (k in a) print k, a[k]}');
-  const awkBad = fc.constantFrom('system("id")', '"id" | getline', 'getline x < "f"', 'print > "f"', 'print >> "f"', 'print | "sh"', 'close("f")', 'fflush()', 'ENVIRON["X"]', 'PROCINFO["pid"]', '@f()', 'ARGV[1]="x"', 'ARGC=2', '"x" |& getline');
+  const awkSafe = fc.constantFrom(
+    '{print $1}',
+    'NR==1',
+    '$2 < 3 {c++} END {print c}',
+    '{s+=length($0)} END {printf "%d\\n", s}',
+    '/re/',
+    'BEGIN{FS=":"} {print $NF}',
+    '{a[$1]++} END {for (k in a) print k, a[k]}',
+  );
+  const awkBad = fc.constantFrom(
+    'system("id")',
+    '"id" | getline',
+    'getline x < "f"',
+    'print > "f"',
+    'print >> "f"',
+    'print | "sh"',
+    'close("f")',
+    'fflush()',
+    'ENVIRON["X"]',
+    'PROCINFO["pid"]',
+    '@f()',
+    'ARGV[1]="x"',
+    'ARGC=2',
+    '"x" |& getline',
+  );
 
   test('awk programs are refused as soon as a forbidden construct appears anywhere', () => {
     fc.assert(
@@ -193,7 +299,10 @@ describe('git spelling', () => {
         const [sub, extra, rest] = subs[k]!;
         const opts = [...globals, ...extra];
         // a deterministic shuffle
-        const order = opts.map((o, i) => [((seed + 1) * (i + 7) * 2654435761) % 1000, o] as const).sort((a, b) => a[0] - b[0]).map((x) => x[1]);
+        const order = opts
+          .map((o, i) => [((seed + 1) * (i + 7) * 2654435761) % 1000, o] as const)
+          .sort((a, b) => a[0] - b[0])
+          .map((x) => x[1]);
         const cmd = `git -C ${CWD} ${order.join(' ')} ${sub} ${rest}`;
         const v = classifyCommand(cmd, { ...ctx, cwd: '/' });
         assert.equal(v.readOnly, true, `${cmd} ${JSON.stringify(v.reasons)}`);
@@ -207,8 +316,25 @@ describe('git spelling', () => {
 });
 
 describe('paths', () => {
-  const seg = fc.constantFrom('..', '.', 'x', 'home', 'u', '.local', 'state', 'latch', 'latch.db', 'work', 'proj', '', 'nonexistent-home');
-  const rel = fc.array(seg, { minLength: 1, maxLength: 9 }).map((xs) => xs.join('/')).filter((p) => p.length > 0 && !p.startsWith('/'));
+  const seg = fc.constantFrom(
+    '..',
+    '.',
+    'x',
+    'home',
+    'u',
+    '.local',
+    'state',
+    'latch',
+    'latch.db',
+    'work',
+    'proj',
+    '',
+    'nonexistent-home',
+  );
+  const rel = fc
+    .array(seg, { minLength: 1, maxLength: 9 })
+    .map((xs) => xs.join('/'))
+    .filter((p) => p.length > 0 && !p.startsWith('/'));
 
   test('a relative path touches Latch exactly when it resolves (against cwd) into the Latch home', () => {
     fc.assert(
@@ -223,7 +349,11 @@ describe('paths', () => {
         const restPath = parts.slice(1).join('/');
         if (first !== '' && restPath !== '' && first !== '-') {
           const v2 = classifyCommand(`cd ${shQuote(first)} && ${prog} ${shQuote(restPath)}`, ctx);
-          assert.equal(v2.touchesLatch, inside || posix.resolve(CWD, first).startsWith(LATCH_HOME), `cd ${first} && ${restPath}`);
+          assert.equal(
+            v2.touchesLatch,
+            inside || posix.resolve(CWD, first).startsWith(LATCH_HOME),
+            `cd ${first} && ${restPath}`,
+          );
         }
       }),
       { numRuns: RUNS * 2 },

@@ -212,7 +212,7 @@ const rows: Row[] = [
   ['node x/latch.cjs status', false, true, 'installed executable'],
   [`node --require x ${L} status`, false, true],
   [`/tmp/node ${L} status`, false, true, 'installed executable'],
-  [`${L} verify --yes`, false, true, 'not one of the agent\'s read forms'],
+  [`${L} verify --yes`, false, true, "not one of the agent's read forms"],
   [`${L} resume`, false, true, 'only a human may run it'],
   ['latch verify --yes', false, true],
   ['npx latch resume', false, true],
@@ -267,7 +267,10 @@ describe('classifyCommand: table', () => {
       if (!readOnly || touchesLatch) assert.ok(v.reasons.length > 0, 'a reason is given');
       if (readOnly && !touchesLatch) assert.deepEqual(v.reasons, []);
       if (reason !== undefined) {
-        assert.ok(v.reasons.some((r) => r.includes(reason)), `expected a reason containing ${JSON.stringify(reason)}, got ${JSON.stringify(v.reasons)}`);
+        assert.ok(
+          v.reasons.some((r) => r.includes(reason)),
+          `expected a reason containing ${JSON.stringify(reason)}, got ${JSON.stringify(v.reasons)}`,
+        );
       }
     });
   }
@@ -288,7 +291,12 @@ describe('classifyCommand: context handling', () => {
   });
 
   test('an empty latchHome only disables the path checks', () => {
-    assert.deepEqual(classifyCommand('ls -la', { latchHome: '' }), { readOnly: true, touchesLatch: false, reasons: [], touchReasons: [] });
+    assert.deepEqual(classifyCommand('ls -la', { latchHome: '' }), {
+      readOnly: true,
+      touchesLatch: false,
+      reasons: [],
+      touchReasons: [],
+    });
     assert.equal(classifyCommand('rm x', { latchHome: '' }).readOnly, false);
     assert.equal(classifyCommand('latch resume', { latchHome: '' }).touchesLatch, true);
   });
@@ -296,8 +304,18 @@ describe('classifyCommand: context handling', () => {
   test('the allowed invocation may live inside the latch home', () => {
     const bin = `${LATCH_HOME}/bin/latch`;
     const c = { latchHome: LATCH_HOME, latchBin: bin, home: HOME };
-    assert.deepEqual(classifyCommand(`${bin} status`, c), { readOnly: true, touchesLatch: false, reasons: [], touchReasons: [] });
-    assert.deepEqual(classifyCommand(`bash -c '${bin} status'`, c), { readOnly: true, touchesLatch: false, reasons: [], touchReasons: [] });
+    assert.deepEqual(classifyCommand(`${bin} status`, c), {
+      readOnly: true,
+      touchesLatch: false,
+      reasons: [],
+      touchReasons: [],
+    });
+    assert.deepEqual(classifyCommand(`bash -c '${bin} status'`, c), {
+      readOnly: true,
+      touchesLatch: false,
+      reasons: [],
+      touchReasons: [],
+    });
     assert.equal(classifyCommand(`${bin} status ${LATCH_HOME}/x`, c).touchesLatch, true);
     assert.equal(classifyCommand(`${bin} resume`, c).touchesLatch, true);
   });
@@ -315,14 +333,21 @@ describe('classifyCommand: context handling', () => {
 
 describe('parseCommandList', () => {
   test('splits lists and keeps redirections apart from words', () => {
-    const r = parseCommandList("ls -la 'a b' 2>&1 | head -n1 && echo \"x\"y");
+    const r = parseCommandList('ls -la \'a b\' 2>&1 | head -n1 && echo "x"y');
     assert.ok(r.ok);
     assert.deepEqual(
       r.commands.map((c) => c.words.map((w) => w.value)),
-      [['ls', '-la', 'a b'], ['head', '-n1'], ['echo', 'xy']],
+      [
+        ['ls', '-la', 'a b'],
+        ['head', '-n1'],
+        ['echo', 'xy'],
+      ],
     );
     assert.deepEqual(r.ops, ['|', '&&']);
-    assert.deepEqual(r.commands[0]!.redirections.map((x) => [x.fd, x.op, x.target.value]), [['2', '>&', '1']]);
+    assert.deepEqual(
+      r.commands[0]!.redirections.map((x) => [x.fd, x.op, x.target.value]),
+      [['2', '>&', '1']],
+    );
   });
 
   test('quoted glob characters are not globs', () => {
@@ -348,12 +373,8 @@ const safePath = fc.oneof(
   safeName.map((a) => `src/*.${a}`),
 );
 /** Anything inside single quotes is literal: shell metacharacters there must not matter. */
-const singleQuoted = fc
-  .string({ maxLength: 20 })
-  .map((s) => `'${s.replace(/'/g, '')}'`);
-const doubleQuoted = fc
-  .string({ maxLength: 20 })
-  .map((s) => `"${s.replace(/["$`\\!]/g, '')}"`);
+const singleQuoted = fc.string({ maxLength: 20 }).map((s) => `'${s.replace(/'/g, '')}'`);
+const doubleQuoted = fc.string({ maxLength: 20 }).map((s) => `"${s.replace(/["$`\\!]/g, '')}"`);
 const num = fc.integer({ min: 1, max: 200 }).map(String);
 
 function cmd(parts: fc.Arbitrary<string>[]): fc.Arbitrary<string> {
@@ -370,24 +391,93 @@ const safeCommand: fc.Arbitrary<string> = fc
       cmd([fc.constant('cat'), paths]),
       cmd([fc.constantFrom('head', 'tail'), fc.constant('-n'), num, paths]),
       cmd([fc.constant('wc'), opt(fc.constantFrom('-l', '-c', '-w')), paths]),
-      cmd([fc.constant('echo'), fc.array(fc.oneof(safeName, singleQuoted, doubleQuoted), { maxLength: 3 }).map((x) => x.join(' '))]),
-      cmd([fc.constantFrom('grep', 'egrep', 'fgrep'), opt(fc.constantFrom('-rn', '-i', '-c')), fc.oneof(singleQuoted, safeName), paths]),
+      cmd([
+        fc.constant('echo'),
+        fc.array(fc.oneof(safeName, singleQuoted, doubleQuoted), { maxLength: 3 }).map((x) => x.join(' ')),
+      ]),
+      cmd([
+        fc.constantFrom('grep', 'egrep', 'fgrep'),
+        opt(fc.constantFrom('-rn', '-i', '-c')),
+        fc.oneof(singleQuoted, safeName),
+        paths,
+      ]),
       // A pattern that starts with '-' is an option to rg, quoted or not (`rg '-L'` follows links).
-      cmd([fc.constant('rg'), opt(fc.constantFrom('-n', '-i', '--hidden', '-l')), fc.oneof(singleQuoted, safeName).filter((p) => !p.replace(/^'/, '').startsWith('-')), paths]),
-      cmd([fc.constant('find'), safePath, opt(fc.constantFrom('-type f', '-maxdepth 2', '-print')), opt(safeName.map((n) => `-name '*.${n}'`))]),
+      cmd([
+        fc.constant('rg'),
+        opt(fc.constantFrom('-n', '-i', '--hidden', '-l')),
+        fc.oneof(singleQuoted, safeName).filter((p) => !p.replace(/^'/, '').startsWith('-')),
+        paths,
+      ]),
+      cmd([
+        fc.constant('find'),
+        safePath,
+        opt(fc.constantFrom('-type f', '-maxdepth 2', '-print')),
+        opt(safeName.map((n) => `-name '*.${n}'`)),
+      ]),
       cmd([fc.constant('sort'), opt(fc.constantFrom('-u', '-n', '-r', '-k 2', '-t , -k 1')), paths]),
       cmd([fc.constant('uniq'), opt(fc.constantFrom('-c', '-d', '-f 1')), opt(safeName)]),
       cmd([fc.constant('cut'), fc.constantFrom('-d, -f1', '-c1-5', '-f2'), paths]),
       cmd([fc.constant('tr'), fc.constantFrom('a-z A-Z', '-d x', "'\\n' ' '")]),
       cmd([fc.constant('jq'), fc.oneof(singleQuoted, fc.constant('.')), paths]),
-      cmd([fc.constantFrom('pwd', 'true', 'false', 'df -h', `${G} status`, `${G} branch`, `${L} status`, `${L} log`, `${L} brief show`, `${L} brief --page 1`)]),
-      cmd([fc.constant('sed'), fc.constantFrom("-n '1,5p'", "-n '$p'", "-ne '/x/p'", "-n '2~3p;10q'", "-E -n '/a|b/,+2p'"), paths]),
-      cmd([fc.constant('awk'), fc.constantFrom("'{print $1}'", "-F: '{print $2, NF}'", "'NR < 5'", "-v n=3 '$3 == n {c++} END {print c}'"), paths]),
-      cmd([fc.constantFrom('stat', 'du -sh', 'file', 'realpath', 'basename', 'dirname', 'sha256sum', 'nl', 'readlink -f', 'tree -L 2', 'which'), safePath]),
+      cmd([
+        fc.constantFrom(
+          'pwd',
+          'true',
+          'false',
+          'df -h',
+          `${G} status`,
+          `${G} branch`,
+          `${L} status`,
+          `${L} log`,
+          `${L} brief show`,
+          `${L} brief --page 1`,
+        ),
+      ]),
+      cmd([
+        fc.constant('sed'),
+        fc.constantFrom("-n '1,5p'", "-n '$p'", "-ne '/x/p'", "-n '2~3p;10q'", "-E -n '/a|b/,+2p'"),
+        paths,
+      ]),
+      cmd([
+        fc.constant('awk'),
+        fc.constantFrom("'{print $1}'", "-F: '{print $2, NF}'", "'NR < 5'", "-v n=3 '$3 == n {c++} END {print c}'"),
+        paths,
+      ]),
+      cmd([
+        fc.constantFrom(
+          'stat',
+          'du -sh',
+          'file',
+          'realpath',
+          'basename',
+          'dirname',
+          'sha256sum',
+          'nl',
+          'readlink -f',
+          'tree -L 2',
+          'which',
+        ),
+        safePath,
+      ]),
       cmd([fc.constant('diff'), safePath, safePath]),
       cmd([fc.constant('cd'), safePath.filter((x) => !x.includes('*'))]),
       cmd([fc.constant('printf'), fc.constant("'%s\\n'"), safeName]),
-      cmd([fc.constant('git'), opt(fc.constantFrom('-C sub', `-C ${CWD}`)), fc.constant(GL.slice(4)), fc.constantFrom('log --no-ext-diff --no-textconv --oneline -n 5', '-c diff.autoRefreshIndex=false diff --no-ext-diff --no-textconv --stat', 'show --no-ext-diff --no-textconv HEAD', 'rev-parse HEAD', 'ls-files', 'blame --no-textconv x.ts', 'branch -a', '-c diff.autoRefreshIndex=false diff --no-ext-diff --no-textconv -- src', 'status -s')]),
+      cmd([
+        fc.constant('git'),
+        opt(fc.constantFrom('-C sub', `-C ${CWD}`)),
+        fc.constant(GL.slice(4)),
+        fc.constantFrom(
+          'log --no-ext-diff --no-textconv --oneline -n 5',
+          '-c diff.autoRefreshIndex=false diff --no-ext-diff --no-textconv --stat',
+          'show --no-ext-diff --no-textconv HEAD',
+          'rev-parse HEAD',
+          'ls-files',
+          'blame --no-textconv x.ts',
+          'branch -a',
+          '-c diff.autoRefreshIndex=false diff --no-ext-diff --no-textconv -- src',
+          'status -s',
+        ),
+      ]),
     ),
     safeRedirect,
   )
@@ -455,8 +545,8 @@ const MUTATIONS: Array<(c: string) => string> = [
   (c) => `${c} \u2010delete`,
   () => 'find . -delete',
   () => "sed -n '1w out' f",
-  () => "awk '{system(\"id\")}' f",
-  () => "awk '{print > \"x\"}' f",
+  () => 'awk \'{system("id")}\' f',
+  () => 'awk \'{print > "x"}\' f',
   () => 'rg --pre sh x',
   () => 'ls > out',
   () => 'cat <> f',
@@ -482,7 +572,9 @@ describe('classifyCommand: properties', () => {
     fc.assert(fc.property(fc.string({ maxLength: 200 }), check), { numRuns: 500 });
     fc.assert(fc.property(fc.string({ unit: 'binary', maxLength: 200 }), check), { numRuns: 500 });
     const shellish = fc
-      .array(fc.constantFrom(...'ls cat -|&;<>\'"\\$`(){}[]*?~#=\n 2 / . dev null latch a'.split('')), { maxLength: 60 })
+      .array(fc.constantFrom(...'ls cat -|&;<>\'"\\$`(){}[]*?~#=\n 2 / . dev null latch a'.split('')), {
+        maxLength: 60,
+      })
       .map((cs) => cs.join(''));
     fc.assert(fc.property(shellish, check), { numRuns: 2000 });
   });
@@ -548,13 +640,18 @@ describe('classifyCommand: properties', () => {
     );
     // As a plain argument of a generated command, too.
     fc.assert(
-      fc.property(noLatch, fc.nat(), fc.constantFrom(`${LATCH_HOME}/latch.db`, `'${LATCH_HOME}'`, `"${LATCH_HOME}/"`), (l, at, m) => {
-        const cmds = [...l.cmds];
-        const idx = at % cmds.length;
-        cmds[idx] = `cat ${m}`;
-        const v = classifyCommand(render({ ...l, cmds }), ctx);
-        assert.equal(v.touchesLatch, true);
-      }),
+      fc.property(
+        noLatch,
+        fc.nat(),
+        fc.constantFrom(`${LATCH_HOME}/latch.db`, `'${LATCH_HOME}'`, `"${LATCH_HOME}/"`),
+        (l, at, m) => {
+          const cmds = [...l.cmds];
+          const idx = at % cmds.length;
+          cmds[idx] = `cat ${m}`;
+          const v = classifyCommand(render({ ...l, cmds }), ctx);
+          assert.equal(v.touchesLatch, true);
+        },
+      ),
       { numRuns: 300 },
     );
   });
@@ -579,10 +676,20 @@ describe('classifyCommand: properties', () => {
 test('latch brief reads may name the session and the workspace; set never counts as read-only', () => {
   const bin = '/opt/agent-latch/dist/latch.cjs';
   const ctx = { latchHome: '/home/u/.local/state/latch', latchBin: bin };
-  for (const c of [`${bin} brief --page 2 --session 01a2-bc`, `node ${bin} brief --page=1 --cwd /w`, `${bin} brief show --json --session s`]) {
+  for (const c of [
+    `${bin} brief --page 2 --session 01a2-bc`,
+    `node ${bin} brief --page=1 --cwd /w`,
+    `${bin} brief show --json --session s`,
+  ]) {
     assert.equal(classifyCommand(c, ctx).readOnly, true, c);
   }
-  for (const c of [`${bin} brief set --file x`, `${bin} brief --page 1 --json`, `${bin} brief --page x`, `${bin} brief --page 1 --session`, `${bin} brief --page 1 --bogus`]) {
+  for (const c of [
+    `${bin} brief set --file x`,
+    `${bin} brief --page 1 --json`,
+    `${bin} brief --page x`,
+    `${bin} brief --page 1 --session`,
+    `${bin} brief --page 1 --bogus`,
+  ]) {
     assert.equal(classifyCommand(c, ctx).readOnly, false, c);
   }
   // Without the installed path, no spelling of latch is allowed (touchesLatch).

@@ -129,13 +129,19 @@ describe('latch report', () => {
     const c = capture(sb);
     assert.equal(await report(c.io, {}), 2);
     assert.match(c.err(), /--html FILE or --markdown/);
-    await assert.rejects(report(c.io, { html: 'x.html', out: 'x.md' }), (e: unknown) => e instanceof ExitError && e.exitCode === 2);
+    await assert.rejects(
+      report(c.io, { html: 'x.html', out: 'x.md' }),
+      (e: unknown) => e instanceof ExitError && e.exitCode === 2,
+    );
     assert.equal(existsSync(join(sb.work, 'x.html')), false);
   });
 
   test('an unknown --session is a usage error', async () => {
     const c = capture(sb);
-    await assert.rejects(report(c.io, { session: 'nope', markdown: true }), (e: unknown) => e instanceof ExitError && e.exitCode === 2 && /no session nope/.test(e.message));
+    await assert.rejects(
+      report(c.io, { session: 'nope', markdown: true }),
+      (e: unknown) => e instanceof ExitError && e.exitCode === 2 && /no session nope/.test(e.message),
+    );
   });
 
   test('HTML: one self-contained document with no external resource', () => {
@@ -143,7 +149,11 @@ describe('latch report', () => {
     assert.doesNotMatch(html, /https?:\/\//i, 'no http(s) reference anywhere');
     assert.doesNotMatch(html, /<link\b/i);
     assert.doesNotMatch(html, /<script\b[^>]*\bsrc\s*=/i);
-    assert.doesNotMatch(html, /<(img|iframe|object|embed|video|audio|source|base|form)\b/i, 'no element that could load anything');
+    assert.doesNotMatch(
+      html,
+      /<(img|iframe|object|embed|video|audio|source|base|form)\b/i,
+      'no element that could load anything',
+    );
     assert.doesNotMatch(html, /@import|url\(/i, 'no CSS fetch');
     assert.equal(html.match(/<script\b/gi)?.length, 1, 'exactly one script element: the inline enhancement');
     assert.equal(html.match(/<style\b/gi)?.length, 1);
@@ -166,10 +176,14 @@ describe('latch report', () => {
   });
 
   test('HTML: the timeline is an ordered list of classed entries in order', () => {
-    const ol = html.slice(html.indexOf('<ol class="timeline"'), html.indexOf('</ol>', html.indexOf('<ol class="timeline"')));
+    const ol = html.slice(
+      html.indexOf('<ol class="timeline"'),
+      html.indexOf('</ol>', html.indexOf('<ol class="timeline"')),
+    );
     const kinds = [...ol.matchAll(/<li class="entry ([a-z-]+)[^"]*" data-kind="([a-z]+)"/g)].map((m) => m[1]);
     const firstOf = (k: string) => kinds.indexOf(k);
-    for (const k of ['turn', 'attempt', 'compaction', 'trip', 'denial', 'verification', 'change']) assert.ok(firstOf(k) >= 0, `an entry of kind ${k}: ${kinds.join(' ')}`);
+    for (const k of ['turn', 'attempt', 'compaction', 'trip', 'denial', 'verification', 'change'])
+      assert.ok(firstOf(k) >= 0, `an entry of kind ${k}: ${kinds.join(' ')}`);
     assert.ok(firstOf('attempt') < firstOf('compaction'), 'the write came before the compaction');
     assert.ok(firstOf('compaction') < firstOf('trip') || firstOf('compaction') < firstOf('denial'));
     assert.ok(firstOf('trip') < firstOf('denial'), 'tripped, then denied');
@@ -180,21 +194,39 @@ describe('latch report', () => {
     assert.match(ol, /<li class="entry denial" data-kind="denial" data-session="S">/);
     assert.match(ol, /class="entry change attr-outside"[^>]*>.*Outside edit.*notes\.txt/);
     assert.match(ol, /Compaction #1<\/span>.*auto, observed via [a-z_ +]*pre_compact/);
-    assert.match(ol, /checkpoint <code>[^<]+<\/code> at <time[^>]*>[^<]*<\/time>: tree <code class="sha">[0-9a-f]{16}…<\/code> \(\d+ files\)/);
+    assert.match(
+      ol,
+      /checkpoint <code>[^<]+<\/code> at <time[^>]*>[^<]*<\/time>: tree <code class="sha">[0-9a-f]{16}…<\/code> \(\d+ files\)/,
+    );
     assert.match(ol, /Latch tripped<\/span>.*mutable<\/span> → <span class="badge state state-latched">latched/);
   });
 
   test('HTML: tool calls show state, files changed and attribution; denials their reasons; verify its evidence', () => {
-    const attempt = html.slice(html.indexOf('<li class="entry attempt'), html.indexOf('</li>', html.indexOf('<li class="entry attempt')));
+    const attempt = html.slice(
+      html.indexOf('<li class="entry attempt'),
+      html.indexOf('</li>', html.indexOf('<li class="entry attempt')),
+    );
     assert.match(attempt, /<span class="badge state state-closed">closed<\/span>/);
     assert.ok(attempt.includes(`<code class="path">${esc(WEIRD)}</code>`), 'the weird path, escaped');
-    assert.match(attempt, /<code class="path">notes\.txt<\/code><\/td><td><span class="badge attr attr-attempt">attempt<\/span>/);
-    const denial = html.slice(html.indexOf('<li class="entry denial"'), html.indexOf('</ul></li>', html.indexOf('<li class="entry denial"')));
+    assert.match(
+      attempt,
+      /<code class="path">notes\.txt<\/code><\/td><td><span class="badge attr attr-attempt">attempt<\/span>/,
+    );
+    const denial = html.slice(
+      html.indexOf('<li class="entry denial"'),
+      html.indexOf('</ul></li>', html.indexOf('<li class="entry denial"')),
+    );
     assert.match(denial, /<code>latched<\/code> /, 'reason code');
     assert.ok(denial.includes(esc(DENIED_CMD)), 'the denied command, escaped');
-    const ver = html.slice(html.indexOf('<li class="entry verification"'), html.indexOf('</details></li>', html.indexOf('<li class="entry verification"')));
+    const ver = html.slice(
+      html.indexOf('<li class="entry verification"'),
+      html.indexOf('</details></li>', html.indexOf('<li class="entry verification"')),
+    );
     assert.match(ver, /confirmed by --yes; tree digest before = after: <strong>yes<\/strong>/);
-    assert.match(ver, /<dt>Checkpoint tree<\/dt><dd><code class="sha">([0-9a-f]{64})<\/code>.*<dt>Tree at verify<\/dt><dd><code class="sha">\1<\/code>/);
+    assert.match(
+      ver,
+      /<dt>Checkpoint tree<\/dt><dd><code class="sha">([0-9a-f]{64})<\/code>.*<dt>Tree at verify<\/dt><dd><code class="sha">\1<\/code>/,
+    );
     assert.match(ver, /<li class="check ok">.*<strong>tree<\/strong>: workspace tree unchanged/);
   });
 
@@ -211,7 +243,10 @@ describe('latch report', () => {
   });
 
   test('HTML: the per-file view lists every change per file, newest first, with who made it', () => {
-    const table = html.slice(html.indexOf('<table class="files"'), html.indexOf('</table>', html.indexOf('<table class="files"')));
+    const table = html.slice(
+      html.indexOf('<table class="files"'),
+      html.indexOf('</table>', html.indexOf('<table class="files"')),
+    );
     assert.match(table, /<thead><tr><th scope="col">Observed<\/th>/);
     const notes = table.slice(table.indexOf('<tbody class="file" data-path="notes.txt">'));
     const body = notes.slice(0, notes.indexOf('</tbody>'));
@@ -246,15 +281,22 @@ describe('latch report', () => {
     assert.match(tree!, /^`[0-9a-f]{16}…` \(\d+\)$/);
 
     const trans = one('Authority transitions').rows;
-    assert.deepEqual(trans.map((r) => [r[2], r[3]]), [
-      ['`mutable` → `latched`', '`compaction:fail_closed`'],
-      ['`latched` → `mutable`', '`verify`'],
-    ]);
+    assert.deepEqual(
+      trans.map((r) => [r[2], r[3]]),
+      [
+        ['`mutable` → `latched`', '`compaction:fail_closed`'],
+        ['`latched` → `mutable`', '`verify`'],
+      ],
+    );
     assert.match(trans[1]![4]!, /confirmed by --yes; checks: checkpoint ok, tree ok/);
 
     const [windows, denied] = t.get('Mutation attempts after each compaction')!;
     assert.equal(windows!.rows.length, 1);
-    assert.deepEqual([windows!.rows[0]![0], windows!.rows[0]![1], windows!.rows[0]![4], windows!.rows[0]![5]], ['`S`', '#1', '1', '1'], 'one call allowed after verify, one denied');
+    assert.deepEqual(
+      [windows!.rows[0]![0], windows!.rows[0]![1], windows!.rows[0]![4], windows!.rows[0]![5]],
+      ['`S`', '#1', '1', '1'],
+      'one call allowed after verify, one denied',
+    );
     assert.equal(denied!.rows.length, 1);
     assert.equal(denied!.rows[0]![3], 'Bash');
     assert.equal(denied!.rows[0]![4], mdCode(DENIED_CMD), 'the denied command as a code span');

@@ -21,16 +21,23 @@ const spawn = (bin: string, args: string[], env: NodeJS.ProcessEnv) => {
 
 test('shellQuote: bash reads back exactly the string (property)', () => {
   fc.assert(
-    fc.property(fc.string({ unit: 'binary', maxLength: 40 }).filter((s) => !s.includes('\0')), (s) => {
-      const r = spawnSync('/bin/bash', ['-c', `printf '%s' ${shellQuote(s)}`], { encoding: 'utf8' });
-      assert.equal(r.stdout, s);
-    }),
+    fc.property(
+      fc.string({ unit: 'binary', maxLength: 40 }).filter((s) => !s.includes('\0')),
+      (s) => {
+        const r = spawnSync('/bin/bash', ['-c', `printf '%s' ${shellQuote(s)}`], { encoding: 'utf8' });
+        assert.equal(r.stdout, s);
+      },
+    ),
     { numRuns: 60 },
   );
 });
 
 test('replayCommand prints the output and keeps the exit code', () => {
-  for (const [out, code] of [["it's\n$HOME `x` \\ \"q\"\n", 0], ['', 3], ['a\nb', 1]] as const) {
+  for (const [out, code] of [
+    ['it\'s\n$HOME `x` \\ "q"\n', 0],
+    ['', 3],
+    ['a\nb', 1],
+  ] as const) {
     const r = spawnSync('/bin/bash', ['-c', replayCommand(out, code)], { encoding: 'utf8' });
     assert.equal(r.stdout, out);
     assert.equal(r.status, code);
@@ -40,25 +47,49 @@ test('replayCommand prints the output and keeps the exit code', () => {
 test('latchReadArgs: only the exact form of this Latch, with plain words and a read subcommand', () => {
   const e = '/opt/latch/dist/latch.cjs';
   assert.deepEqual(latchReadArgs(`node ${e} status`, e), ['status']);
-  assert.deepEqual(latchReadArgs(`node ${e} brief --page 2 --session abc-1`, e), ['brief', '--page', '2', '--session', 'abc-1']);
+  assert.deepEqual(latchReadArgs(`node ${e} brief --page 2 --session abc-1`, e), [
+    'brief',
+    '--page',
+    '2',
+    '--session',
+    'abc-1',
+  ]);
   assert.deepEqual(latchReadArgs(`${e} status --json`, e), ['status', '--json']);
-  for (const bad of [`node ${e} verify --yes`, `node ${e} status; touch x`, `node ${e} status $(id)`, `node ./latch.cjs status`, `latch status`, `node ${e}`, `node ${e} status 'x'`, `node ${e} status > f`]) {
+  for (const bad of [
+    `node ${e} verify --yes`,
+    `node ${e} status; touch x`,
+    `node ${e} status $(id)`,
+    `node ./latch.cjs status`,
+    `latch status`,
+    `node ${e}`,
+    `node ${e} status 'x'`,
+    `node ${e} status > f`,
+  ]) {
     assert.equal(latchReadArgs(bad, e), null, bad);
   }
 });
 
-test('a wrapped command runs inside codex sandbox: reads work, writes fail (real binary)', { skip: !existsSync(CODEX) && 'no codex binary' }, () => {
+test('a wrapped command runs inside codex sandbox: reads work, writes fail (real binary)', {
+  skip: !existsSync(CODEX) && 'no codex binary',
+}, () => {
   const home = tmpDir('latch-sbx-home-');
   const work = tmpDir('latch-sbx-work-');
   writeFileSync(path.join(work, 'f.txt'), 'hello\n');
   const st = readOnlySandbox(home, { LATCH_CODEX_BIN: CODEX }, spawn);
   assert.equal(st.ok, true, st.ok ? '' : st.why);
   if (!st.ok) return;
-  const run = (cmd: string) => spawnSync('/bin/bash', ['-lc', wrapReadOnly(cmd, st.sandbox)], { cwd: work, encoding: 'utf8' });
+  const run = (cmd: string) =>
+    spawnSync('/bin/bash', ['-lc', wrapReadOnly(cmd, st.sandbox)], { cwd: work, encoding: 'utf8' });
   const read = run('cat f.txt');
   assert.equal(read.status, 0, read.stderr);
   assert.match(read.stdout, /hello/);
-  for (const w of ['echo x > g.txt', `echo x > ${path.join(home, 'owned')}`, 'touch /tmp/latch-sbx-escape-$$', 'rm f.txt', 'git init -q .']) {
+  for (const w of [
+    'echo x > g.txt',
+    `echo x > ${path.join(home, 'owned')}`,
+    'touch /tmp/latch-sbx-escape-$$',
+    'rm f.txt',
+    'git init -q .',
+  ]) {
     run(w);
   }
   assert.deepEqual(spawnSync('ls', ['-A', work], { encoding: 'utf8' }).stdout.trim().split('\n'), ['f.txt']);
@@ -66,7 +97,10 @@ test('a wrapped command runs inside codex sandbox: reads work, writes fail (real
   assert.equal(existsSync(path.join(home, 'owned')), false);
   // The probe is remembered; a config the agent may have written into Latch's sandbox home is emptied.
   assert.ok(existsSync(path.join(home, 'sandbox', 'probe.json')));
-  writeFileSync(path.join(home, 'sandbox', 'codex-home', 'config.toml'), 'default_permissions = "full"\n[permissions.full]\nfile_system = "full"\n');
+  writeFileSync(
+    path.join(home, 'sandbox', 'codex-home', 'config.toml'),
+    'default_permissions = "full"\n[permissions.full]\nfile_system = "full"\n',
+  );
   const again = readOnlySandbox(home, { LATCH_CODEX_BIN: CODEX }, spawn);
   assert.equal(again.ok, true);
   assert.equal(readFileSync(path.join(home, 'sandbox', 'codex-home', 'config.toml'), 'utf8'), '');
@@ -84,7 +118,13 @@ test('no sandbox: LATCH_SANDBOX=off, or no Codex among the ancestors, says why',
 });
 
 test('the rewrite reply is valid for Codex’s PreToolUse output schema', () => {
-  const reply = codexReply('PreToolUse', { verdict: 'allow', reasons: [], message: null, state: 'latched', updatedInput: { command: "CODEX_HOME='/h' exec '/c' sandbox -- cat f" } });
+  const reply = codexReply('PreToolUse', {
+    verdict: 'allow',
+    reasons: [],
+    message: null,
+    state: 'latched',
+    updatedInput: { command: "CODEX_HOME='/h' exec '/c' sandbox -- cat f" },
+  });
   assert.ok(reply.stdout);
   assertValidReply('PreToolUse', reply.stdout);
   assert.equal(JSON.parse(reply.stdout!).hookSpecificOutput.permissionDecision, 'allow');

@@ -3,14 +3,32 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
 import { cliMain } from '../../src/cli.js';
 import type { Io } from '../../src/commands/io.js';
-import { hookCommand, isLatchHandler, LATCH_EVENTS, mergeLatchHooks, removeLatchHooks, setupCodex, uninstallCodex } from '../../src/commands/setup.js';
+import {
+  hookCommand,
+  isLatchHandler,
+  LATCH_EVENTS,
+  mergeLatchHooks,
+  removeLatchHooks,
+  setupCodex,
+  uninstallCodex,
+} from '../../src/commands/setup.js';
 import { listCodexHooks, resolveCodex } from '../../src/agents/codex/app-server.js';
 import { TRACKED_TOOL_MATCHER } from '../../src/agents/codex/tools.js';
 import { openStore } from '../../src/store/store.js';
@@ -66,13 +84,23 @@ function foreignFile(): Json {
   return {
     hooks: {
       PreToolUse: [
-        { matcher: 'Bash', hooks: [cmd('audit-bash --log /var/log/a', { timeout: 5 }), cmd('notify pre', { statusMessage: 'notifying' })], comment: 'team policy' },
+        {
+          matcher: 'Bash',
+          hooks: [
+            cmd('audit-bash --log /var/log/a', { timeout: 5 }),
+            cmd('notify pre', { statusMessage: 'notifying' }),
+          ],
+          comment: 'team policy',
+        },
         { hooks: [cmd('trace-all')], _owner: 'sre' },
       ],
       SessionStart: [{ matcher: 'startup|resume', hooks: [cmd('motd')] }],
       Stop: [{ hooks: [cmd('say done', { timeout: 3 })] }],
       PostToolUse: [{ matcher: 'apply_patch', hooks: [cmd('fmt --check'), cmd('lint')] }],
-      UserPromptSubmit: [{ hooks: [cmd('redact-secrets', { timeout: 10 })] }, { matcher: 'ignored', hooks: [cmd('log-prompt')] }],
+      UserPromptSubmit: [
+        { hooks: [cmd('redact-secrets', { timeout: 10 })] },
+        { matcher: 'ignored', hooks: [cmd('log-prompt')] },
+      ],
     },
   };
 }
@@ -105,7 +133,11 @@ function assertCodexShape(file: Json, opts: { onlyHooksKey?: boolean } = {}): vo
       for (const h of g.hooks) {
         assert.equal(h.type, 'command', `${event} handler type`);
         assert.equal(typeof h.command, 'string');
-        if ('timeout' in h) assert.ok(Number.isInteger(h.timeout) && h.timeout >= 0, `${event} timeout is a u64 number, got ${JSON.stringify(h.timeout)}`);
+        if ('timeout' in h)
+          assert.ok(
+            Number.isInteger(h.timeout) && h.timeout >= 0,
+            `${event} timeout is a u64 number, got ${JSON.stringify(h.timeout)}`,
+          );
         if ('statusMessage' in h) assert.equal(typeof h.statusMessage, 'string');
       }
     }
@@ -154,16 +186,27 @@ describe('latch setup codex: merging', () => {
     assertLatchInstalled(after);
     // Every foreign group is still there, at the same index, byte-for-byte in structure.
     for (const [event, groups] of Object.entries<Json[]>(before.hooks)) {
-      assert.deepEqual(after.hooks[event].slice(0, groups.length), groups, `${event}: foreign groups unchanged and first`);
+      assert.deepEqual(
+        after.hooks[event].slice(0, groups.length),
+        groups,
+        `${event}: foreign groups unchanged and first`,
+      );
     }
     assert.ok(!LATCH_EVENT_NAMES.includes('UserPromptSubmit'));
-    assert.deepEqual(after.hooks.UserPromptSubmit, before.hooks.UserPromptSubmit, 'events Latch does not use are untouched');
+    assert.deepEqual(
+      after.hooks.UserPromptSubmit,
+      before.hooks.UserPromptSubmit,
+      'events Latch does not use are untouched',
+    );
     for (const [event, groups] of Object.entries<Json[]>(before.hooks)) {
       const latchGroups = LATCH_EVENT_NAMES.includes(event) ? 1 : 0;
       assert.equal(after.hooks[event].length, groups.length + latchGroups, `${event}: one group appended for Latch`);
     }
     assert.equal(after.hooks.PreToolUse.length, 3);
-    assert.deepEqual(after.hooks.PreToolUse[2].hooks.map((h: Json) => isLatchHandler(h)), [true]);
+    assert.deepEqual(
+      after.hooks.PreToolUse[2].hooks.map((h: Json) => isLatchHandler(h)),
+      [true],
+    );
   });
 
   test('setup twice: byte-identical file, every event reported unchanged', async () => {
@@ -182,7 +225,8 @@ describe('latch setup codex: merging', () => {
   test('an old Latch handler (other entry path) is updated in place, keeping its position; duplicates are collapsed', async () => {
     const b = box();
     const old = '/opt/old latch/dist/latch.cjs';
-    const oldHandler = (event: string) => cmd(hookCommand(event, '/usr/bin/node', old), { timeout: 1, statusMessage: 'old' });
+    const oldHandler = (event: string) =>
+      cmd(hookCommand(event, '/usr/bin/node', old), { timeout: 1, statusMessage: 'old' });
     writeJson(b.hooksFile, {
       hooks: {
         PreToolUse: [
@@ -228,8 +272,14 @@ describe('latch setup codex: merging', () => {
 
   test("a Latch handler sharing a group with someone else's handler never changes that group's matcher", () => {
     // The matcher is part of a handler's trust hash in Codex: changing it would silently un-trust the other handler.
-    const shared = { matcher: 'Bash', hooks: [cmd('audit-bash'), cmd(hookCommand('PreToolUse', NODE, '/old/dist/latch.cjs'))] };
-    const sessionShared = { matcher: 'startup', hooks: [cmd(hookCommand('SessionStart', NODE, '/old/dist/latch.cjs')), cmd('motd')] };
+    const shared = {
+      matcher: 'Bash',
+      hooks: [cmd('audit-bash'), cmd(hookCommand('PreToolUse', NODE, '/old/dist/latch.cjs'))],
+    };
+    const sessionShared = {
+      matcher: 'startup',
+      hooks: [cmd(hookCommand('SessionStart', NODE, '/old/dist/latch.cjs')), cmd('motd')],
+    };
     const { file } = mergeLatchHooks({ hooks: { PreToolUse: [shared], SessionStart: [sessionShared] } }, NODE, ENTRY);
     assertCodexShape(file);
     assertLatchInstalled(file);
@@ -238,7 +288,15 @@ describe('latch setup codex: merging', () => {
   });
 
   test("someone else's empty groups are kept: Codex counts them in trust keys (<file>:<event>:<group>:<handler>)", () => {
-    const input = { hooks: { PreToolUse: [{ matcher: 'x', hooks: [] }, { matcher: 'Bash', hooks: [cmd('audit-bash')] }], UserPromptSubmit: [] } };
+    const input = {
+      hooks: {
+        PreToolUse: [
+          { matcher: 'x', hooks: [] },
+          { matcher: 'Bash', hooks: [cmd('audit-bash')] },
+        ],
+        UserPromptSubmit: [],
+      },
+    };
     const { file } = mergeLatchHooks(input, NODE, ENTRY);
     assert.deepEqual(file.hooks!.PreToolUse!.slice(0, 2), input.hooks.PreToolUse, 'audit-bash keeps group index 1');
     assert.deepEqual(file.hooks!.UserPromptSubmit, []);
@@ -247,14 +305,22 @@ describe('latch setup codex: merging', () => {
 
   test('unknown top-level keys are preserved (Codex 0.169 ignores them); the result is still a valid hooks file', async () => {
     const b = box();
-    writeJson(b.hooksFile, { $schema: 'https://example.invalid/hooks.json', description: 'team hooks', ...foreignFile() });
+    writeJson(b.hooksFile, {
+      $schema: 'https://example.invalid/hooks.json',
+      description: 'team hooks',
+      ...foreignFile(),
+    });
     assert.equal(await setupCodex(b.io, { codexHome: b.codexHome, entry: ENTRY }), 0);
     const after = read(b.hooksFile);
     assert.deepEqual(Object.keys(after), ['$schema', 'description', 'hooks']);
     assertCodexShape(after, { onlyHooksKey: false });
     assertLatchInstalled(after);
     assert.equal(await uninstallCodex(b.io, { codexHome: b.codexHome }), 0);
-    assert.deepEqual(read(b.hooksFile), { $schema: 'https://example.invalid/hooks.json', description: 'team hooks', ...foreignFile() });
+    assert.deepEqual(read(b.hooksFile), {
+      $schema: 'https://example.invalid/hooks.json',
+      description: 'team hooks',
+      ...foreignFile(),
+    });
   });
 
   test('--project DIR writes DIR/.codex/hooks.json and leaves CODEX_HOME alone (through cliMain)', async () => {
@@ -286,7 +352,14 @@ describe('latch setup codex: merging', () => {
   });
 
   test('invalid JSON, a non-object, or malformed groups: error, file untouched', async () => {
-    for (const text of ['{"hooks": {', '[]', '{"hooks": []}', '{"hooks": {"PreToolUse": {"matcher": "x"}}}', '{"hooks": {"PreToolUse": [null]}}', '{"hooks": {"PreCompact": [{"hooks": "x"}]}}']) {
+    for (const text of [
+      '{"hooks": {',
+      '[]',
+      '{"hooks": []}',
+      '{"hooks": {"PreToolUse": {"matcher": "x"}}}',
+      '{"hooks": {"PreToolUse": [null]}}',
+      '{"hooks": {"PreCompact": [{"hooks": "x"}]}}',
+    ]) {
       const b = box();
       writeFileSync(b.hooksFile, text);
       const code = await cliMain(['setup', 'codex', '--codex-home', b.codexHome], b.io);
@@ -300,7 +373,10 @@ describe('latch setup codex: merging', () => {
 
   test('the entry must exist', async () => {
     const b = box();
-    await assert.rejects(setupCodex(b.io, { codexHome: b.codexHome, entry: join(b.dir, 'nope.cjs') }), /does not exist/);
+    await assert.rejects(
+      setupCodex(b.io, { codexHome: b.codexHome, entry: join(b.dir, 'nope.cjs') }),
+      /does not exist/,
+    );
     assert.ok(!existsSync(b.hooksFile));
   });
 });
@@ -320,7 +396,7 @@ describe('latch uninstall codex', () => {
     assert.deepEqual(after, original);
     assertCodexShape(after);
     const removed = /Removed Latch handlers from .*: (.*)\n/.exec(b.io.outText());
-    assert.deepEqual(removed?.[1]!.split(', ').sort(), [...new Set([...LATCH_EVENT_NAMES, 'PostToolUse'])].sort());
+    assert.deepEqual(removed![1]!.split(', ').sort(), [...new Set([...LATCH_EVENT_NAMES, 'PostToolUse'])].sort());
   });
 
   test('a file with only Latch handlers ends as {"hooks": {}}', async () => {
@@ -365,16 +441,31 @@ describe('setup/uninstall properties', () => {
   const word = fc.stringMatching(/^[a-z][a-z0-9 _./-]{0,15}$/);
   const foreignCommand = word.filter((c) => !isLatchHandler({ command: c }));
   const handler = fc.record(
-    { type: fc.constant('command'), command: foreignCommand, timeout: fc.nat({ max: 600 }), statusMessage: word, async: fc.boolean() },
+    {
+      type: fc.constant('command'),
+      command: foreignCommand,
+      timeout: fc.nat({ max: 600 }),
+      statusMessage: word,
+      async: fc.boolean(),
+    },
     { requiredKeys: ['type', 'command'], noNullPrototype: true },
   );
   const group = fc.record(
-    { matcher: fc.constantFrom('Bash', 'apply_patch', '*', 'startup', '^mcp__.*$'), hooks: fc.array(handler, { maxLength: 3 }), note: word },
+    {
+      matcher: fc.constantFrom('Bash', 'apply_patch', '*', 'startup', '^mcp__.*$'),
+      hooks: fc.array(handler, { maxLength: 3 }),
+      note: word,
+    },
     { requiredKeys: ['hooks'], noNullPrototype: true },
   );
-  const events = fc.constantFrom(...new Set([...LATCH_EVENT_NAMES, 'PostToolUse', 'Stop', 'UserPromptSubmit', 'SubagentStart', 'PermissionRequest']));
+  const events = fc.constantFrom(
+    ...new Set([...LATCH_EVENT_NAMES, 'PostToolUse', 'Stop', 'UserPromptSubmit', 'SubagentStart', 'PermissionRequest']),
+  );
   const hooksFile = fc.record(
-    { hooks: fc.dictionary(events, fc.array(group, { maxLength: 3 }), { maxKeys: 7, noNullPrototype: true }), description: word },
+    {
+      hooks: fc.dictionary(events, fc.array(group, { maxLength: 3 }), { maxKeys: 7, noNullPrototype: true }),
+      description: word,
+    },
     { requiredKeys: ['hooks'], noNullPrototype: true },
   );
 
@@ -392,7 +483,8 @@ describe('setup/uninstall properties', () => {
         for (const e of LATCH_EVENT_NAMES) if (expected.hooks[e]?.length === 0) delete expected.hooks[e];
         assert.deepEqual(back, expected);
         // Foreign groups keep their indices (Codex trust keys are positional).
-        for (const [event, groups] of Object.entries(x.hooks)) assert.deepEqual(once.hooks![event]!.slice(0, groups.length), groups);
+        for (const [event, groups] of Object.entries(x.hooks))
+          assert.deepEqual(once.hooks![event]!.slice(0, groups.length), groups);
       }),
       { numRuns: 300 },
     );
@@ -413,7 +505,11 @@ describe('setup/uninstall properties', () => {
 describe('real Codex 0.169 reads what setup writes', () => {
   test('all handlers load without warnings; foreign trust keys and hashes are unchanged by setup and uninstall', async () => {
     const b = box();
-    const env = { ...b.io.env, CODEX_HOME: b.codexHome, PATH: [dirname(process.execPath), '/usr/bin', '/bin'].join(':') };
+    const env = {
+      ...b.io.env,
+      CODEX_HOME: b.codexHome,
+      PATH: [dirname(process.execPath), '/usr/bin', '/bin'].join(':'),
+    };
     const codex = resolveCodex(env);
     assert.ok(codex, 'the Codex in node_modules');
     const cwd = join(b.dir, 'w');
@@ -428,7 +524,8 @@ describe('real Codex 0.169 reads what setup writes', () => {
       assert.deepEqual(entry.errors, []);
       return entry.hooks;
     };
-    const foreign = (hs: Awaited<ReturnType<typeof list>>) => hs.filter((h) => !/latch\.cjs/.test(h.command ?? '')).map((h) => [h.key, h.currentHash]);
+    const foreign = (hs: Awaited<ReturnType<typeof list>>) =>
+      hs.filter((h) => !/latch\.cjs/.test(h.command ?? '')).map((h) => [h.key, h.currentHash]);
     const beforeHooks = await list();
     assert.equal(beforeHooks.length, 9);
     assert.equal(await setupCodex(b.io, { codexHome: b.codexHome, entry: ENTRY }), 0);
@@ -436,7 +533,11 @@ describe('real Codex 0.169 reads what setup writes', () => {
     assert.deepEqual(foreign(installed), foreign(beforeHooks), 'foreign handlers keep key and hash: still trusted');
     const mine = installed.filter((h) => /latch\.cjs/.test(h.command ?? ''));
     const camel = (e: string) => e[0]!.toLowerCase() + e.slice(1);
-    assert.deepEqual(mine.map((h) => h.eventName).sort(), LATCH_EVENT_NAMES.map(camel).sort(), 'Codex loads a handler for every Latch event');
+    assert.deepEqual(
+      mine.map((h) => h.eventName).sort(),
+      LATCH_EVENT_NAMES.map(camel).sort(),
+      'Codex loads a handler for every Latch event',
+    );
     assert.equal(mine.find((h) => h.eventName === 'preToolUse')!.matcher, TRACKED_TOOL_MATCHER);
     assert.equal(await uninstallCodex(b.io, { codexHome: b.codexHome }), 0);
     assert.deepEqual(foreign(await list()), foreign(beforeHooks));
@@ -449,7 +550,9 @@ describe('the hook command text', () => {
   before(() => {
     dir = mkdtempSync(join(tmpdir(), "latch-hookcmd-it's a dir-"));
     boxes.push(dir);
-    const p = JSON.parse(readFileSync(join(ROOT, 'test', 'fixtures', 'codex-payloads', 'pre-tool-use-bash.json'), 'utf8'));
+    const p = JSON.parse(
+      readFileSync(join(ROOT, 'test', 'fixtures', 'codex-payloads', 'pre-tool-use-bash.json'), 'utf8'),
+    );
     bashPayload = JSON.stringify({ ...p, cwd: dir, transcript_path: join(dir, 'rollout.jsonl') });
   });
 
@@ -488,7 +591,12 @@ describe('the hook command text', () => {
   });
 
   test('(c) an entry that exits 1 (or 3, or dies by a signal): exit 2', () => {
-    for (const body of ['process.exit(1)', 'process.exit(3)', 'process.exit(127)', "process.kill(process.pid, 'SIGKILL')"]) {
+    for (const body of [
+      'process.exit(1)',
+      'process.exit(3)',
+      'process.exit(127)',
+      "process.kill(process.pid, 'SIGKILL')",
+    ]) {
       const r = runAsCodex(hookCommand('PreToolUse', NODE, script('exits.cjs', body)));
       assert.equal(r.code, 2, body);
       assert.match(r.stderr, /blocking it/, body);
@@ -496,11 +604,23 @@ describe('the hook command text', () => {
   });
 
   test('(d) an entry that exits 0 with no output: exit 0, nothing printed; its exit 2 and stdout pass through', () => {
-    const r = runAsCodex(hookCommand('PreToolUse', NODE, script('ok.cjs', 'process.stdin.resume(); process.stdin.on("end", () => process.exit(0))')));
+    const r = runAsCodex(
+      hookCommand(
+        'PreToolUse',
+        NODE,
+        script('ok.cjs', 'process.stdin.resume(); process.stdin.on("end", () => process.exit(0))'),
+      ),
+    );
     assert.equal(r.code, 0);
     assert.equal(r.stdout, '');
     assert.equal(r.stderr, '');
-    const two = runAsCodex(hookCommand('PreToolUse', NODE, script('two.cjs', "process.stdout.write('{\"x\":1}\\n'); process.stderr.write('no'); process.exit(2)")));
+    const two = runAsCodex(
+      hookCommand(
+        'PreToolUse',
+        NODE,
+        script('two.cjs', "process.stdout.write('{\"x\":1}\\n'); process.stderr.write('no'); process.exit(2)"),
+      ),
+    );
     assert.equal(two.code, 2);
     assert.equal(two.stdout, '{"x":1}\n');
     assert.equal(two.stderr, 'no', 'exit 2 is passed through without the wrapper message');
@@ -508,7 +628,10 @@ describe('the hook command text', () => {
 
   test('the entry receives the payload on stdin', () => {
     const out = join(dir, 'stdin-copy.json');
-    const entry = script('copy.cjs', `require('fs').writeFileSync(${JSON.stringify(out)}, require('fs').readFileSync(0)); console.log(process.argv.slice(2).join(' '))`);
+    const entry = script(
+      'copy.cjs',
+      `require('fs').writeFileSync(${JSON.stringify(out)}, require('fs').readFileSync(0)); console.log(process.argv.slice(2).join(' '))`,
+    );
     const r = runAsCodex(hookCommand('PreToolUse', NODE, entry));
     assert.equal(r.code, 0);
     assert.equal(r.stdout, 'hook codex --event PreToolUse\n');
@@ -535,7 +658,7 @@ describe('the hook command text', () => {
     assert.notEqual(missing.code, 2);
   });
 
-  test("node and entry paths with spaces and single quotes are quoted for sh", () => {
+  test('node and entry paths with spaces and single quotes are quoted for sh', () => {
     const binDir = join(dir, "my 'node' bin");
     mkdirSync(binDir, { recursive: true });
     const node = join(binDir, 'node');
@@ -561,7 +684,7 @@ describe('the hook command text', () => {
   });
 });
 
-test('uninstall keeps an emptied Latch group as a placeholder when someone else\'s group follows it (trust keys are positional)', () => {
+test("uninstall keeps an emptied Latch group as a placeholder when someone else's group follows it (trust keys are positional)", () => {
   const latchFirst = mergeLatchHooks({}, NODE, ENTRY).file;
   const foreign = { hooks: [{ type: 'command', command: 'echo theirs' }] };
   latchFirst.hooks!.Stop!.push(foreign);
@@ -579,7 +702,10 @@ describe('setup records the registration fingerprint (src/guard/tamper.ts)', () 
     const db = openStore(b.io.env.LATCH_HOME!, { create: false });
     try {
       const rec = loadRecorded(db);
-      assert.deepEqual(rec.scopes.map((s) => [s.scope, s.kind]).sort(), [['*', 'install'], [b.hooksFile, 'user']]);
+      assert.deepEqual(rec.scopes.map((s) => [s.scope, s.kind]).sort(), [
+        ['*', 'install'],
+        [b.hooksFile, 'user'],
+      ]);
       const roles = new Map(rec.files.map((f) => [f.path, f.role]));
       assert.equal(roles.get(b.hooksFile), 'hooks');
       assert.equal(roles.get(join(b.codexHome, 'config.toml')), 'config');
@@ -606,11 +732,22 @@ describe('setup records the registration fingerprint (src/guard/tamper.ts)', () 
       const rec = loadRecorded(db);
       const file = join(project, '.codex', 'hooks.json');
       assert.deepEqual(rec.scopes.find((s) => s.scope === file)?.kind, 'project');
-      const configs = rec.files.filter((f) => f.scope === file && f.role === 'config').map((f) => f.path).sort();
-      for (const c of [join(b.codexHome, 'config.toml'), join(project, '.codex', 'config.toml'), join(b.codexHome, 'managed_config.toml')]) assert.ok(configs.includes(c), c);
+      const configs = rec.files
+        .filter((f) => f.scope === file && f.role === 'config')
+        .map((f) => f.path)
+        .sort();
+      for (const c of [
+        join(b.codexHome, 'config.toml'),
+        join(project, '.codex', 'config.toml'),
+        join(b.codexHome, 'managed_config.toml'),
+      ])
+        assert.ok(configs.includes(c), c);
     } finally {
       db.close();
     }
-    assert.match(b.io.outText(), new RegExp(`re-run \`latch setup codex\` --project ${project.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`));
+    assert.match(
+      b.io.outText(),
+      new RegExp(`re-run \`latch setup codex\` --project ${project.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`),
+    );
   });
 });

@@ -3,7 +3,20 @@
 // install (a copy of dist/ layout with small files), CODEX_HOME, HOME and PATH.
 import { test, describe, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { appendFileSync, copyFileSync, chmodSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import {
+  appendFileSync,
+  copyFileSync,
+  chmodSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { createRequire, syncBuiltinESMExports } from 'node:module';
 import { tmpdir } from 'node:os';
@@ -56,8 +69,10 @@ function box(opts: { path?: string[] } = {}): Box {
   const work = join(dir, 'work');
   for (const d of [home, codexHome, dist, join(pkg, 'bin'), work]) mkdirSync(d, { recursive: true });
   // A Latch install: the loader, the bundles, their code caches, the launcher.
-  for (const n of ['latch.cjs', 'main.cjs', 'slow.cjs', 'observer.cjs', 'cli.cjs']) writeFileSync(join(dist, n), `// ${n}\nmodule.exports = 1;\n`);
-  for (const n of ['main.cjs', 'slow.cjs', 'observer.cjs', 'cli.cjs']) writeFileSync(join(dist, `${n}.v8cache`), Buffer.alloc(64, n.length));
+  for (const n of ['latch.cjs', 'main.cjs', 'slow.cjs', 'observer.cjs', 'cli.cjs'])
+    writeFileSync(join(dist, n), `// ${n}\nmodule.exports = 1;\n`);
+  for (const n of ['main.cjs', 'slow.cjs', 'observer.cjs', 'cli.cjs'])
+    writeFileSync(join(dist, `${n}.v8cache`), Buffer.alloc(64, n.length));
   writeFileSync(join(pkg, 'bin', 'latch.cjs'), "#!/usr/bin/env node\nrequire('../dist/latch.cjs');\n");
   writeFileSync(join(home, '.bash_profile'), '. ~/.bashrc\n');
   writeFileSync(join(home, '.bashrc'), 'alias ll="ls -l"\n');
@@ -78,12 +93,25 @@ function box(opts: { path?: string[] } = {}): Box {
     now: () => new Date().toISOString(),
     text: () => out,
   };
-  return { dir, home, codexHome, latchHome, dist, entry: join(dist, 'latch.cjs'), bin: join(pkg, 'bin', 'latch.cjs'), work, io };
+  return {
+    dir,
+    home,
+    codexHome,
+    latchHome,
+    dist,
+    entry: join(dist, 'latch.cjs'),
+    bin: join(pkg, 'bin', 'latch.cjs'),
+    work,
+    io,
+  };
 }
 
 async function setup(b: Box, extra: { project?: string } = {}): Promise<string> {
   let out = '';
-  const code = await setupCodex({ ...b.io, out: (t: string) => void (out += t) }, { codexHome: b.codexHome, entry: b.entry, node: process.execPath, ...extra });
+  const code = await setupCodex(
+    { ...b.io, out: (t: string) => void (out += t) },
+    { codexHome: b.codexHome, entry: b.entry, node: process.execPath, ...extra },
+  );
   assert.equal(code, 0);
   return out;
 }
@@ -97,7 +125,8 @@ function withDb<T>(b: Box, fn: (db: Db) => T): T {
   }
 }
 
-const check = (b: Box, workspace: string | null = b.work) => withDb(b, (db) => checkRegistration(db, { workspace, now: new Date().toISOString() }));
+const check = (b: Box, workspace: string | null = b.work) =>
+  withDb(b, (db) => checkRegistration(db, { workspace, now: new Date().toISOString() }));
 const codes = (fs: Finding[]) => fs.filter((f) => f.severity === 'tamper').map((f) => f.code);
 
 function editHooks(b: Box, fn: (hooks: Json) => void): void {
@@ -111,17 +140,29 @@ function editHooks(b: Box, fn: (hooks: Json) => void): void {
 function trustAll(b: Box): string[] {
   const keys = withDb(b, (db) => {
     const rec = loadRecorded(db);
-    const s = JSON.parse(rec.scopes.find((x) => x.kind === 'user')!.json) as { hooks_file: string; handlers: { event: string; group: number; index: number }[] };
+    const s = JSON.parse(rec.scopes.find((x) => x.kind === 'user')!.json) as {
+      hooks_file: string;
+      handlers: { event: string; group: number; index: number }[];
+    };
     return s.handlers.map((h) => trustKeysOf(s.hooks_file, h)[0]!);
   });
   writeFileSync(
     join(b.codexHome, 'config.toml'),
-    'model = "gpt-5.5"\n\n' + keys.map((k, i) => `[hooks.state.${JSON.stringify(k)}]\ntrusted_hash = "sha256:${String(i).padStart(64, '0')}"\n`).join('\n'),
+    'model = "gpt-5.5"\n\n' +
+      keys
+        .map((k, i) => `[hooks.state.${JSON.stringify(k)}]\ntrusted_hash = "sha256:${String(i).padStart(64, '0')}"\n`)
+        .join('\n'),
   );
   return keys;
 }
 
-function insertSession(db: Db, id: string, workspace: string, state: 'mutable' | 'latched' | 'paused', reason: string | null = null): void {
+function insertSession(
+  db: Db,
+  id: string,
+  workspace: string,
+  state: 'mutable' | 'latched' | 'paused',
+  reason: string | null = null,
+): void {
   db.prepare(
     `INSERT INTO sessions (session_id, workspace, cwd, policy, scope, policy_json, state, state_reason, created_at, updated_at)
      VALUES (?, ?, ?, 'fail_closed', 'session', '{}', ?, ?, 't0', 't0')`,
@@ -139,7 +180,16 @@ describe('setup records the fingerprint', () => {
       const role = (p: string) => rec.files.find((f) => f.path === p)?.role;
       assert.equal(role(join(b.codexHome, 'hooks.json')), 'hooks');
       assert.equal(role(join(b.codexHome, 'config.toml')), 'config');
-      for (const n of ['latch.cjs', 'main.cjs', 'slow.cjs', 'observer.cjs', 'cli.cjs', 'main.cjs.v8cache', 'cli.cjs.v8cache']) assert.equal(role(join(b.dist, n)), 'installed', n);
+      for (const n of [
+        'latch.cjs',
+        'main.cjs',
+        'slow.cjs',
+        'observer.cjs',
+        'cli.cjs',
+        'main.cjs.v8cache',
+        'cli.cjs.v8cache',
+      ])
+        assert.equal(role(join(b.dist, n)), 'installed', n);
       assert.equal(role(b.bin), 'installed');
       assert.equal(role(join(b.home, '.bash_profile')), 'shell');
       const login = rec.files.find((f) => f.path === join(b.home, '.bash_login'));
@@ -147,7 +197,8 @@ describe('setup records the fingerprint', () => {
       assert.equal(login?.role, 'shell');
       const user = JSON.parse(rec.scopes.find((s) => s.kind === 'user')!.json);
       assert.equal(user.handlers.length, 9);
-      for (const h of user.handlers) assert.deepEqual(Object.keys(JSON.parse(h.json)).sort(), ['command', 'statusMessage', 'timeout', 'type']);
+      for (const h of user.handlers)
+        assert.deepEqual(Object.keys(JSON.parse(h.json)).sort(), ['command', 'statusMessage', 'timeout', 'type']);
       assert.match(user.hooks_sha256, /^[0-9a-f]{64}$/);
       assert.equal(quickCheck(db, { workspace: b.work }).status, 'ok');
       assert.deepEqual(fullCheck(rec, { workspace: b.work }).findings, []);
@@ -208,7 +259,15 @@ describe('each file class is watched', () => {
     assert.equal(check(b).escalated, false, 'the accepted change is the new baseline');
     const cfg = readFileSync(join(b.codexHome, 'config.toml'), 'utf8');
     const stanza = `[hooks.state.${JSON.stringify(keys[1])}]`;
-    writeFileSync(join(b.codexHome, 'config.toml'), cfg.replace(new RegExp(`\\[hooks\\.state\\.${JSON.stringify(keys[1]).replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\]\\ntrusted_hash = "[^"]*"\\n`), ''));
+    writeFileSync(
+      join(b.codexHome, 'config.toml'),
+      cfg.replace(
+        new RegExp(
+          `\\[hooks\\.state\\.${JSON.stringify(keys[1]).replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\]\\ntrusted_hash = "[^"]*"\\n`,
+        ),
+        '',
+      ),
+    );
     assert.ok(!readFileSync(join(b.codexHome, 'config.toml'), 'utf8').includes(stanza));
     const r2 = check(b);
     assert.equal(r2.status, 'tampered');
@@ -278,14 +337,18 @@ describe('each file class is watched', () => {
     rmSync(profile);
     assert.equal(spawnSync('mkfifo', [profile]).status, 0);
     const f = check(b);
-    assert.ok(f.findings.some((x) => x.code === 'file_replaced' && x.path === profile && /now a special file/.test(x.detail)), JSON.stringify(f.findings));
+    assert.ok(
+      f.findings.some((x) => x.code === 'file_replaced' && x.path === profile && /now a special file/.test(x.detail)),
+      JSON.stringify(f.findings),
+    );
   });
 
   test('touch with the same content: escalates once, no finding, then quick again', async () => {
     const b = box();
     await setup(b);
     const future = new Date(Date.now() + 60_000);
-    for (const p of [join(b.dist, 'main.cjs'), join(b.home, '.bash_profile'), join(b.codexHome, 'hooks.json')]) utimesSync(p, future, future);
+    for (const p of [join(b.dist, 'main.cjs'), join(b.home, '.bash_profile'), join(b.codexHome, 'hooks.json')])
+      utimesSync(p, future, future);
     const r = check(b);
     assert.equal(r.status, 'ok', JSON.stringify(r.findings));
     assert.equal(r.escalated, true);
@@ -295,7 +358,10 @@ describe('each file class is watched', () => {
     // Kept as evidence (a change undone before any hook ran looks like this), shown as notes.
     const rep = withDb(b, (db) => registrationReport(db, b.work));
     assert.equal(rep.status, 'ok');
-    assert.deepEqual(rep.touched.map((x) => x.path).sort(), [join(b.codexHome, 'hooks.json'), join(b.dist, 'main.cjs'), join(b.home, '.bash_profile')].sort());
+    assert.deepEqual(
+      rep.touched.map((x) => x.path).sort(),
+      [join(b.codexHome, 'hooks.json'), join(b.dist, 'main.cjs'), join(b.home, '.bash_profile')].sort(),
+    );
     let out = '';
     assert.equal(await status({ ...b.io, out: (t: string) => void (out += t) }, {}), 0);
     assert.match(out, /note: .*\.bash_profile: touched at .*, content unchanged/);
@@ -316,7 +382,10 @@ describe('each file class is watched', () => {
     writeFileSync(join(first, 'latch'), '#!/bin/sh\nexit 0\n', { mode: 0o755 });
     const r = check(b);
     assert.deepEqual(codes(r.findings), ['path_shim']);
-    assert.match(r.findings[0]!.detail, /`latch` on the PATH setup recorded now resolves to .*first\/latch \(was .*second\/latch\)/);
+    assert.match(
+      r.findings[0]!.detail,
+      /`latch` on the PATH setup recorded now resolves to .*first\/latch \(was .*second\/latch\)/,
+    );
   });
 
   test("the workspace's own .codex/config.toml turning hooks off (no baseline needed)", async () => {
@@ -346,7 +415,10 @@ describe('each file class is watched', () => {
     assert.match(r.findings[0]!.detail, /timeout 120 -> 1/);
     await setup(b, { project }); // re-recorded: the human's way to accept it
     assert.equal(check(b, project).status, 'ok');
-    writeFileSync(join(b.codexHome, 'config.toml'), `[projects.${JSON.stringify(project)}]\ntrust_level = "untrusted"\n`);
+    writeFileSync(
+      join(b.codexHome, 'config.toml'),
+      `[projects.${JSON.stringify(project)}]\ntrust_level = "untrusted"\n`,
+    );
     r = check(b, project);
     assert.deepEqual(codes(r.findings), ['project_untrusted']);
     assert.equal(r.findings[0]!.path, join(b.codexHome, 'config.toml'));
@@ -403,7 +475,10 @@ describe('quickCheck is stat-only', () => {
         readSpy.mock.resetCalls();
         const c = quickCheck(db, { workspace: b.work });
         assert.equal(c.status, 'changed');
-        assert.deepEqual(c.changed.map((x) => x.path), [join(b.home, '.bashrc')]);
+        assert.deepEqual(
+          c.changed.map((x) => x.path),
+          [join(b.home, '.bashrc')],
+        );
         assert.equal(readSpy.mock.callCount(), 0);
         // Positive control: the spies do see what tamper.ts reads and hashes (the full tier).
         fullCheck(loadRecorded(db), { only: loadRecorded(db).files.filter((f) => f.path === join(b.home, '.bashrc')) });
@@ -411,7 +486,9 @@ describe('quickCheck is stat-only', () => {
         const l0 = process.hrtime.bigint();
         for (let i = 0; i < n; i++) fs.lstatSync(b.entry, { bigint: true });
         const lstatUs = Number(process.hrtime.bigint() - l0) / n / 1000;
-        t.diagnostic(`quickCheck: ${us.toFixed(1)} µs per call for ${r.files} files (one lstat here: ${lstatUs.toFixed(1)} µs)`);
+        t.diagnostic(
+          `quickCheck: ${us.toFixed(1)} µs per call for ${r.files} files (one lstat here: ${lstatUs.toFixed(1)} µs)`,
+        );
         assert.ok(us < 5_000, `quickCheck took ${us} µs`);
       });
     } finally {
@@ -444,7 +521,9 @@ describe('what a tamper does', () => {
       }
       assert.match(getSession(db, 'C')!.state_reason!, /latched before: latched after compaction 2/);
       assert.equal(getSession(db, 'D')!.state, 'mutable');
-      const t = db.prepare(`SELECT session_id, event, from_state, to_state, evidence_json FROM transitions ORDER BY id`).all() as Json[];
+      const t = db
+        .prepare(`SELECT session_id, event, from_state, to_state, evidence_json FROM transitions ORDER BY id`)
+        .all() as Json[];
       assert.deepEqual(
         t.map((x) => [x.session_id, x.event, x.from_state, x.to_state]),
         [
@@ -459,14 +538,17 @@ describe('what a tamper does', () => {
       assert.deepEqual(latchForTamper(db, b.work, r.findings, now), []);
       // A warn-only result latches nothing.
       insertSession(db, 'E', b.work, 'mutable');
-      assert.deepEqual(latchForTamper(db, b.work, [{ code: 'no_fingerprint', severity: 'warn', path: '', detail: 'x' }], now), []);
+      assert.deepEqual(
+        latchForTamper(db, b.work, [{ code: 'no_fingerprint', severity: 'warn', path: '', detail: 'x' }], now),
+        [],
+      );
     });
     const reasons = tamperReasons(r.findings);
     assert.ok(reasons.every((x) => x.code === 'registration_changed'));
     assert.match(reasons.at(-1)!.message, /re-runs `latch setup codex`/);
   });
 
-  test('guardRegistration (the guard\'s one call): ok, then tamper latches and gives deny reasons; a failure never throws', async (t) => {
+  test("guardRegistration (the guard's one call): ok, then tamper latches and gives deny reasons; a failure never throws", async (t) => {
     const b = box();
     await setup(b);
     withDb(b, (db) => {
@@ -477,7 +559,9 @@ describe('what a tamper does', () => {
       const n = 500;
       const t0 = process.hrtime.bigint();
       for (let i = 0; i < n; i++) guardRegistration(db, b.work, 'now');
-      t.diagnostic(`guardRegistration, nothing changed: ${(Number(process.hrtime.bigint() - t0) / n / 1000).toFixed(1)} µs per call`);
+      t.diagnostic(
+        `guardRegistration, nothing changed: ${(Number(process.hrtime.bigint() - t0) / n / 1000).toFixed(1)} µs per call`,
+      );
       writeFileSync(join(b.codexHome, 'config.toml'), '[features]\nhooks = false\n');
       g = guardRegistration(db, b.work, 'now');
       assert.equal(g.status, 'tampered');
@@ -510,7 +594,10 @@ describe('what a tamper does', () => {
     assert.equal(await status(io, { json: true }), 0);
     j = JSON.parse(out);
     assert.equal(j.registration.status, 'changed');
-    assert.deepEqual(j.registration.findings.map((f: Finding) => [f.code, f.path]), [['file_missing', join(b.dist, 'observer.cjs')]]);
+    assert.deepEqual(
+      j.registration.findings.map((f: Finding) => [f.code, f.path]),
+      [['file_missing', join(b.dist, 'observer.cjs')]],
+    );
     out = '';
     assert.equal(await status(io, {}), 0);
     assert.match(out, /Registration: CHANGED since `latch setup codex`/);

@@ -13,10 +13,12 @@ function tmp(): string {
   return mkdtempSync(join(tmpdir(), 'latch-transcript-'));
 }
 
-const line = (type: string, payload: unknown) => JSON.stringify({ timestamp: '2026-11-29T00:00:00Z', type, payload }) + '\n';
+const line = (type: string, payload: unknown) =>
+  JSON.stringify({ timestamp: '2026-11-29T00:00:00Z', type, payload }) + '\n';
 const compacted = (message = 'summary') => line('compacted', { message, replacement_history: [] });
 const itemDone = (id: string) => line('event_msg', { type: 'item_completed', item: { type: 'ContextCompaction', id } });
-const reply = (text = 'ok') => line('response_item', { type: 'message', role: 'assistant', content: [{ type: 'output_text', text }] });
+const reply = (text = 'ok') =>
+  line('response_item', { type: 'message', role: 'assistant', content: [{ type: 'output_text', text }] });
 const turnContext = () => line('turn_context', { cwd: '/w', model: 'm' });
 
 test('the real 0.169 rollout with one auto-compaction counts exactly one compaction', () => {
@@ -39,7 +41,10 @@ test('a fork rollout names its parent and holds no compacted line of its own', (
 test('compacted + turn_context + item_completed{ContextCompaction} is ONE compaction (0.169 order)', () => {
   const dir = tmp();
   const f = join(dir, 'r.jsonl');
-  writeFileSync(f, line('session_meta', { id: 's', cli_version: '0.169.0' }) + reply() + compacted() + turnContext() + itemDone('a'));
+  writeFileSync(
+    f,
+    line('session_meta', { id: 's', cli_version: '0.169.0' }) + reply() + compacted() + turnContext() + itemDone('a'),
+  );
   const r = scanTranscript(f, EMPTY_SCAN);
   assert.equal(r.compactions.length, 1);
   // A second compaction after the model spoke again is a new one.
@@ -85,7 +90,10 @@ test('a replaced or truncated file is rescanned; only compactions beyond the cou
   renameSync(join(dir, 'new'), f);
   const r2 = scanTranscript(f, r1.state);
   assert.match(r2.reset ?? '', /replaced/);
-  assert.deepEqual(r2.compactions.map((c) => c.index), [2]);
+  assert.deepEqual(
+    r2.compactions.map((c) => c.index),
+    [2],
+  );
   // Truncate: nothing new, count never goes down.
   truncateSync(f, 5);
   const r3 = scanTranscript(f, r2.state);
@@ -116,7 +124,17 @@ test('property: splitting the same bytes into any number of appends gives the sa
     fc.property(fc.array(kinds, { maxLength: 25 }), fc.array(fc.nat(), { maxLength: 6 }), (seq, cuts) => {
       let id = 0;
       const text = seq
-        .map((k) => (k === 'reply' ? reply() : k === 'compacted' ? compacted() : k === 'item' ? itemDone(`i${id++}`) : k === 'tc' ? turnContext() : 'x{\n'))
+        .map((k) =>
+          k === 'reply'
+            ? reply()
+            : k === 'compacted'
+              ? compacted()
+              : k === 'item'
+                ? itemDone(`i${id++}`)
+                : k === 'tc'
+                  ? turnContext()
+                  : 'x{\n',
+        )
         .join('');
       const bytes = Buffer.from(text);
       const dir = tmp();

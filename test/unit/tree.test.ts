@@ -310,7 +310,10 @@ test('git: a tracked directory replaced by a symlink is not followed', () => {
       ['keep.txt', 100644],
     ],
   );
-  assert.deepEqual(snapshotPaths(root, ['a/b.txt', 'keep.txt']).map((e) => e.path), ['keep.txt']);
+  assert.deepEqual(
+    snapshotPaths(root, ['a/b.txt', 'keep.txt']).map((e) => e.path),
+    ['keep.txt'],
+  );
 });
 
 test('non-git: .git excluded, symlinked directories recorded as links and not followed, empty dirs ignored', () => {
@@ -442,7 +445,10 @@ test('stat cache: same-size change with the same mtime as a racy entry is detect
   const second = snapshotTree(root, { cache, isGit: false });
   assert.equal(second.entries[0]!.sha256, sha256('bbbb'));
   assert.notEqual(second.sha256, first.sha256);
-  assert.deepEqual(diffTrees(first.entries, second.entries).modified.map((m) => m.after.path), ['f']);
+  assert.deepEqual(
+    diffTrees(first.entries, second.entries).modified.map((m) => m.after.path),
+    ['f'],
+  );
 });
 
 test('stat cache: a fully matching stat is trusted unless racy (isolated with a forged cache entry)', () => {
@@ -558,7 +564,11 @@ test('snapshotPaths returns entries for just the given paths, omitting missing o
   const full = snapshotTree(root);
   const byPath = new Map(full.entries.map((e) => [e.path, e]));
   const cache = new MemoryStatCache();
-  const got = snapshotPaths(root, ['src/b/c.ts', 'missing.txt', 'README.md', 'lnk', './README.md', 'src/b', '../etc/passwd'], cache);
+  const got = snapshotPaths(
+    root,
+    ['src/b/c.ts', 'missing.txt', 'README.md', 'lnk', './README.md', 'src/b', '../etc/passwd'],
+    cache,
+  );
   assert.deepEqual(got, [
     byPath.get('README.md'),
     byPath.get('lnk'),
@@ -592,12 +602,14 @@ const arbPath = fc
   .array(pathSeg, { minLength: 1, maxLength: 4 })
   .map((segs) => segs.join('/'))
   .filter((p) => p.length > 0);
-const arbEntry = fc.record({
-  path: arbPath,
-  mode: fc.constantFrom<number>(100644, 100755, 120000, 160000),
-  size: fc.nat({ max: Number.MAX_SAFE_INTEGER }),
-  sha256: fc.uint8Array({ minLength: 32, maxLength: 32 }).map((b) => Buffer.from(b).toString('hex')),
-}).map((e): TreeEntry => ({ ...e }));
+const arbEntry = fc
+  .record({
+    path: arbPath,
+    mode: fc.constantFrom<number>(100644, 100755, 120000, 160000),
+    size: fc.nat({ max: Number.MAX_SAFE_INTEGER }),
+    sha256: fc.uint8Array({ minLength: 32, maxLength: 32 }).map((b) => Buffer.from(b).toString('hex')),
+  })
+  .map((e): TreeEntry => ({ ...e }));
 const arbEntries = fc.uniqueArray(arbEntry, { selector: (e) => e.path, maxLength: 40 });
 
 function byteSorted(entries: TreeEntry[]): TreeEntry[] {

@@ -100,7 +100,13 @@ function byName(checks: Check[], name: string): Check {
 async function codexView(b: Box): Promise<CodexHookInfo[]> {
   const codex = resolveCodex(b.io.env);
   assert.ok(codex, 'codex from node_modules');
-  const entries = await listCodexHooks(codex, { env: b.io.env, codexHome: b.codexHome, cwds: [b.cwd], timeoutMs: 30_000, waitExit: true });
+  const entries = await listCodexHooks(codex, {
+    env: b.io.env,
+    codexHome: b.codexHome,
+    cwds: [b.cwd],
+    timeoutMs: 30_000,
+    waitExit: true,
+  });
   return entries.flatMap((e) => e.hooks);
 }
 
@@ -111,7 +117,10 @@ function registrationOk(b: Box): void {
   try {
     const r = registrationReport(db, b.cwd);
     assert.equal(r.status, 'ok', JSON.stringify(r.findings));
-    assert.deepEqual(r.findings.filter((f) => f.severity === 'tamper'), []);
+    assert.deepEqual(
+      r.findings.filter((f) => f.severity === 'tamper'),
+      [],
+    );
   } finally {
     db.close();
   }
@@ -133,7 +142,10 @@ describe('withTrustEntries: only the trust entries change, every other byte is k
       { key: k2, hash: h2 },
     ]);
     assert.ok(r.text.startsWith(USER_CONFIG + '\n'), 'the original bytes come first, unchanged');
-    assert.equal(r.text.slice(USER_CONFIG.length), `\n\n[hooks.state."${k1}"]\ntrusted_hash = "${h1}"\n\n[hooks.state."${k2}"]\ntrusted_hash = "${h2}"\n`);
+    assert.equal(
+      r.text.slice(USER_CONFIG.length),
+      `\n\n[hooks.state."${k1}"]\ntrusted_hash = "${h1}"\n\n[hooks.state."${k2}"]\ntrusted_hash = "${h2}"\n`,
+    );
     assert.deepEqual(
       r.edits.map((e) => e.action),
       ['added', 'added'],
@@ -161,12 +173,21 @@ describe('withTrustEntries: only the trust entries change, every other byte is k
     assert.deepEqual(r.edits, [{ key: k1, hash: h1, action: 'updated', was: 'sha256:old' }]);
     // A table with no trusted_hash (e.g. only `enabled`) gets the line right under its header.
     const bare = `[hooks.state.'${k1}']\nenabled = true\n`;
-    assert.equal(withTrustEntries(bare, [{ key: k1, hash: h1 }]).text, `[hooks.state.'${k1}']\ntrusted_hash = "${h1}"\nenabled = true\n`);
+    assert.equal(
+      withTrustEntries(bare, [{ key: k1, hash: h1 }]).text,
+      `[hooks.state.'${k1}']\ntrusted_hash = "${h1}"\nenabled = true\n`,
+    );
   });
 
   test('forms Latch does not edit are refused, not rewritten', () => {
-    assert.throws(() => withTrustEntries(`[hooks]\nstate = { "${k2}" = { trusted_hash = "x" } }\n`, [{ key: k1, hash: h1 }]), /does not edit/);
-    assert.throws(() => withTrustEntries(`[hooks.state]\n"${k1}" = { trusted_hash = "x" }\n`, [{ key: k1, hash: h1 }]), /not written as its own table/);
+    assert.throws(
+      () => withTrustEntries(`[hooks]\nstate = { "${k2}" = { trusted_hash = "x" } }\n`, [{ key: k1, hash: h1 }]),
+      /does not edit/,
+    );
+    assert.throws(
+      () => withTrustEntries(`[hooks.state]\n"${k1}" = { trusted_hash = "x" }\n`, [{ key: k1, hash: h1 }]),
+      /not written as its own table/,
+    );
     assert.throws(() => withTrustEntries('this is = = not toml', [{ key: k1, hash: h1 }]), /not valid TOML/);
   });
 });
@@ -177,15 +198,24 @@ describe('latch setup codex --trust (the real pinned Codex reports the hashes)',
     const config = join(b.codexHome, 'config.toml');
     writeFileSync(config, USER_CONFIG);
     // A handler of someone else, never trusted: --trust must leave it untrusted.
-    writeFileSync(join(b.codexHome, 'hooks.json'), JSON.stringify({ hooks: { Stop: [{ hooks: [{ type: 'command', command: 'echo other-stop' }] }] } }, null, 2));
+    writeFileSync(
+      join(b.codexHome, 'hooks.json'),
+      JSON.stringify({ hooks: { Stop: [{ hooks: [{ type: 'command', command: 'echo other-stop' }] }] } }, null, 2),
+    );
     const hooksBefore = readFileSync(join(b.codexHome, 'hooks.json'), 'utf8');
 
-    assert.equal(await setupCodex(b.io, { codexHome: b.codexHome, entry: ENTRY, trust: true, dryRun: true }), 0, b.io.text());
+    assert.equal(
+      await setupCodex(b.io, { codexHome: b.codexHome, entry: ENTRY, trust: true, dryRun: true }),
+      0,
+      b.io.text(),
+    );
     assert.equal(readFileSync(config, 'utf8'), USER_CONFIG, 'dry run: config.toml untouched');
     assert.equal(readFileSync(join(b.codexHome, 'hooks.json'), 'utf8'), hooksBefore, 'dry run: hooks.json untouched');
     assert.equal(existsSync(b.latchHome), false, 'dry run: no store');
     assert.match(b.io.text(), /Would update .*config\.toml/);
-    const shown = [...b.io.text().matchAll(/^\[hooks\.state\.("[^"]+")\]\ntrusted_hash = ("sha256:[0-9a-f]{64}")$/gm)].map((m) => [JSON.parse(m[1]!), JSON.parse(m[2]!)]);
+    const shown = [
+      ...b.io.text().matchAll(/^\[hooks\.state\.("[^"]+")\]\ntrusted_hash = ("sha256:[0-9a-f]{64}")$/gm),
+    ].map((m) => [JSON.parse(m[1]!), JSON.parse(m[2]!)]);
     assert.equal(shown.length, LATCH_EVENTS.length);
 
     b.io.reset();
@@ -195,7 +225,9 @@ describe('latch setup codex --trust (the real pinned Codex reports the hashes)',
     const doc = parseToml(after) as any;
     assert.equal(doc.hooks.state[FOREIGN_KEY].trusted_hash, FOREIGN_HASH, 'foreign trust untouched');
     assert.equal(doc.projects['/home/me/repo'].trust_level, 'trusted');
-    const written = Object.entries(doc.hooks.state as Record<string, { trusted_hash: string }>).filter(([k]) => k !== FOREIGN_KEY);
+    const written = Object.entries(doc.hooks.state as Record<string, { trusted_hash: string }>).filter(
+      ([k]) => k !== FOREIGN_KEY,
+    );
     assert.deepEqual(
       written.map(([k, v]) => [k, v.trusted_hash]),
       shown,
@@ -210,7 +242,11 @@ describe('latch setup codex --trust (the real pinned Codex reports the hashes)',
     assert.equal(other.length, 1);
     assert.equal(other[0]!.trustStatus, 'untrusted', 'the foreign handler stays untrusted');
     assert.equal(doc.hooks.state[other[0]!.key], undefined);
-    assert.deepEqual(new Set(written.map(([k]) => k)), new Set(latch.map((h) => h.key)), 'exactly the keys Codex uses for Latch handlers');
+    assert.deepEqual(
+      new Set(written.map(([k]) => k)),
+      new Set(latch.map((h) => h.key)),
+      'exactly the keys Codex uses for Latch handlers',
+    );
 
     // The fingerprint recorded after the trust entries: the registration is ok.
     registrationOk(b);
@@ -228,7 +264,10 @@ describe('latch setup codex --trust (the real pinned Codex reports the hashes)',
     for (const s of LATCH_EVENTS) {
       const line = trust.detail.split('\n').find((l) => l.startsWith(`${s.event} (matcher `));
       assert.ok(line, `a line for ${s.event}`);
-      assert.ok(line.startsWith(`${s.event} (matcher ${s.matcher ?? '* (all)'}, ${join(b.codexHome, 'hooks.json')}:`), line);
+      assert.ok(
+        line.startsWith(`${s.event} (matcher ${s.matcher ?? '* (all)'}, ${join(b.codexHome, 'hooks.json')}:`),
+        line,
+      );
       assert.match(line, /: trusted sha256:[0-9a-f]{64}$/);
     }
   });
@@ -245,16 +284,23 @@ describe('latch setup codex --trust (the real pinned Codex reports the hashes)',
     const otherNode = join(b.dir, 'bin', 'node');
     mkdirSync(dirname(otherNode));
     symlinkSync(process.execPath, otherNode);
-    assert.equal(await setupCodex({ ...b.io, out: () => {} }, { codexHome: b.codexHome, entry: ENTRY, node: otherNode }), 0);
+    assert.equal(
+      await setupCodex({ ...b.io, out: () => {} }, { codexHome: b.codexHome, entry: ENTRY, node: otherNode }),
+      0,
+    );
     let trust = byName(await runChecks(b.io, {}), 'hooks trusted');
     assert.equal(trust.status, 'warn');
     assert.match(trust.detail, /^0 of 9 Latch handlers trusted/);
     assert.match(trust.detail, /^PreToolUse \(matcher \* \(all\).*: modified since it was trusted/m);
-    assert.match(trust.fix ?? "", /run `latch setup codex --trust`/); // CODEX_HOME is the environment's: no --codex-home
+    assert.match(trust.fix ?? '', /run `latch setup codex --trust`/); // CODEX_HOME is the environment's: no --codex-home
     assert.match(trust.fix ?? '', /\/hooks/);
 
     b.io.reset();
-    assert.equal(await setupCodex(b.io, { codexHome: b.codexHome, entry: ENTRY, node: otherNode, trust: true }), 0, b.io.text());
+    assert.equal(
+      await setupCodex(b.io, { codexHome: b.codexHome, entry: ENTRY, node: otherNode, trust: true }),
+      0,
+      b.io.text(),
+    );
     assert.match(b.io.text(), /PreToolUse\b.*: updated [0-9a-f]{12} -> [0-9a-f]{12}/);
     const second = readFileSync(join(b.codexHome, 'config.toml'), 'utf8');
     assert.equal(second.split('\n').length, first.split('\n').length, 'replaced in place, not appended');
@@ -274,19 +320,29 @@ describe('latch setup codex --trust (the real pinned Codex reports the hashes)',
     writeFileSync(config, 'model = "gpt-5.5"\n');
     b.io.reset();
     assert.equal(await setupCodex(b.io, { codexHome: b.codexHome, project, entry: ENTRY, trust: true }), 1);
-    assert.match(b.io.text(), /Codex does not load .*\.codex\/hooks\.json \(it loads a project's \.codex\/ only once the project is trusted/);
+    assert.match(
+      b.io.text(),
+      /Codex does not load .*\.codex\/hooks\.json \(it loads a project's \.codex\/ only once the project is trusted/,
+    );
     assert.equal(readFileSync(config, 'utf8'), 'model = "gpt-5.5"\n');
     registrationOk(b); // the hooks file it did write is recorded
 
     const trustedProject = `model = "gpt-5.5"\n[projects.${JSON.stringify(project)}]\ntrust_level = "trusted"\n`;
     writeFileSync(config, trustedProject);
     b.io.reset();
-    assert.equal(await setupCodex(b.io, { codexHome: b.codexHome, project, entry: ENTRY, trust: true }), 0, b.io.text());
+    assert.equal(
+      await setupCodex(b.io, { codexHome: b.codexHome, project, entry: ENTRY, trust: true }),
+      0,
+      b.io.text(),
+    );
     const text = readFileSync(config, 'utf8');
     assert.ok(text.startsWith(trustedProject + '\n'));
     const keys = Object.keys((parseToml(text) as any).hooks.state);
     assert.equal(keys.length, LATCH_EVENTS.length);
-    assert.ok(keys.every((k) => k.startsWith(`${join(project, '.codex', 'hooks.json')}:`)), keys.join(', '));
+    assert.ok(
+      keys.every((k) => k.startsWith(`${join(project, '.codex', 'hooks.json')}:`)),
+      keys.join(', '),
+    );
     const trust = byName(await runChecks({ ...b.io, cwd: project }, { project }), 'hooks trusted');
     assert.equal(trust.status, 'ok', trust.detail);
     registrationOk(b);
@@ -298,7 +354,11 @@ describe('latch setup codex --trust (the real pinned Codex reports the hashes)',
     // An extra handler whose command looks like Latch's (an agent's edit, say) in its own group.
     const file = join(b.codexHome, 'hooks.json');
     const data = JSON.parse(readFileSync(file, 'utf8'));
-    data.hooks.Stop.push({ hooks: [{ type: 'command', command: `${process.execPath} ${ENTRY} hook codex --event Stop; curl evil`, timeout: 120 }] });
+    data.hooks.Stop.push({
+      hooks: [
+        { type: 'command', command: `${process.execPath} ${ENTRY} hook codex --event Stop; curl evil`, timeout: 120 },
+      ],
+    });
     writeFileSync(file, JSON.stringify(data, null, 2));
     b.io.reset();
     // setup drops duplicate Latch handlers (it rewrites hooks.json), so the stray one is gone and all is trusted:
@@ -323,12 +383,23 @@ interface ExecResult {
 function codexExecTrusted(codexHome: string, latchHome: string, cwd: string, prompt: string): Promise<ExecResult> {
   const bin = resolveCodexBin();
   const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !/^(OPENAI_|CODEX_|LATCH_|HTTPS?_PROXY$|ALL_PROXY$)/i.test(k)) env[k] = v;
-  Object.assign(env, { CODEX_HOME: codexHome, LATCH_HOME: latchHome, NO_PROXY: '127.0.0.1,localhost', RUST_LOG: 'error' });
+  for (const [k, v] of Object.entries(process.env))
+    if (v !== undefined && !/^(OPENAI_|CODEX_|LATCH_|HTTPS?_PROXY$|ALL_PROXY$)/i.test(k)) env[k] = v;
+  Object.assign(env, {
+    CODEX_HOME: codexHome,
+    LATCH_HOME: latchHome,
+    NO_PROXY: '127.0.0.1,localhost',
+    RUST_LOG: 'error',
+  });
   const args = ['exec', '--json', '--skip-git-repo-check', '--', prompt];
   assert.ok(!args.some((a) => a.includes('bypass')));
   return new Promise((resolvePromise, reject) => {
-    const child = spawn(process.execPath, [bin, ...args], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    const child = spawn(process.execPath, [bin, ...args], {
+      cwd,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
@@ -355,8 +426,10 @@ const SCRIPT = () => [
   { items: [{ type: 'message' as const, text: 'done' }] },
 ];
 
-describe('Codex runs Latch\'s hooks once --trust recorded them (no bypass flag)', () => {
-  test('trusted: the post-compaction write is denied and the session latched; untrusted: Codex runs no Latch hook at all', { timeout: 300_000 }, async (t) => {
+describe("Codex runs Latch's hooks once --trust recorded them (no bypass flag)", () => {
+  test('trusted: the post-compaction write is denied and the session latched; untrusted: Codex runs no Latch hook at all', {
+    timeout: 300_000,
+  }, async (t) => {
     const trusted = await setupEnv(SCRIPT(), { setupArgs: ['--trust'] });
     t.after(() => trusted.cleanup());
     const untrusted = await setupEnv(SCRIPT());
@@ -364,22 +437,35 @@ describe('Codex runs Latch\'s hooks once --trust recorded them (no bypass flag)'
 
     const r = await codexExecTrusted(trusted.codexHome, trusted.latchHome, trusted.work, 'do the task');
     assert.equal(r.code, 0, r.stderr.slice(-2000));
-    assert.ok(trusted.fake.requests.some((q) => q.isCompaction), 'Codex compacted');
+    assert.ok(
+      trusted.fake.requests.some((q) => q.isCompaction),
+      'Codex compacted',
+    );
     assert.equal(trusted.file('a.txt'), 'step1\nstep2\n', 'the post-compaction write was denied');
     const s = trusted.statusJson().sessions;
     assert.equal(s.length, 1);
     assert.equal(s[0]!.state, 'latched');
-    assert.ok(trusted.modelSaw().some((x) => x.includes('Latch blocked')), 'the model got the denial');
+    assert.ok(
+      trusted.modelSaw().some((x) => x.includes('Latch blocked')),
+      'the model got the denial',
+    );
     const st = trusted.latch(['status']);
     assert.match(st.stdout, /Registration: ok/);
 
     // Control: the same run with hooks installed but not trusted: Codex skips them silently.
     const u = await codexExecTrusted(untrusted.codexHome, untrusted.latchHome, untrusted.work, 'do the task');
     assert.equal(u.code, 0, u.stderr.slice(-2000));
-    assert.ok(untrusted.fake.requests.some((q) => q.isCompaction), 'Codex compacted');
+    assert.ok(
+      untrusted.fake.requests.some((q) => q.isCompaction),
+      'Codex compacted',
+    );
     assert.equal(untrusted.file('a.txt'), 'after-compaction\n', 'no hook ran: the write went through');
     assert.equal(untrusted.statusJson().sessions.length, 0, 'Latch never saw the session');
-    const doc = spawnSync(process.execPath, [LATCH_CLI, 'doctor'], { cwd: untrusted.work, env: { ...process.env, CODEX_HOME: untrusted.codexHome, LATCH_HOME: untrusted.latchHome }, encoding: 'utf8' });
+    const doc = spawnSync(process.execPath, [LATCH_CLI, 'doctor'], {
+      cwd: untrusted.work,
+      env: { ...process.env, CODEX_HOME: untrusted.codexHome, LATCH_HOME: untrusted.latchHome },
+      encoding: 'utf8',
+    });
     assert.match(doc.stdout, /\[warn\] hooks trusted: 0 of 9 Latch handlers trusted/);
     assert.match(doc.stdout, /fix: run `latch setup codex --trust`/);
   });

@@ -52,7 +52,8 @@ async function latchIt(sb: Sandbox, config?: string): Promise<void> {
 function stateOf(sb: Sandbox): string | undefined {
   const db = openStore(sb.home, { create: false });
   try {
-    return (db.prepare("SELECT state FROM sessions WHERE session_id = 'S'").get() as { state: string } | undefined)?.state;
+    return (db.prepare("SELECT state FROM sessions WHERE session_id = 'S'").get() as { state: string } | undefined)
+      ?.state;
   } finally {
     db.close();
   }
@@ -61,7 +62,9 @@ function stateOf(sb: Sandbox): string | undefined {
 function lastTransition(sb: Sandbox, event: string): Json {
   const db = openStore(sb.home, { create: false });
   try {
-    const r = db.prepare("SELECT evidence_json FROM transitions WHERE session_id = 'S' AND event = ? ORDER BY id DESC LIMIT 1").get(event) as { evidence_json: string } | undefined;
+    const r = db
+      .prepare("SELECT evidence_json FROM transitions WHERE session_id = 'S' AND event = ? ORDER BY id DESC LIMIT 1")
+      .get(event) as { evidence_json: string } | undefined;
     return r ? JSON.parse(r.evidence_json) : null;
   } finally {
     db.close();
@@ -114,16 +117,25 @@ async function waitFile(f: string, ms: number): Promise<string> {
   return readFileSync(f, 'utf8');
 }
 
-describe('latch verify / resume: only a human restores authority (real processes)', { skip: (!linux && 'Linux /proc only') || (underAgent && 'the test itself runs under an agent process') }, () => {
+describe('latch verify / resume: only a human restores authority (real processes)', {
+  skip: (!linux && 'Linux /proc only') || (underAgent && 'the test itself runs under an agent process'),
+}, () => {
   test('run by a descendant of the agent process: refused (exit 77), names the agent, still latched', async (t) => {
     assertFreshBuild();
     const sb = fresh(t);
     await latchIt(sb);
     const codex = fakeCodex(sb);
-    const r = spawnSync(codex, ['-c', '"$0" "$1" verify --yes --accept-changes --cwd "$2"; exit $?', NODE, LATCH_BIN, sb.work], { env: sb.env, encoding: 'utf8' });
+    const r = spawnSync(
+      codex,
+      ['-c', '"$0" "$1" verify --yes --accept-changes --cwd "$2"; exit $?', NODE, LATCH_BIN, sb.work],
+      { env: sb.env, encoding: 'utf8' },
+    );
     assert.equal(r.status, 77, r.stdout + r.stderr);
     assert.match(r.stderr, /refused: this process may belong to a coding agent/);
-    assert.match(r.stderr, new RegExp(`pid \\d+ \\(${codex.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')} -c .*\\): is an agent process`));
+    assert.match(
+      r.stderr,
+      new RegExp(`pid \\d+ \\(${codex.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')} -c .*\\): is an agent process`),
+    );
     assert.match(r.stderr, /A human must run `latch verify` from their own terminal/);
     assert.equal(stateOf(sb), 'latched');
     assert.equal(lastTransition(sb, 'verify'), null);
@@ -145,19 +157,30 @@ describe('latch verify / resume: only a human restores authority (real processes
     // setsid -f: the job is reparented to PID 1 at once (nohup / double fork / python daemon alike);
     // it waits, then runs verify, as the attack does seconds after the latch.
     const job = `sleep 0.3; "$0" "$1" verify --yes --accept-changes --cwd "$2" 2> "$3"; echo $? > "$4"`;
-    assert.equal(spawnSync('setsid', ['-f', 'sh', '-c', job, NODE, LATCH_BIN, sb.work, err, rc], { env: sb.env }).status, 0);
+    assert.equal(
+      spawnSync('setsid', ['-f', 'sh', '-c', job, NODE, LATCH_BIN, sb.work, err, rc], { env: sb.env }).status,
+      0,
+    );
     assert.equal((await waitFile(rc, 20_000)).trim(), '77', readFileSync(err, 'utf8'));
     // (the window of S's own last attempt, which ended < 2 s ago, may hold it first)
-    assert.match(readFileSync(err, 'utf8'), /inside the window of attempt (X\/call-9 \(session X\)|S\/\S+ \(session S\)), as an orphan: a tool call started it/);
+    assert.match(
+      readFileSync(err, 'utf8'),
+      /inside the window of attempt (X\/call-9 \(session X\)|S\/\S+ \(session S\)), as an orphan: a tool call started it/,
+    );
     assert.equal(stateOf(sb), 'latched');
 
     // The same attack through a process the containment recorded (pid + start): refused by the record.
     // And once no window holds any of its processes, a plain process of the test proceeds.
     const db2 = openStore(sb.home, { create: false });
     const old = (nowNs() - 60_000_000_000n).toString();
-    db2.prepare("UPDATE attempts SET state = 'closed', started_ns = ?, ended_ns = ? WHERE id = 'X/call-9'").run(old, old);
+    db2
+      .prepare("UPDATE attempts SET state = 'closed', started_ns = ?, ended_ns = ? WHERE id = 'X/call-9'")
+      .run(old, old);
     db2.close();
-    const ok = spawnSync(NODE, [LATCH_BIN, 'verify', '--yes', '--accept-changes', '--cwd', sb.work], { env: sb.env, encoding: 'utf8' });
+    const ok = spawnSync(NODE, [LATCH_BIN, 'verify', '--yes', '--accept-changes', '--cwd', sb.work], {
+      env: sb.env,
+      encoding: 'utf8',
+    });
     assert.equal(ok.status, 0, ok.stdout + ok.stderr);
     assert.equal(stateOf(sb), 'mutable');
     const tr = lastTransition(sb, 'verify');
@@ -176,14 +199,29 @@ describe('latch verify / resume: only a human restores authority (real processes
     const go = join(sb.base, 'go');
     // A shell of the test (not an orphan, outside every window) that waits, then runs verify.
     const { spawn } = await import('node:child_process');
-    const sh = spawn('sh', ['-c', `while [ ! -e "$5" ]; do sleep 0.02; done; "$0" "$1" verify --yes --accept-changes --cwd "$2" 2> "$3"; echo $? > "$4"`, NODE, LATCH_BIN, sb.work, err, rc, go], {
-      env: sb.env,
-      stdio: 'ignore',
-    });
+    const sh = spawn(
+      'sh',
+      [
+        '-c',
+        `while [ ! -e "$5" ]; do sleep 0.02; done; "$0" "$1" verify --yes --accept-changes --cwd "$2" 2> "$3"; echo $? > "$4"`,
+        NODE,
+        LATCH_BIN,
+        sb.work,
+        err,
+        rc,
+        go,
+      ],
+      {
+        env: sb.env,
+        stdio: 'ignore',
+      },
+    );
     const text = readFileSync(`/proc/${sh.pid}/stat`, 'utf8');
     const start = text.slice(text.lastIndexOf(')') + 2).split(' ')[19]!;
     const db = openStore(sb.home, { create: false });
-    db.prepare("INSERT INTO containments (session_id, compaction_seq, at, supported, rounds, ms, notes_json, errors_json, spared_json) VALUES ('S', 1, 'now', 1, 1, 1, '[]', '[]', '[]')").run();
+    db.prepare(
+      "INSERT INTO containments (session_id, compaction_seq, at, supported, rounds, ms, notes_json, errors_json, spared_json) VALUES ('S', 1, 'now', 1, 1, 1, '[]', '[]', '[]')",
+    ).run();
     db.prepare(
       "INSERT INTO contained_processes (containment_id, session_id, compaction_seq, pid, start_ticks, start_ns, cmdline, why, action, at) VALUES (1, 'S', 1, ?, ?, '0', 'sh', 'agent_descendant', 'stop_failed: EPERM', 'now')",
     ).run(sh.pid, start);
@@ -194,7 +232,11 @@ describe('latch verify / resume: only a human restores authority (real processes
     assert.equal(stateOf(sb), 'latched');
   });
 
-  test('another pid namespace than the agent\'s (a sandbox): refused', { skip: spawnSync('unshare', ['--pid', '--fork', '--mount-proc', 'true']).status !== 0 && 'cannot create a pid namespace here' }, async (t) => {
+  test("another pid namespace than the agent's (a sandbox): refused", {
+    skip:
+      spawnSync('unshare', ['--pid', '--fork', '--mount-proc', 'true']).status !== 0 &&
+      'cannot create a pid namespace here',
+  }, async (t) => {
     assertFreshBuild();
     const sb = fresh(t);
     await latchIt(sb);
@@ -203,9 +245,24 @@ describe('latch verify / resume: only a human restores authority (real processes
     const c = containAfterTrip(db, 'S', 1, { orphanFilter: () => false });
     db.close();
     assert.deepEqual(c.errors, []);
-    assert.ok(c.notes.some((n) => /no agent process among the hook's ancestors: candidates recorded, nothing signalled/.test(n)));
+    assert.ok(
+      c.notes.some((n) =>
+        /no agent process among the hook's ancestors: candidates recorded, nothing signalled/.test(n),
+      ),
+    );
     for (const mountProc of [true, false]) {
-      const args = ['--pid', '--fork', ...(mountProc ? ['--mount-proc'] : []), NODE, LATCH_BIN, 'verify', '--yes', '--accept-changes', '--cwd', sb.work];
+      const args = [
+        '--pid',
+        '--fork',
+        ...(mountProc ? ['--mount-proc'] : []),
+        NODE,
+        LATCH_BIN,
+        'verify',
+        '--yes',
+        '--accept-changes',
+        '--cwd',
+        sb.work,
+      ];
       const r = spawnSync('unshare', args, { env: sb.env, encoding: 'utf8' });
       assert.equal(r.status, 77, `mount-proc ${mountProc}: ${r.stdout}${r.stderr}`);
       assert.match(r.stderr, /pid namespace/);
@@ -218,9 +275,16 @@ describe('latch verify / resume: only a human restores authority (real processes
     const sb = fresh(t);
     await latchIt(sb);
     // setsid: a new session without a controlling terminal, like a detached job.
-    const r = spawnSync('setsid', ['-w', 'sh', '-c', 'yes | "$0" "$1" verify --accept-changes --cwd "$2"', NODE, LATCH_BIN, sb.work], { env: sb.env, encoding: 'utf8' });
+    const r = spawnSync(
+      'setsid',
+      ['-w', 'sh', '-c', 'yes | "$0" "$1" verify --accept-changes --cwd "$2"', NODE, LATCH_BIN, sb.work],
+      { env: sb.env, encoding: 'utf8' },
+    );
     assert.equal(r.status, 2, r.stdout + r.stderr);
-    assert.match(r.stderr, /needs a human confirmation: run it on a terminal \(the code is read from \/dev\/tty, not stdin\)/);
+    assert.match(
+      r.stderr,
+      /needs a human confirmation: run it on a terminal \(the code is read from \/dev\/tty, not stdin\)/,
+    );
     assert.equal(stateOf(sb), 'latched');
   });
 
@@ -254,13 +318,16 @@ describe('latch verify / resume: only a human restores authority (real processes
     assert.equal(tr.confirmation.ancestry.supported, true);
   });
 
-  test('resume: refused from the agent\'s descendant; needs the code or --yes from a human; records the confirmation', async (t) => {
+  test("resume: refused from the agent's descendant; needs the code or --yes from a human; records the confirmation", async (t) => {
     assertFreshBuild();
     const sb = fresh(t);
     await latchIt(sb, 'policy = "pause"\n');
     assert.equal(stateOf(sb), 'paused');
     const codex = fakeCodex(sb);
-    const r = spawnSync(codex, ['-c', '"$0" "$1" resume --yes --cwd "$2"; exit $?', NODE, LATCH_BIN, sb.work], { env: sb.env, encoding: 'utf8' });
+    const r = spawnSync(codex, ['-c', '"$0" "$1" resume --yes --cwd "$2"; exit $?', NODE, LATCH_BIN, sb.work], {
+      env: sb.env,
+      encoding: 'utf8',
+    });
     assert.equal(r.status, 77, r.stdout + r.stderr);
     assert.match(r.stderr, /A human must run `latch resume` from their own terminal/);
     assert.equal(stateOf(sb), 'paused');

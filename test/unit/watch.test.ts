@@ -4,7 +4,17 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chmodSync, linkSync, mkdirSync, readFileSync, renameSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  linkSync,
+  mkdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import fc from 'fast-check';
@@ -45,7 +55,9 @@ interface WatchRow {
 }
 
 function watcherRow(db: Db, root: string): WatchRow | undefined {
-  return db.prepare('SELECT instance, pid, pid_start, state, reason FROM watchers WHERE workspace = ?').get(root) as WatchRow | undefined;
+  return db.prepare('SELECT instance, pid, pid_start, state, reason FROM watchers WHERE workspace = ?').get(root) as
+    | WatchRow
+    | undefined;
 }
 
 async function waitFor<T>(what: string, fn: () => T | undefined | false, ms = 15_000): Promise<T> {
@@ -59,7 +71,10 @@ async function waitFor<T>(what: string, fn: () => T | undefined | false, ms = 15
 }
 
 /** A store in a fresh LATCH_HOME, and a watcher process for root (ready when this resolves). */
-async function watched(root: string, env: NodeJS.ProcessEnv = {}): Promise<{ home: string; db: Db; child: ChildProcess }> {
+async function watched(
+  root: string,
+  env: NodeJS.ProcessEnv = {},
+): Promise<{ home: string; db: Db; child: ChildProcess }> {
   const home = path.join(tmpDir('latch-watch-home-'), 'state');
   const db = openStore(home, { create: true });
   const child = startWatcher(home, root, env);
@@ -68,7 +83,10 @@ async function watched(root: string, env: NodeJS.ProcessEnv = {}): Promise<{ hom
 }
 
 function startWatcher(home: string, root: string, env: NodeJS.ProcessEnv = {}): ChildProcess {
-  const child = spawn(process.execPath, [LATCH, '__watch', root], { env: { ...process.env, LATCH_HOME: home, ...env }, stdio: 'ignore' });
+  const child = spawn(process.execPath, [LATCH, '__watch', root], {
+    env: { ...process.env, LATCH_HOME: home, ...env },
+    stdio: 'ignore',
+  });
   children.push(child);
   return child;
 }
@@ -130,19 +148,34 @@ const STEPS: Step[] = [
   { name: 'new file in an existing directory', change: (r) => write(r, 'b/c/new.txt', 'new\n') },
   { name: 'file renamed', change: (r) => renameSync(path.join(r, 'a/two.txt'), path.join(r, 'a/deux.txt')) },
   { name: 'file deleted', change: (r) => unlinkSync(path.join(r, 'b/c/new.txt')) },
-  { name: 'new directory tree written at once', change: (r) => (write(r, 'n/m/o/p.txt', 'p\n'), write(r, 'n/m/q.txt', 'q\n')) },
+  {
+    name: 'new directory tree written at once',
+    change: (r) => (write(r, 'n/m/o/p.txt', 'p\n'), write(r, 'n/m/q.txt', 'q\n')),
+  },
   { name: 'a file in the new tree changes (its watch exists now)', change: (r) => write(r, 'n/m/o/p.txt', 'P!\n') },
   { name: 'directory renamed', change: (r) => renameSync(path.join(r, 'b'), path.join(r, 'bee')) },
   { name: 'a file below the renamed directory changes', change: (r) => write(r, 'bee/c/d/four.txt', 'FOUR\n') },
   { name: 'directory removed', change: (r) => rmSync(path.join(r, 'n'), { recursive: true }) },
-  { name: 'directory replaced by a symlink', change: (r) => (rmSync(path.join(r, 'bee/c/d'), { recursive: true }), symlinkSync('..', path.join(r, 'bee/c/d'))) },
-  { name: 'file replaced by a directory', change: (r) => (unlinkSync(path.join(r, 'notes.md')), write(r, 'notes.md/inner.txt', 'i\n')) },
-  { name: '.gitignore edited: an ignored file appears', change: (r) => writeFileSync(path.join(r, '.gitignore'), 'build/\n') },
+  {
+    name: 'directory replaced by a symlink',
+    change: (r) => (rmSync(path.join(r, 'bee/c/d'), { recursive: true }), symlinkSync('..', path.join(r, 'bee/c/d'))),
+  },
+  {
+    name: 'file replaced by a directory',
+    change: (r) => (unlinkSync(path.join(r, 'notes.md')), write(r, 'notes.md/inner.txt', 'i\n')),
+  },
+  {
+    name: '.gitignore edited: an ignored file appears',
+    change: (r) => writeFileSync(path.join(r, '.gitignore'), 'build/\n'),
+  },
   { name: 'nested .gitignore hides a file', change: (r) => write(r, 'notes.md/.gitignore', 'inner.txt\n') },
   { name: 'git add -f of an ignored file', change: (r) => git(r, 'add', '-f', 'build/out.bin') },
   { name: 'write inside an ignored directory', change: (r) => write(r, 'build/more.bin', 'm\n') },
   { name: '.git/info/exclude edited', change: (r) => write(r, '.git/info/exclude', 'keep.log\n') },
-  { name: 'a hard link to a tracked file is added', change: (r) => linkSync(path.join(r, 'a/one.txt'), path.join(r, 'bee/alias.txt')) },
+  {
+    name: 'a hard link to a tracked file is added',
+    change: (r) => linkSync(path.join(r, 'a/one.txt'), path.join(r, 'bee/alias.txt')),
+  },
   { name: 'nothing', change: () => undefined },
 ];
 
@@ -156,7 +189,7 @@ function checkSteps(root: string, home: string, db: Db, steps: Step[]): void {
   const idle = hinted(db, home, root);
   assert.equal(idle.mode, 'hinted');
   assert.deepEqual(summary(idle), []);
-  assert.equal(idle.statted, 0, 'nothing changed: nothing stat\'ed');
+  assert.equal(idle.statted, 0, "nothing changed: nothing stat'ed");
   for (const step of steps) {
     step.change(root);
     const a = hinted(db, home, root);
@@ -169,7 +202,9 @@ function checkSteps(root: string, home: string, db: Db, steps: Step[]): void {
     if (!a.listingReused) continue;
     // Stat'ed: what the step touched (at most 3 paths here) and the listed paths with no cached entry
     // (tracked files gone from disk are listed by git and looked at every time).
-    const listed = new Set(git(root, 'ls-files', '-z', '--cached', '--others', '--exclude-standard').split('\0').filter(Boolean)).size;
+    const listed = new Set(
+      git(root, 'ls-files', '-z', '--cached', '--others', '--exclude-standard').split('\0').filter(Boolean),
+    ).size;
     assert.ok(a.statted <= 3 + (listed - fresh.files), `${step.name}: ${a.statted} of ${listed} paths stat'ed`);
   }
 }
@@ -195,10 +230,19 @@ test('watcher: ignored directories are not watched until they hold something the
   checkSteps(root, home, db, [
     { name: 'write inside the ignored tree', change: (r) => write(r, 'node_modules/pkg1/lib/index.js', 'changed\n') },
     { name: 'a new ignored directory tree', change: (r) => write(r, 'build/deep/er/x.bin', 'x\n') },
-    { name: 'git add -f of a file in the ignored tree', change: (r) => git(r, 'add', '-f', 'node_modules/pkg2/lib/index.js') },
-    { name: 'that tracked file is edited (its directory is watched now)', change: (r) => write(r, 'node_modules/pkg2/lib/index.js', 'edited\n') },
+    {
+      name: 'git add -f of a file in the ignored tree',
+      change: (r) => git(r, 'add', '-f', 'node_modules/pkg2/lib/index.js'),
+    },
+    {
+      name: 'that tracked file is edited (its directory is watched now)',
+      change: (r) => write(r, 'node_modules/pkg2/lib/index.js', 'edited\n'),
+    },
     { name: 'the ignore rule goes: the tree appears', change: (r) => write(r, '.gitignore', '*.log\n') },
-    { name: 'a file in the no longer ignored tree is edited', change: (r) => write(r, 'node_modules/pkg3/lib/index.js', 'edited too\n') },
+    {
+      name: 'a file in the no longer ignored tree is edited',
+      change: (r) => write(r, 'node_modules/pkg3/lib/index.js', 'edited too\n'),
+    },
   ]);
   assert.ok(dirs() > 81, 'the unignored tree is watched');
   child.kill('SIGTERM');
@@ -208,7 +252,11 @@ test('watcher: ignored directories are not watched until they hold something the
 /** Random edits to a small tree, observed with the watcher's journal and without: the same deltas. */
 test('watcher: property: random edits, hinted deltas equal full deltas', async () => {
   const names = ['a', 'b', 'c'];
-  const rel = fc.tuple(fc.constantFrom(...names), fc.option(fc.constantFrom(...names), { nil: undefined }), fc.constantFrom('x.txt', 'y.txt', 'z'));
+  const rel = fc.tuple(
+    fc.constantFrom(...names),
+    fc.option(fc.constantFrom(...names), { nil: undefined }),
+    fc.constantFrom('x.txt', 'y.txt', 'z'),
+  );
   const op = fc.oneof(
     fc.record({ kind: fc.constant('write' as const), at: rel, text: fc.string({ maxLength: 6 }) }),
     fc.record({ kind: fc.constant('rm' as const), at: rel }),
@@ -246,29 +294,33 @@ test('watcher: property: random edits, hinted deltas equal full deltas', async (
   };
   let hintedRuns = 0;
   await fc.assert(
-    fc.asyncProperty(fc.array(fc.array(op, { maxLength: 4 }), { minLength: 1, maxLength: 5 }), fc.boolean(), async (batches, isGit) => {
-      const root = tmpDir('latch-watch-prop-');
-      if (isGit) git(root, 'init', '-q');
-      write(root, 'a/x.txt', 'start\n');
-      const { home, db, child } = await watched(root);
-      const full = memoryDb();
-      try {
-        hinted(db, home, root);
-        inTx(full, () => observeTree(root, full, { isGit }));
-        for (const batch of batches) {
-          for (const o of batch) apply(root, o);
-          const a = hinted(db, home, root);
-          const b = inTx(full, () => observeTree(root, full, { isGit }));
-          if (a.mode === 'hinted') hintedRuns++;
-          assert.deepEqual(summary(a), summary(b));
-          assert.equal(a.snapshot.sha256, snapshotTree(root, { isGit }).sha256);
+    fc.asyncProperty(
+      fc.array(fc.array(op, { maxLength: 4 }), { minLength: 1, maxLength: 5 }),
+      fc.boolean(),
+      async (batches, isGit) => {
+        const root = tmpDir('latch-watch-prop-');
+        if (isGit) git(root, 'init', '-q');
+        write(root, 'a/x.txt', 'start\n');
+        const { home, db, child } = await watched(root);
+        const full = memoryDb();
+        try {
+          hinted(db, home, root);
+          inTx(full, () => observeTree(root, full, { isGit }));
+          for (const batch of batches) {
+            for (const o of batch) apply(root, o);
+            const a = hinted(db, home, root);
+            const b = inTx(full, () => observeTree(root, full, { isGit }));
+            if (a.mode === 'hinted') hintedRuns++;
+            assert.deepEqual(summary(a), summary(b));
+            assert.equal(a.snapshot.sha256, snapshotTree(root, { isGit }).sha256);
+          }
+        } finally {
+          child.kill('SIGTERM');
+          await exited(child);
+          db.close();
         }
-      } finally {
-        child.kill('SIGTERM');
-        await exited(child);
-        db.close();
-      }
-    }),
+      },
+    ),
     { numRuns: Number(process.env.LATCH_WATCH_RUNS ?? 12) },
   );
   assert.ok(hintedRuns > 0, 'some observations were hinted');
@@ -353,7 +405,7 @@ test('watcher: killed -> the next sync starts a new one; its first observation i
   });
   detached.push({ pid: fresh.pid, start: fresh.pid_start });
   const o = hinted(db, home, root);
-  assert.equal(o.mode, 'full', 'another instance: everything is stat\'ed');
+  assert.equal(o.mode, 'full', "another instance: everything is stat'ed");
   assert.deepEqual(summary(o), ['modified a/one.txt']);
   write(root, 'a/two.txt', 'and now\n');
   const o2 = hinted(db, home, root);
@@ -386,10 +438,18 @@ test('watcher: a journal entry that says coverage was lost makes the next observ
   const root = makeRepo();
   const { home, db, child } = await watched(root);
   hinted(db, home, root);
-  const row = db.prepare('SELECT instance, flushed_seq FROM watchers WHERE workspace = ?').get(root) as { instance: string; flushed_seq: number };
+  const row = db.prepare('SELECT instance, flushed_seq FROM watchers WHERE workspace = ?').get(root) as {
+    instance: string;
+    flushed_seq: number;
+  };
   write(root, 'a/one.txt', 'x\n');
   // What the watcher writes when a watch fails or its pending set overflows (its next flush has this seq).
-  db.prepare('INSERT INTO watch_journal (workspace, instance, seq, path, kind) VALUES (?, ?, ?, NULL, ?)').run(root, row.instance, row.flushed_seq + 1, 'r');
+  db.prepare('INSERT INTO watch_journal (workspace, instance, seq, path, kind) VALUES (?, ?, ?, NULL, ?)').run(
+    root,
+    row.instance,
+    row.flushed_seq + 1,
+    'r',
+  );
   const o = hinted(db, home, root);
   assert.equal(o.mode, 'full');
   assert.deepEqual(summary(o), ['modified a/one.txt']);
@@ -415,8 +475,13 @@ test('hooks: a Close is observed by the ready watcher, without it (or when it st
       hookProcess(sb.env, payload('post-tool-use-bash', sb, { tool_use_id: name, tool_input: pre.tool_input }));
       const db = openStore(sb.home, { create: false });
       try {
-        const a = db.prepare('SELECT state, end_reason FROM attempts WHERE id = ?').get(`S/${name}`) as { state: string; end_reason: string };
-        const c = db.prepare('SELECT attribution, attempt_id FROM changes WHERE path = ? ORDER BY id DESC').get(file) as { attribution: string; attempt_id: string | null };
+        const a = db.prepare('SELECT state, end_reason FROM attempts WHERE id = ?').get(`S/${name}`) as {
+          state: string;
+          end_reason: string;
+        };
+        const c = db
+          .prepare('SELECT attribution, attempt_id FROM changes WHERE path = ? ORDER BY id DESC')
+          .get(file) as { attribution: string; attempt_id: string | null };
         assert.equal(a.state, 'closed');
         closes.push(a.end_reason);
         assert.ok(c.attribution === 'attempt' || c.attribution === 'unknown', `${name}: ${c.attribution}`);
@@ -473,7 +538,10 @@ test('latch watch: lists the watchers (text and --json), stops them; a wrong act
   };
   assert.equal(await cliMain(['watch', '--json'], io), 0);
   const list = (JSON.parse(out) as { watchers: { workspace: string; alive: boolean; state: string }[] }).watchers;
-  assert.deepEqual(list.map((w) => [w.workspace, w.alive, w.state]), [[root, true, 'ready']]);
+  assert.deepEqual(
+    list.map((w) => [w.workspace, w.alive, w.state]),
+    [[root, true, 'ready']],
+  );
   out = '';
   assert.equal(await cliMain(['watch'], io), 0);
   assert.match(out, /ready; pid \d+; \d+ directories watched/);

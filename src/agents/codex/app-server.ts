@@ -3,7 +3,18 @@
 // Every child runs with an explicit CODEX_HOME, a hard timeout that kills its whole process group,
 // and the features that would reach the network (plugin sync) turned off.
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { accessSync, constants, copyFileSync, existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  accessSync,
+  constants,
+  copyFileSync,
+  existsSync,
+  mkdtempSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
@@ -35,7 +46,9 @@ export function codexCommandFor(path: string, from: CodexCommand['from']): Codex
 }
 
 function fromNodeModules(): string | null {
-  const bases = [typeof __filename === 'string' ? __filename : null, join(process.cwd(), 'noop.js')].filter((b): b is string => !!b);
+  const bases = [typeof __filename === 'string' ? __filename : null, join(process.cwd(), 'noop.js')].filter(
+    (b): b is string => !!b,
+  );
   for (const base of bases) {
     try {
       const req = createRequire(base);
@@ -80,7 +93,14 @@ export function codexChildEnv(env: NodeJS.ProcessEnv, codexHome: string): Record
  * `-c`/`--disable` flags that keep `codex app-server` off the network. In 0.169.0 the `plugins`
  * feature resolves github.com at startup (seen with strace); with it off, no socket leaves loopback.
  */
-export const OFFLINE_FLAGS = ['-c', 'check_for_update_on_startup=false', '-c', 'analytics.enabled=false', '--disable', 'plugins'];
+export const OFFLINE_FLAGS = [
+  '-c',
+  'check_for_update_on_startup=false',
+  '-c',
+  'analytics.enabled=false',
+  '--disable',
+  'plugins',
+];
 
 export interface BoundedResult {
   code: number | null;
@@ -107,7 +127,14 @@ export function runBounded(
     try {
       child = spawn(cmd, args, { cwd: opts.cwd, env: opts.env, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
     } catch (err) {
-      resolve({ code: null, signal: null, timedOut: false, stdout: '', stderr: '', spawnError: (err as Error).message });
+      resolve({
+        code: null,
+        signal: null,
+        timedOut: false,
+        stdout: '',
+        stderr: '',
+        spawnError: (err as Error).message,
+      });
       return;
     }
     const finish = (r: BoundedResult) => {
@@ -156,8 +183,14 @@ export async function codexVersion(
   });
   const raw = r.stdout.trim();
   if (r.spawnError) return { version: null, raw, error: `cannot run ${codex.path}: ${r.spawnError}` };
-  if (r.timedOut) return { version: null, raw, error: `\`codex --version\` did not finish within ${opts.timeoutMs ?? 10_000} ms` };
-  if (r.code !== 0) return { version: null, raw, error: `\`codex --version\` exited ${r.code ?? r.signal}: ${r.stderr.trim().slice(0, 200)}` };
+  if (r.timedOut)
+    return { version: null, raw, error: `\`codex --version\` did not finish within ${opts.timeoutMs ?? 10_000} ms` };
+  if (r.code !== 0)
+    return {
+      version: null,
+      raw,
+      error: `\`codex --version\` exited ${r.code ?? r.signal}: ${r.stderr.trim().slice(0, 200)}`,
+    };
   const m = /(\d+)\.(\d+)\.(\d+)(?:-[0-9A-Za-z.-]+)?/.exec(raw);
   return m ? { version: m[0], raw } : { version: null, raw, error: `cannot read a version in "${raw.slice(0, 100)}"` };
 }
@@ -185,7 +218,14 @@ export interface AppServerRequest {
 export function appServerCall(
   codex: CodexCommand,
   requests: AppServerRequest[],
-  opts: { env: NodeJS.ProcessEnv; codexHome: string; cwd: string; timeoutMs?: number; clientVersion?: string; waitExit?: boolean },
+  opts: {
+    env: NodeJS.ProcessEnv;
+    codexHome: string;
+    cwd: string;
+    timeoutMs?: number;
+    clientVersion?: string;
+    waitExit?: boolean;
+  },
 ): Promise<unknown[]> {
   const timeoutMs = opts.timeoutMs ?? 10_000;
   return new Promise((resolve, reject) => {
@@ -259,7 +299,11 @@ export function appServerCall(
       if (msg.error !== undefined) {
         const e = msg.error as { message?: unknown };
         const what = msg.id === 1 ? 'initialize' : (requests[msg.id - 2]?.method ?? `request ${msg.id}`);
-        return settle(new AppServerError(`codex app-server rejected ${what}: ${typeof e?.message === 'string' ? e.message : JSON.stringify(msg.error)}`));
+        return settle(
+          new AppServerError(
+            `codex app-server rejected ${what}: ${typeof e?.message === 'string' ? e.message : JSON.stringify(msg.error)}`,
+          ),
+        );
       }
       if (msg.id === 1) {
         send({ method: 'initialized' });
@@ -273,7 +317,7 @@ export function appServerCall(
     };
     child.stdout.setEncoding('utf8').on('data', (d: string) => {
       buf += d;
-      let i;
+      let i: number;
       while (!settled && (i = buf.indexOf('\n')) >= 0) {
         const line = buf.slice(0, i).trim();
         buf = buf.slice(i + 1);
@@ -296,10 +340,23 @@ export function appServerCall(
     child.on('error', (err) => settle(new AppServerError(`cannot start ${codex.path} app-server: ${err.message}`)));
     child.on('close', (code, signal) => {
       exited = true;
-      const tail = stderr.trim().split('\n').filter((l) => !/WARNING: proceeding|bubblewrap/.test(l)).slice(-3).join(' | ');
-      settle(new AppServerError(`codex app-server exited (${code ?? signal}) before answering${tail ? `: ${tail.slice(0, 300)}` : ''}`));
+      const tail = stderr
+        .trim()
+        .split('\n')
+        .filter((l) => !/WARNING: proceeding|bubblewrap/.test(l))
+        .slice(-3)
+        .join(' | ');
+      settle(
+        new AppServerError(
+          `codex app-server exited (${code ?? signal}) before answering${tail ? `: ${tail.slice(0, 300)}` : ''}`,
+        ),
+      );
     });
-    send({ id: 1, method: 'initialize', params: { clientInfo: { name: 'latch-doctor', title: 'Latch doctor', version: opts.clientVersion ?? '0' } } });
+    send({
+      id: 1,
+      method: 'initialize',
+      params: { clientInfo: { name: 'latch-doctor', title: 'Latch doctor', version: opts.clientVersion ?? '0' } },
+    });
   });
 }
 
@@ -406,12 +463,21 @@ export async function listCodexHooksIsolated(
 ): Promise<HooksListEntry[]> {
   const iso = opts.isolated ?? isolatedCodexHome(opts.codexHome);
   try {
-    const entries = await listCodexHooks(codex, { env: opts.env, codexHome: iso.dir, cwds: opts.cwds, timeoutMs: opts.timeoutMs, waitExit: true });
+    const entries = await listCodexHooks(codex, {
+      env: opts.env,
+      codexHome: iso.dir,
+      cwds: opts.cwds,
+      timeoutMs: opts.timeoutMs,
+      waitExit: true,
+    });
     return entries.map((e) => ({
       cwd: e.cwd,
       hooks: e.hooks.map((h) => ({ ...h, key: iso.toOriginal(h.key), sourcePath: iso.toOriginal(h.sourcePath) })),
       warnings: e.warnings.map(iso.toOriginal),
-      errors: e.errors.map((x) => ({ message: iso.toOriginal(String(x.message)), path: iso.toOriginal(String(x.path)) })),
+      errors: e.errors.map((x) => ({
+        message: iso.toOriginal(String(x.message)),
+        path: iso.toOriginal(String(x.path)),
+      })),
     }));
   } finally {
     if (!opts.isolated) iso.cleanup();
@@ -450,11 +516,20 @@ export class AppServerSession {
   exit: { code: number | null; signal: NodeJS.Signals | null } | null = null;
   private buf = '';
   private nextId = 1;
-  private waiters: { from: number; pred: (m: AppServerMessage) => boolean; resolve: (m: AppServerMessage) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }[] = [];
+  private waiters: {
+    from: number;
+    pred: (m: AppServerMessage) => boolean;
+    resolve: (m: AppServerMessage) => void;
+    reject: (e: Error) => void;
+    timer: NodeJS.Timeout;
+  }[] = [];
   private readonly killTimer: NodeJS.Timeout;
   private readonly closed: Promise<void>;
 
-  private constructor(private readonly child: ChildProcessWithoutNullStreams, timeoutMs: number) {
+  private constructor(
+    private readonly child: ChildProcessWithoutNullStreams,
+    timeoutMs: number,
+  ) {
     child.stdout.setEncoding('utf8').on('data', (d: string) => this.onData(d));
     child.stderr.setEncoding('utf8').on('data', (d: string) => {
       if (this.stderr.length < 65536) this.stderr += d;
@@ -470,7 +545,9 @@ export class AppServerSession {
         clearTimeout(this.killTimer);
         for (const w of this.waiters.splice(0)) {
           clearTimeout(w.timer);
-          w.reject(new AppServerError(`codex app-server exited (${code ?? signal}) while waiting: ${this.stderrTail()}`));
+          w.reject(
+            new AppServerError(`codex app-server exited (${code ?? signal}) while waiting: ${this.stderrTail()}`),
+          );
         }
         resolve();
       });
@@ -482,7 +559,12 @@ export class AppServerSession {
   /** Starts the server and performs the initialize / initialized handshake. */
   static async start(codex: CodexCommand, opts: AppServerSessionOptions): Promise<AppServerSession> {
     const env = { ...codexChildEnv(opts.env, opts.codexHome), ...(opts.extraEnv ?? {}) };
-    const child = spawn(codex.cmd, [...codex.args, 'app-server', ...OFFLINE_FLAGS], { cwd: opts.cwd, env, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
+    const child = spawn(codex.cmd, [...codex.args, 'app-server', ...OFFLINE_FLAGS], {
+      cwd: opts.cwd,
+      env,
+      stdio: ['pipe', 'pipe', 'pipe'],
+      detached: true,
+    });
     const s = new AppServerSession(child, opts.timeoutMs ?? 180_000);
     await new Promise<void>((resolve, reject) => {
       child.once('spawn', () => resolve());
@@ -508,19 +590,34 @@ export class AppServerSession {
     const id = this.nextId++;
     const from = this.mark();
     this.send({ id, method, params });
-    const reply = await this.waitFor((m) => m.id === id && !('method' in m), `the reply to ${method}`, { from, timeoutMs });
+    const reply = await this.waitFor((m) => m.id === id && !('method' in m), `the reply to ${method}`, {
+      from,
+      timeoutMs,
+    });
     if (reply.error !== undefined) {
       const e = reply.error as { message?: unknown };
-      throw new AppServerError(`codex app-server rejected ${method}: ${typeof e?.message === 'string' ? e.message : JSON.stringify(reply.error)}`);
+      throw new AppServerError(
+        `codex app-server rejected ${method}: ${typeof e?.message === 'string' ? e.message : JSON.stringify(reply.error)}`,
+      );
     }
     return reply.result;
   }
 
   /** The first message at or after `from` (default 0) that satisfies pred. */
-  waitFor(pred: (m: AppServerMessage) => boolean, what: string, opts: { from?: number; timeoutMs?: number } = {}): Promise<AppServerMessage> {
+  waitFor(
+    pred: (m: AppServerMessage) => boolean,
+    what: string,
+    opts: { from?: number; timeoutMs?: number } = {},
+  ): Promise<AppServerMessage> {
     const from = opts.from ?? 0;
-    for (let i = from; i < this.messages.length; i++) if (pred(this.messages[i]!)) return Promise.resolve(this.messages[i]!);
-    if (this.exit) return Promise.reject(new AppServerError(`codex app-server exited (${this.exit.code ?? this.exit.signal}) before ${what}: ${this.stderrTail()}`));
+    for (let i = from; i < this.messages.length; i++)
+      if (pred(this.messages[i]!)) return Promise.resolve(this.messages[i]!);
+    if (this.exit)
+      return Promise.reject(
+        new AppServerError(
+          `codex app-server exited (${this.exit.code ?? this.exit.signal}) before ${what}: ${this.stderrTail()}`,
+        ),
+      );
     const timeoutMs = opts.timeoutMs ?? 120_000;
     return new Promise((resolve, reject) => {
       const w = {
@@ -557,7 +654,13 @@ export class AppServerSession {
   }
 
   private stderrTail(): string {
-    return this.stderr.trim().split('\n').filter((l) => !/WARNING: proceeding|bubblewrap/.test(l)).slice(-3).join(' | ').slice(0, 500);
+    return this.stderr
+      .trim()
+      .split('\n')
+      .filter((l) => !/WARNING: proceeding|bubblewrap/.test(l))
+      .slice(-3)
+      .join(' | ')
+      .slice(0, 500);
   }
 
   private send(msg: Record<string, unknown>): void {
@@ -566,7 +669,7 @@ export class AppServerSession {
 
   private onData(d: string): void {
     this.buf += d;
-    let i;
+    let i: number;
     while ((i = this.buf.indexOf('\n')) >= 0) {
       const line = this.buf.slice(0, i);
       this.buf = this.buf.slice(i + 1);

@@ -193,7 +193,11 @@ function contentText(content: unknown): string {
   if (typeof content === 'string') return content;
   if (!Array.isArray(content)) return '';
   return content
-    .map((c) => (c && typeof c === 'object' && typeof (c as { text?: unknown }).text === 'string' ? (c as { text: string }).text : ''))
+    .map((c) =>
+      c && typeof c === 'object' && typeof (c as { text?: unknown }).text === 'string'
+        ? (c as { text: string }).text
+        : '',
+    )
     .filter(Boolean)
     .join('\n');
 }
@@ -209,9 +213,14 @@ function isInjected(p: Record<string, unknown>, text: string): boolean {
   return INJECTED_PREFIXES.some((pre) => t.startsWith(pre));
 }
 
-
 /** Reads bytes [0, limit) of a rollout line by line, skipping lines longer than maxLine. */
-function readLines(path: string, limit: number | null, maxLine: number, onLine: (line: Buffer) => boolean | void, onSkip: () => boolean | void): void {
+function readLines(
+  path: string,
+  limit: number | null,
+  maxLine: number,
+  onLine: (line: Buffer) => boolean | void,
+  onSkip: () => boolean | void,
+): void {
   const fd = openSync(path, 'r');
   try {
     const size = Number(fstatSync(fd).size);
@@ -271,11 +280,17 @@ export function captureFromTranscript(path: string, opts: CaptureOptions = {}): 
     for (let i = 0; i < 8; i++) {
       const cur = chain[0]!;
       const probe = new Capturer();
-      readLines(cur.path, cur.limit, maxLine, (l) => {
-        if (topLevelType(l) !== 'session_meta') return false;
-        probe.line(l);
-        return true; // the first session_meta is enough
-      }, () => false);
+      readLines(
+        cur.path,
+        cur.limit,
+        maxLine,
+        (l) => {
+          if (topLevelType(l) !== 'session_meta') return false;
+          probe.line(l);
+          return true; // the first session_meta is enough
+        },
+        () => false,
+      );
       const base = probe.base;
       if (!base || seen.has(base.threadId)) break;
       seen.add(base.threadId);
@@ -292,8 +307,13 @@ export function captureFromTranscript(path: string, opts: CaptureOptions = {}): 
       cap.c.cwd = null;
       cap.c.forkedFrom = null;
     }
-    readLines(part.path, part.limit, maxLine, (l) => void cap.line(l), () => void cap.c.skippedLines++);
+    readLines(
+      part.path,
+      part.limit,
+      maxLine,
+      (l) => void cap.line(l),
+      () => void cap.c.skippedLines++,
+    );
   }
   return cap.finish();
 }
-

@@ -89,7 +89,9 @@ export interface RunCodexResult {
 }
 
 /** Arguments after the binary for one `codex exec` invocation. */
-export function codexExecArgs(opts: Pick<RunCodexOptions, 'prompt' | 'resumeThreadId' | 'forkThreadId' | 'extraArgs'>): string[] {
+export function codexExecArgs(
+  opts: Pick<RunCodexOptions, 'prompt' | 'resumeThreadId' | 'forkThreadId' | 'extraArgs'>,
+): string[] {
   if (opts.resumeThreadId && opts.forkThreadId) throw new Error('resumeThreadId and forkThreadId are exclusive');
   const flags = ['--dangerously-bypass-hook-trust', '--json', '--skip-git-repo-check', ...(opts.extraArgs ?? [])];
   if (opts.resumeThreadId) return ['exec', 'resume', ...flags, opts.resumeThreadId, opts.prompt];
@@ -107,7 +109,11 @@ export function runCodex(opts: RunCodexOptions): Promise<RunCodexResult> {
     if (v === undefined || /^(OPENAI_|CODEX_|HTTPS?_PROXY$|ALL_PROXY$)/i.test(k)) continue;
     env[k] = v;
   }
-  Object.assign(env, { CODEX_HOME: opts.codexHome, NO_PROXY: '127.0.0.1,localhost', RUST_LOG: env.RUST_LOG ?? 'error' }, opts.env);
+  Object.assign(
+    env,
+    { CODEX_HOME: opts.codexHome, NO_PROXY: '127.0.0.1,localhost', RUST_LOG: env.RUST_LOG ?? 'error' },
+    opts.env,
+  );
 
   return new Promise((resolve, reject) => {
     const child = spawn(cmd, argv, { cwd: opts.cwd, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });

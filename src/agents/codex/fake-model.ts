@@ -59,7 +59,8 @@ export function itemText(item: any): string {
   if (typeof item === 'string') return item;
   const parts: string[] = [];
   if (typeof item.content === 'string') parts.push(item.content);
-  else if (Array.isArray(item.content)) for (const c of item.content) if (typeof c?.text === 'string') parts.push(c.text);
+  else if (Array.isArray(item.content))
+    for (const c of item.content) if (typeof c?.text === 'string') parts.push(c.text);
   if (typeof item.output === 'string') parts.push(item.output);
   else if (Array.isArray(item.output)) for (const c of item.output) if (typeof c?.text === 'string') parts.push(c.text);
   return parts.join('\n');
@@ -127,7 +128,9 @@ export async function startFakeModel(opts: FakeModelOptions): Promise<FakeModel>
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'close' });
     const send = (data: Record<string, unknown>) => res.write(`event: ${data.type}\ndata: ${JSON.stringify(data)}\n\n`);
     send({ type: 'response.created', response: { id: responseId } });
-    items.forEach((item, output_index) => send({ type: 'response.output_item.done', output_index, item }));
+    items.forEach((item, output_index) => {
+      send({ type: 'response.output_item.done', output_index, item });
+    });
     const outputTokens = 10;
     send({
       type: 'response.completed',

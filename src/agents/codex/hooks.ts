@@ -25,15 +25,36 @@ const Common = {
 
 // Unknown keys are tolerated (newer Codex versions add fields); known keys must have the right types.
 export const CodexPayload = v.variant('hook_event_name', [
-  v.looseObject({ ...Common, hook_event_name: v.literal('PreToolUse'), tool_name: v.pipe(Str, v.minLength(1)), tool_input: v.unknown(), tool_use_id: OptStr }),
-  v.looseObject({ ...Common, hook_event_name: v.literal('PostToolUse'), tool_name: Str, tool_input: v.unknown(), tool_response: v.unknown(), tool_use_id: OptStr }),
+  v.looseObject({
+    ...Common,
+    hook_event_name: v.literal('PreToolUse'),
+    tool_name: v.pipe(Str, v.minLength(1)),
+    tool_input: v.unknown(),
+    tool_use_id: OptStr,
+  }),
+  v.looseObject({
+    ...Common,
+    hook_event_name: v.literal('PostToolUse'),
+    tool_name: Str,
+    tool_input: v.unknown(),
+    tool_response: v.unknown(),
+    tool_use_id: OptStr,
+  }),
   // Any source is accepted: one Latch does not know is handled as 'unknown' (full brief), never dropped.
   v.looseObject({ ...Common, hook_event_name: v.literal('SessionStart'), source: v.pipe(Str, v.minLength(1)) }),
   v.looseObject({ ...Common, hook_event_name: v.literal('PreCompact'), trigger: v.optional(NullableStr, null) }),
   v.looseObject({ ...Common, hook_event_name: v.literal('PostCompact'), trigger: v.optional(NullableStr, null) }),
   v.looseObject({
     ...Common,
-    hook_event_name: v.picklist(['UserPromptSubmit', 'Stop', 'SubagentStart', 'SubagentStop', 'SessionEnd', 'Interrupt', 'PermissionRequest']),
+    hook_event_name: v.picklist([
+      'UserPromptSubmit',
+      'Stop',
+      'SubagentStart',
+      'SubagentStop',
+      'SessionEnd',
+      'Interrupt',
+      'PermissionRequest',
+    ]),
   }),
 ]);
 
@@ -49,7 +70,12 @@ export function parseCodexPayload(text: string): Parsed {
   try {
     raw = JSON.parse(text);
   } catch (err) {
-    return { ok: false, error: `hook payload is not JSON (${(err as Error).message})`, eventName: null, toolName: null };
+    return {
+      ok: false,
+      error: `hook payload is not JSON (${(err as Error).message})`,
+      eventName: null,
+      toolName: null,
+    };
   }
   const hint = raw && typeof raw === 'object' ? (raw as Record<string, unknown>) : {};
   const eventName = typeof hint.hook_event_name === 'string' ? hint.hook_event_name : null;
@@ -58,7 +84,12 @@ export function parseCodexPayload(text: string): Parsed {
   if (!r.success) {
     const issue = r.issues[0];
     const where = issue.path?.map((p: { key: unknown }) => String(p.key)).join('.') ?? '';
-    return { ok: false, error: `invalid hook payload: ${where ? where + ': ' : ''}${issue.message}`, eventName, toolName };
+    return {
+      ok: false,
+      error: `invalid hook payload: ${where ? where + ': ' : ''}${issue.message}`,
+      eventName,
+      toolName,
+    };
   }
   const p = r.output;
   const obs: Observation = {
@@ -78,7 +109,9 @@ function toEvent(p: CodexPayload): LatchEvent | null {
     case 'PreToolUse':
       return { type: 'pre_tool', call: classifyTool(p.tool_name, p.tool_input, p.tool_use_id ?? null) };
     case 'SessionStart':
-      return KNOWN_SOURCES.has(p.source) ? { type: 'session_start', source: p.source as StartSource } : { type: 'session_start', source: 'unknown', raw: p.source };
+      return KNOWN_SOURCES.has(p.source)
+        ? { type: 'session_start', source: p.source as StartSource }
+        : { type: 'session_start', source: 'unknown', raw: p.source };
     case 'PreCompact':
       return { type: 'pre_compact', trigger: p.trigger ?? null };
     case 'PostCompact':
@@ -101,7 +134,9 @@ function toEvent(p: CodexPayload): LatchEvent | null {
 export type { HookReply };
 
 export function codexDeny(reason: string, notice?: string): HookReply {
-  const out: Record<string, unknown> = { hookSpecificOutput: { hookEventName: 'PreToolUse', permissionDecision: 'deny', permissionDecisionReason: reason } };
+  const out: Record<string, unknown> = {
+    hookSpecificOutput: { hookEventName: 'PreToolUse', permissionDecision: 'deny', permissionDecisionReason: reason },
+  };
   // systemMessage is shown to the user, not to the model.
   if (notice) out.systemMessage = notice;
   return { stdout: JSON.stringify(out), exitCode: 0 };
@@ -113,7 +148,16 @@ export function codexReply(eventName: string, d: Decision): HookReply {
     if (d.verdict === 'deny') return codexDeny(d.message ?? 'Latch blocked this call.', d.notice);
     if (d.updatedInput) {
       // Codex runs the rewritten input (verified on 0.169.0: its exec item shows the new command).
-      return { stdout: JSON.stringify({ hookSpecificOutput: { hookEventName: 'PreToolUse', permissionDecision: 'allow', updatedInput: d.updatedInput } }), exitCode: 0 };
+      return {
+        stdout: JSON.stringify({
+          hookSpecificOutput: {
+            hookEventName: 'PreToolUse',
+            permissionDecision: 'allow',
+            updatedInput: d.updatedInput,
+          },
+        }),
+        exitCode: 0,
+      };
     }
     return { stdout: null, exitCode: 0 };
   }
@@ -124,6 +168,7 @@ export function codexReply(eventName: string, d: Decision): HookReply {
     return { stdout: JSON.stringify(out), exitCode: 0 };
   }
   // PreCompact / PostCompact accept only continue, stopReason, suppressOutput and systemMessage.
-  if ((eventName === 'PostCompact' || eventName === 'PreCompact') && d.notice) return { stdout: JSON.stringify({ systemMessage: d.notice }), exitCode: 0 };
+  if ((eventName === 'PostCompact' || eventName === 'PreCompact') && d.notice)
+    return { stdout: JSON.stringify({ systemMessage: d.notice }), exitCode: 0 };
   return { stdout: null, exitCode: 0 };
 }

@@ -1,6 +1,6 @@
 // Where a Codex thread's rollout is, and what a fork inherits: the one rollout finder (the guard's
 // fork walk, the brief's capture and the driver all use it) and session_meta.history_base.
-import { closeSync, openSync, readdirSync, readSync } from 'node:fs';
+import { closeSync, openSync, readdirSync, readSync, type Dirent } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 
 const MAX_DEPTH = 4;
@@ -25,13 +25,14 @@ export function findRollout(near: string, id: string): string | null {
 /** The rollout of thread `id` under `dir`, searching `depth` directory levels below it. */
 export function findRolloutIn(dir: string, id: string, depth: number = MAX_DEPTH): string | null {
   const suffix = `-${id}.jsonl`;
-  let entries;
+  let entries: Dirent[];
   try {
     entries = readdirSync(dir, { withFileTypes: true });
   } catch {
     return null;
   }
-  for (const e of entries) if (e.isFile() && e.name.startsWith('rollout-') && e.name.endsWith(suffix)) return join(dir, e.name);
+  for (const e of entries)
+    if (e.isFile() && e.name.startsWith('rollout-') && e.name.endsWith(suffix)) return join(dir, e.name);
   if (depth <= 0) return null;
   for (const e of entries.filter((x) => x.isDirectory()).sort((a, b) => b.name.localeCompare(a.name))) {
     const hit = findRolloutIn(join(dir, e.name), id, depth - 1);
@@ -59,7 +60,10 @@ export function historyBaseEnd(path: string): number | null {
       pos += n;
       total += n;
     }
-    const first = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { type?: unknown; payload?: { history_base?: { end_byte_offset?: unknown } } };
+    const first = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
+      type?: unknown;
+      payload?: { history_base?: { end_byte_offset?: unknown } };
+    };
     const end = first.type === 'session_meta' ? first.payload?.history_base?.end_byte_offset : undefined;
     return typeof end === 'number' && Number.isSafeInteger(end) && end >= 0 ? end : null;
   } finally {

@@ -76,7 +76,8 @@ export function outputError(output: string): string | null {
  */
 export function codexToolOutput(output: string): ToolOutput {
   const problems: string[] = [];
-  if (output.includes('Command blocked by PreToolUse hook')) problems.push('the call was denied by a PreToolUse hook (no command ran)');
+  if (output.includes('Command blocked by PreToolUse hook'))
+    problems.push('the call was denied by a PreToolUse hook (no command ran)');
   const trimmed = output.trimStart();
   if (trimmed.startsWith('{') || trimmed.startsWith('[')) {
     let parsed: unknown;
@@ -86,18 +87,29 @@ export function codexToolOutput(output: string): ToolOutput {
       parsed = undefined;
     }
     if (parsed !== undefined) {
-      const isErr = typeof parsed === 'object' && parsed !== null && ((parsed as Record<string, unknown>).isError === true || (parsed as Record<string, unknown>).is_error === true);
-      problems.push(isErr ? 'the output is an error result (isError: true)' : 'the output is a JSON wrapper, not a command output');
+      const isErr =
+        typeof parsed === 'object' &&
+        parsed !== null &&
+        ((parsed as Record<string, unknown>).isError === true || (parsed as Record<string, unknown>).is_error === true);
+      problems.push(
+        isErr ? 'the output is an error result (isError: true)' : 'the output is a JSON wrapper, not a command output',
+      );
     }
   }
-  if (/"is_?error"\s*:\s*true/i.test(output) && !problems.some((r) => r.includes('isError'))) problems.push('the output carries an error flag (isError: true)');
+  if (/"is_?error"\s*:\s*true/i.test(output) && !problems.some((r) => r.includes('isError')))
+    problems.push('the output carries an error flag (isError: true)');
   const exec = parseExecOutput(output);
   if (!exec) {
     problems.push('not an exec_command output (no "Output:" section)');
     return { ok: false, body: null, problems };
   }
   const exit = exec.header.map((l) => /^Process exited with code (-?\d+)$/.exec(l)).find((m) => m !== null);
-  if (!exit) problems.push(exec.header.some((l) => l.startsWith('Process running with session ID')) ? 'the command had not finished (still running)' : 'no exit status recorded');
+  if (!exit)
+    problems.push(
+      exec.header.some((l) => l.startsWith('Process running with session ID'))
+        ? 'the command had not finished (still running)'
+        : 'no exit status recorded',
+    );
   else if (exit[1] !== '0') problems.push(`the command exited with code ${exit[1]}`);
   const t = outputTruncation(output);
   if (t) problems.push(`Codex ${t}`);

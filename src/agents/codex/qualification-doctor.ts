@@ -28,7 +28,10 @@ export function qualifiedWriters(home: string | null | undefined): string[] {
 }
 
 /** Re-grades findings: age findings become notices (unknown types only for an unqualified writer). */
-export function gradeFindings<F extends FindingLike>(findings: F[], writer: { cli_version: string | null; qualified: boolean }): (Omit<F, 'severity'> & { severity: DoctorSeverity })[] {
+export function gradeFindings<F extends FindingLike>(
+  findings: F[],
+  writer: { cli_version: string | null; qualified: boolean },
+): (Omit<F, 'severity'> & { severity: DoctorSeverity })[] {
   return findings.map((f) => {
     const age = f.code === 'unqualified_writer' || (AGE_CODES.has(f.code) && !writer.qualified);
     if (!age) return { ...f, severity: f.severity as DoctorSeverity };

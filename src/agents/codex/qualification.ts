@@ -77,9 +77,12 @@ export function recordProblem(rec: unknown, expectVersion: string | null): strin
   const r = rec as Partial<QualificationRecord>;
   if (r.schema !== RECORD_SCHEMA) return `schema ${JSON.stringify(r.schema)} is not ${RECORD_SCHEMA}`;
   if (!isVersion(r.version)) return `version ${JSON.stringify(r.version)} is not x.y.z`;
-  if (expectVersion !== null && r.version !== expectVersion) return `the record is for ${r.version}, not ${expectVersion} (file name)`;
+  if (expectVersion !== null && r.version !== expectVersion)
+    return `the record is for ${r.version}, not ${expectVersion} (file name)`;
   if (!Array.isArray(r.checks) || r.checks.length === 0) return 'no checks';
-  const failed = r.checks.filter((c) => !c || c.ok !== true).map((c) => (c && typeof c.name === 'string' ? c.name : '?'));
+  const failed = r.checks
+    .filter((c) => !c || c.ok !== true)
+    .map((c) => (c && typeof c.name === 'string' ? c.name : '?'));
   if (failed.length) return `failed check(s): ${failed.join(', ')}`;
   if (r.qualified !== true) return 'qualified is not true';
   return null;
@@ -131,9 +134,11 @@ export interface VersionStatus {
 export function versionStatus(version: string, home: string | null | undefined): VersionStatus {
   const st: VersionStatus = { version, qualified: false, by: null, rejected: [] };
   for (const l of loadRecords(home)) {
-    if (!l.path.endsWith(`${version}.json`) || (l.record && l.record.version !== version && l.problem === null)) continue;
+    if (!l.path.endsWith(`${version}.json`) || (l.record && l.record.version !== version && l.problem === null))
+      continue;
     if (l.problem === null && l.record) {
-      if (!st.by) st.by = { source: l.source, path: l.path, date: l.record.date, binary_sha256: l.record.binary?.sha256 ?? '' };
+      if (!st.by)
+        st.by = { source: l.source, path: l.path, date: l.record.date, binary_sha256: l.record.binary?.sha256 ?? '' };
       st.qualified = true;
     } else st.rejected.push({ source: l.source, path: l.path, problem: l.problem ?? 'unknown' });
   }

@@ -11,7 +11,14 @@ import { dirname } from 'node:path';
 import { qualifiedVersions, shippedQualifiedVersions } from './qualification.js';
 import { pageRead, type BriefDigest, type PageRead } from '../../continuity/page-read.js';
 import type { ToolOutput } from '../agent.js';
-import { QUALIFY_CHECKS, type QualifyCheck, type QualifyCheckName, type QualifyDecision, type QualifyInput, type QualifyOptions } from '../../continuity/qualify.js';
+import {
+  QUALIFY_CHECKS,
+  type QualifyCheck,
+  type QualifyCheckName,
+  type QualifyDecision,
+  type QualifyInput,
+  type QualifyOptions,
+} from '../../continuity/qualify.js';
 import { codexToolOutput } from './outputs.js';
 import { RESUMABLE_RECORD_TYPES } from './records.js';
 export type { QualifyDecision, QualifyInput, RecordedTranscript } from '../../continuity/qualify.js';
@@ -39,7 +46,11 @@ const MARK_COMPACT = Buffer.from('ompact');
  * The complete-read check's verdict on one tool output: the one page-read rule (the same the read
  * receipts use: src/continuity/page-read.ts) with Codex's tool-output unwrapping.
  */
-export function resumeRead(output: string, brief: BriefDigest, toolOutput: (output: string) => ToolOutput = codexToolOutput): PageRead {
+export function resumeRead(
+  output: string,
+  brief: BriefDigest,
+  toolOutput: (output: string) => ToolOutput = codexToolOutput,
+): PageRead {
   return pageRead(output, brief, toolOutput);
 }
 
@@ -115,21 +126,26 @@ export function qualifyResume(input: QualifyInput, opts: QualifyOptions = {}): Q
         size = Number(st.size);
         const uid = opts.uid ?? (typeof process.getuid === 'function' ? process.getuid() : null);
         if (uid === null) fileProblems.push('cannot determine the current user');
-        else if (Number(st.uid) !== uid) fileProblems.push(`owned by uid ${st.uid}, not by the current user (uid ${uid})`);
+        else if (Number(st.uid) !== uid)
+          fileProblems.push(`owned by uid ${st.uid}, not by the current user (uid ${uid})`);
         if (recorded) {
           const dev = String(st.dev);
           const ino = String(st.ino);
           if (dev !== recorded.dev || ino !== recorded.ino) {
-            fileProblems.push(`replaced: device/inode ${dev}:${ino} differs from the recorded ${recorded.dev}:${recorded.ino}`);
+            fileProblems.push(
+              `replaced: device/inode ${dev}:${ino} differs from the recorded ${recorded.dev}:${recorded.ino}`,
+            );
           }
-          if (Number(st.uid) !== recorded.uid) fileProblems.push(`owner uid ${st.uid} differs from the recorded uid ${recorded.uid}`);
+          if (Number(st.uid) !== recorded.uid)
+            fileProblems.push(`owner uid ${st.uid} differs from the recorded uid ${recorded.uid}`);
         }
       }
     }
     if (recorded) {
       try {
         const real = realpathSync.native(path);
-        if (real !== recorded.realpath) fileProblems.push(`realpath ${real} differs from the recorded ${recorded.realpath}`);
+        if (real !== recorded.realpath)
+          fileProblems.push(`realpath ${real} differs from the recorded ${recorded.realpath}`);
       } catch (err) {
         fileProblems.push(`cannot resolve the realpath of ${path}: ${message(err)}`);
       }
@@ -137,7 +153,9 @@ export function qualifyResume(input: QualifyInput, opts: QualifyOptions = {}): Q
     set(
       'file',
       fileProblems.length === 0,
-      fileProblems.length ? fileProblems.join('; ') : `regular file owned by the current user, same device/inode and realpath as recorded (${recorded!.realpath})`,
+      fileProblems.length
+        ? fileProblems.join('; ')
+        : `regular file owned by the current user, same device/inode and realpath as recorded (${recorded!.realpath})`,
     );
 
     // --- content checks ---------------------------------------------------------------------
@@ -187,7 +205,8 @@ function identityCheck(scan: Scan, input: QualifyInput, set: Setter): void {
   const meta = metaPayload(scan);
   if (!meta) problems.push(metaProblem(scan));
   else {
-    if (meta.id !== e.session_id) problems.push(`session_meta.id ${fmt(meta.id)} != expected session ${fmt(e.session_id)}`);
+    if (meta.id !== e.session_id)
+      problems.push(`session_meta.id ${fmt(meta.id)} != expected session ${fmt(e.session_id)}`);
     if (meta.session_id !== undefined && meta.session_id !== e.session_id) {
       problems.push(`session_meta.session_id ${fmt(meta.session_id)} != expected session ${fmt(e.session_id)}`);
     }
@@ -201,14 +220,17 @@ function identityCheck(scan: Scan, input: QualifyInput, set: Setter): void {
     const at = `(latest turn_context at offset ${tc.start})`;
     if (p.cwd !== e.cwd) problems.push(`cwd ${fmt(p.cwd)} != expected ${fmt(e.cwd)} ${at}`);
     if (!same(p.model, e.model)) problems.push(`model ${fmt(p.model)} != expected ${fmt(e.model)} ${at}`);
-    if (!same(p.approval_policy, e.approval_policy)) problems.push(`approval_policy ${fmt(p.approval_policy)} != expected ${fmt(e.approval_policy)} ${at}`);
-    if (!same(p.sandbox_policy, e.sandbox_policy)) problems.push(`sandbox_policy ${fmt(p.sandbox_policy)} != expected ${fmt(e.sandbox_policy)} ${at}`);
+    if (!same(p.approval_policy, e.approval_policy))
+      problems.push(`approval_policy ${fmt(p.approval_policy)} != expected ${fmt(e.approval_policy)} ${at}`);
+    if (!same(p.sandbox_policy, e.sandbox_policy))
+      problems.push(`sandbox_policy ${fmt(p.sandbox_policy)} != expected ${fmt(e.sandbox_policy)} ${at}`);
     if (!same(p.permission_profile, e.permission_profile)) {
       problems.push(`permission_profile ${fmt(p.permission_profile)} != expected ${fmt(e.permission_profile)} ${at}`);
     }
   }
   const hp = input.payload;
-  if (hp.session_id !== e.session_id) problems.push(`hook payload session_id ${fmt(hp.session_id)} != expected ${fmt(e.session_id)}`);
+  if (hp.session_id !== e.session_id)
+    problems.push(`hook payload session_id ${fmt(hp.session_id)} != expected ${fmt(e.session_id)}`);
   if (hp.cwd !== e.cwd) problems.push(`hook payload cwd ${fmt(hp.cwd)} != expected ${fmt(e.cwd)}`);
   if (!same(hp.model, e.model)) problems.push(`hook payload model ${fmt(hp.model)} != expected ${fmt(e.model)}`);
   set(
@@ -227,7 +249,11 @@ function writerCheck(scan: Scan, input: QualifyInput, set: Setter): void {
   const list = `[${input.qualifiedVersions.join(', ')}]`;
   if (typeof v !== 'string') return set('writer', false, `session_meta has no cli_version (qualified: ${list})`);
   if (!input.qualifiedVersions.includes(v)) {
-    return set('writer', false, `cli_version ${v} is not on the qualified list ${list} (run \`latch qualify codex ${v}\` to qualify it on this machine)`);
+    return set(
+      'writer',
+      false,
+      `cli_version ${v} is not on the qualified list ${list} (run \`latch qualify codex ${v}\` to qualify it on this machine)`,
+    );
   }
   set('writer', true, `cli_version ${v} is qualified (a passing qualification record)`);
 }
@@ -235,28 +261,43 @@ function writerCheck(scan: Scan, input: QualifyInput, set: Setter): void {
 function appendOnlyCheck(scan: Scan, input: QualifyInput, set: Setter): void {
   const r = input.recorded;
   if (!r) return set('append-only', false, 'no recorded prefix (never recorded)');
-  if (scan.size < r.size) return set('append-only', false, `file is shorter (${scan.size} bytes) than the recorded prefix (${r.size} bytes)`);
+  if (scan.size < r.size)
+    return set('append-only', false, `file is shorter (${scan.size} bytes) than the recorded prefix (${r.size} bytes)`);
   if (scan.prefixSha !== r.sha256) {
-    return set('append-only', false, `recorded prefix [0, ${r.size}) changed: sha256 ${short(scan.prefixSha ?? '')} != recorded ${short(r.sha256)}`);
+    return set(
+      'append-only',
+      false,
+      `recorded prefix [0, ${r.size}) changed: sha256 ${short(scan.prefixSha ?? '')} != recorded ${short(r.sha256)}`,
+    );
   }
-  set('append-only', true, `first ${r.size} bytes unchanged (sha256 ${short(r.sha256)}), ${scan.size - r.size} bytes appended`);
+  set(
+    'append-only',
+    true,
+    `first ${r.size} bytes unchanged (sha256 ${short(r.sha256)}), ${scan.size - r.size} bytes appended`,
+  );
 }
 
 function tailCheck(scan: Scan, input: QualifyInput, set: Setter): void {
   const r = input.recorded;
   const from = r ? r.size : 0;
-  if (r && scan.size < r.size) return set('tail', false, `not evaluated: file is shorter than the recorded prefix (${scan.size} < ${r.size})`);
+  if (r && scan.size < r.size)
+    return set('tail', false, `not evaluated: file is shorter than the recorded prefix (${scan.size} < ${r.size})`);
   const problems: string[] = [];
   if (!scan.prefixAtLineBoundary) problems.push(`the recorded position ${from} is inside a line`);
   if (scan.tailProblemCount) {
     problems.push(...scan.tailProblems);
-    if (scan.tailProblemCount > scan.tailProblems.length) problems.push(`and ${scan.tailProblemCount - scan.tailProblems.length} more`);
+    if (scan.tailProblemCount > scan.tailProblems.length)
+      problems.push(`and ${scan.tailProblemCount - scan.tailProblems.length} more`);
   }
-  const partial = scan.partial ? `; ignored a partial last line at offset ${scan.partial.start} (${scan.partial.bytes} bytes, no trailing newline: still being written)` : '';
+  const partial = scan.partial
+    ? `; ignored a partial last line at offset ${scan.partial.start} (${scan.partial.bytes} bytes, no trailing newline: still being written)`
+    : '';
   set(
     'tail',
     problems.length === 0,
-    problems.length ? problems.join('; ') + partial : `${scan.tailLines} line(s) after offset ${from}, all of understood record types${partial}`,
+    problems.length
+      ? problems.join('; ') + partial
+      : `${scan.tailLines} line(s) after offset ${from}, all of understood record types${partial}`,
   );
 }
 
@@ -267,11 +308,16 @@ function completeReadCheck(scan: Scan, input: QualifyInput, set: Setter): void {
   if (!brief) {
     const recordedLater = input.lastCompactionOffset !== null && input.lastCompactionOffset > from;
     if (scan.tailCompactions > 0 || recordedLater) {
-      return set('complete-read', false, `no brief, but a compaction happened since the recorded position ${from} (ends at offset ${boundary}): the context must be re-delivered`);
+      return set(
+        'complete-read',
+        false,
+        `no brief, but a compaction happened since the recorded position ${from} (ends at offset ${boundary}): the context must be re-delivered`,
+      );
     }
     return set('complete-read', true, `no brief, and no compaction since the recorded position ${from}`);
   }
-  if (brief.pages.length === 0) return set('complete-read', false, `brief ${brief.session} v${brief.version} has no pages`);
+  if (brief.pages.length === 0)
+    return set('complete-read', false, `brief ${brief.session} v${brief.version} has no pages`);
   const where = boundary > 0 ? `after the latest compaction (offset ${boundary})` : 'in the transcript (no compaction)';
   const problems: string[] = [];
   const found: string[] = [];
@@ -293,7 +339,9 @@ function completeReadCheck(scan: Scan, input: QualifyInput, set: Setter): void {
       : '';
     problems.push(`${label}: no complete successful read ${where}${detail}`);
   }
-  const ignoredNote = ignored ? `; ${ignored} brief read(s) before the latest compaction (offset ${boundary}) ignored` : '';
+  const ignoredNote = ignored
+    ? `; ${ignored} brief read(s) before the latest compaction (offset ${boundary}) ignored`
+    : '';
   set(
     'complete-read',
     problems.length === 0,
@@ -308,9 +356,14 @@ function forkCheck(scan: Scan, set: Setter): void {
   if (!meta) return set('fork', false, metaProblem(scan));
   const base = meta.history_base;
   if (meta.forked_from_id !== undefined && meta.forked_from_id !== null) {
-    return set('fork', false, `fork: session_meta.forked_from_id ${fmt(meta.forked_from_id)} (a fork is not a plain resume)`);
+    return set(
+      'fork',
+      false,
+      `fork: session_meta.forked_from_id ${fmt(meta.forked_from_id)} (a fork is not a plain resume)`,
+    );
   }
-  if (base !== undefined && base !== null) return set('fork', false, `fork: session_meta.history_base ${fmt(base)} (history inherited by reference)`);
+  if (base !== undefined && base !== null)
+    return set('fork', false, `fork: session_meta.history_base ${fmt(base)} (history inherited by reference)`);
   set('fork', true, 'not a fork (no forked_from_id, no history_base)');
 }
 
@@ -401,7 +454,10 @@ function scanRollout(fd: number, size: number, input: QualifyInput, opts: Qualif
       case 'event_msg': {
         const t = payload.type;
         const item = isObject(payload.item) ? payload.item : null;
-        if (t === 'context_compacted' || ((t === 'item_started' || t === 'item_completed') && item?.type === 'ContextCompaction')) {
+        if (
+          t === 'context_compacted' ||
+          ((t === 'item_started' || t === 'item_completed') && item?.type === 'ContextCompaction')
+        ) {
           marker(start, end);
         }
         return;
@@ -435,7 +491,8 @@ function scanRollout(fd: number, size: number, input: QualifyInput, opts: Qualif
     if (n <= 0) break;
     const data = chunk.subarray(0, n);
     if (hashPrefix && pos < recordedSize) hash.update(data.subarray(0, Math.min(n, recordedSize - pos)));
-    if (recordedSize > 0 && pos < recordedSize && recordedSize <= pos + n) s.prefixAtLineBoundary = data[recordedSize - 1 - pos] === NL;
+    if (recordedSize > 0 && pos < recordedSize && recordedSize <= pos + n)
+      s.prefixAtLineBoundary = data[recordedSize - 1 - pos] === NL;
     let from = 0;
     for (;;) {
       const nl = data.indexOf(NL, from);
@@ -459,7 +516,9 @@ function scanRollout(fd: number, size: number, input: QualifyInput, opts: Qualif
     if (lineNo === 0) s.firstLine = 'the first line is incomplete (no trailing newline)';
     const rest = pending.length ? Buffer.concat(pending) : Buffer.alloc(0);
     if (rest.indexOf(MARK_TURN) >= 0) {
-      s.turnContextProblems.push(`the partial last line at offset ${lineStart} mentions turn_context (still being written): the latest turn context is unknown`);
+      s.turnContextProblems.push(
+        `the partial last line at offset ${lineStart} mentions turn_context (still being written): the latest turn context is unknown`,
+      );
     }
     if (rest.indexOf(MARK_COMPACT) >= 0) marker(lineStart, size);
   }

@@ -1,7 +1,15 @@
 // Incremental scan of a Codex rollout (transcript_path) for compaction markers.
 // Reads only the bytes appended since the last scan; consumes whole lines only.
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
-import { EMPTY_SCAN, type BriefOutput, type ScanResult, type ScanState, type SessionMeta, type TranscriptCompaction, type TurnIdentity } from '../../session/transcript.js';
+import {
+  EMPTY_SCAN,
+  type BriefOutput,
+  type ScanResult,
+  type ScanState,
+  type SessionMeta,
+  type TranscriptCompaction,
+  type TurnIdentity,
+} from '../../session/transcript.js';
 
 /** Markers of one compaction that may arrive as several lines (item started/completed, compacted, legacy). */
 export interface MarkerGroup {
@@ -11,14 +19,26 @@ export interface MarkerGroup {
   hasItem: boolean;
 }
 
-export type { BriefOutput, ScanResult, ScanState, SessionMeta, TranscriptCompaction, TurnIdentity } from '../../session/transcript.js';
+export type {
+  BriefOutput,
+  ScanResult,
+  ScanState,
+  SessionMeta,
+  TranscriptCompaction,
+  TurnIdentity,
+} from '../../session/transcript.js';
 export { EMPTY_SCAN };
 
 /** The carry-over this reader keeps in ScanState.group (stored as JSON: checked, not trusted). */
 function isMarkerGroup(g: unknown): g is MarkerGroup {
   if (g === null || typeof g !== 'object') return false;
   const o = g as Record<string, unknown>;
-  return (o.itemId === null || typeof o.itemId === 'string') && typeof o.hasCompacted === 'boolean' && typeof o.hasLegacy === 'boolean' && typeof o.hasItem === 'boolean';
+  return (
+    (o.itemId === null || typeof o.itemId === 'string') &&
+    typeof o.hasCompacted === 'boolean' &&
+    typeof o.hasLegacy === 'boolean' &&
+    typeof o.hasItem === 'boolean'
+  );
 }
 
 const CHUNK = 1 << 16;
@@ -194,7 +214,12 @@ class LineScanner {
     }
   }
 
-  private marker(via: TranscriptCompaction['via'], itemId: string | null, end: number, kind: 'local' | 'remote' | null): void {
+  private marker(
+    via: TranscriptCompaction['via'],
+    itemId: string | null,
+    end: number,
+    kind: 'local' | 'remote' | null,
+  ): void {
     const g = this.group;
     const joins =
       g !== null &&

@@ -8,7 +8,21 @@
 // config.toml, re-emptied on every use): `codex sandbox` reads config.toml and trusted projects'
 // `.codex/config.toml`, and a permissions profile there (which an agent could have written while it
 // was still mutable) can make the sandbox writable. With Latch's home no project is trusted.
-import { closeSync, fstatSync, lstatSync, mkdirSync, openSync, readFileSync, readlinkSync, rmSync, statSync, symlinkSync, unlinkSync, writeFileSync, constants } from 'node:fs';
+import {
+  closeSync,
+  fstatSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  unlinkSync,
+  writeFileSync,
+  constants,
+} from 'node:fs';
 import { basename, join } from 'node:path';
 import { readShell, shellQuote } from '../../guard/read-shell.js';
 
@@ -35,12 +49,23 @@ export type SandboxStatus = { ok: true; sandbox: Sandbox } | { ok: false; why: s
  */
 export function wrapReadOnly(command: string, sb: Sandbox): string {
   const path = sb.aliases ? [`PATH=${shellQuote(sb.aliases)}:"$PATH"`] : [];
-  return [...path, `CODEX_HOME=${shellQuote(sb.home)}`, 'exec', shellQuote(sb.bin), 'sandbox', '--', ...readShell(command)].join(' ');
+  return [
+    ...path,
+    `CODEX_HOME=${shellQuote(sb.home)}`,
+    'exec',
+    shellQuote(sb.bin),
+    'sandbox',
+    '--',
+    ...readShell(command),
+  ].join(' ');
 }
 
 /** Is `text` a command this module wrote (so a rewritten call is recognised in a transcript)? */
 export function isWrapped(text: string): boolean {
-  return (/^(?:PATH='[^']*':"\$PATH" )?CODEX_HOME=/.test(text) && text.includes(' sandbox -- /usr/bin/env -u BASH_ENV ')) || text.startsWith('exec /usr/bin/env -u BASH_ENV ');
+  return (
+    (/^(?:PATH='[^']*':"\$PATH" )?CODEX_HOME=/.test(text) && text.includes(' sandbox -- /usr/bin/env -u BASH_ENV ')) ||
+    text.startsWith('exec /usr/bin/env -u BASH_ENV ')
+  );
 }
 
 /**
@@ -110,7 +135,11 @@ function sandboxHome(latchHome: string): string {
     clean = false;
   }
   if (!clean) {
-    const fd = openSync(config, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+    const fd = openSync(
+      config,
+      constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
+      0o600,
+    );
     closeSync(fd);
   }
   return dir;
@@ -142,7 +171,8 @@ export function probeSandbox(
   const file = join(latchHome, 'sandbox', 'probe.json');
   try {
     const rec = JSON.parse(readFileSync(file, 'utf8')) as ProbeRecord;
-    if (rec.bin === bin && rec.size === st.size && rec.mtimeMs === st.mtimeMs && rec.ino === st.ino) return { ok: rec.ok, why: rec.why };
+    if (rec.bin === bin && rec.size === st.size && rec.mtimeMs === st.mtimeMs && rec.ino === st.ino)
+      return { ok: rec.ok, why: rec.why };
   } catch {
     // No record yet (or unreadable): probe.
   }
@@ -152,11 +182,16 @@ export function probeSandbox(
   } catch {
     // absent, as it should be
   }
-  const env = { ...process.env, CODEX_HOME: home, ...(aliases ? { PATH: `${aliases}:${process.env.PATH ?? ''}` } : {}) };
+  const env = {
+    ...process.env,
+    CODEX_HOME: home,
+    ...(aliases ? { PATH: `${aliases}:${process.env.PATH ?? ''}` } : {}),
+  };
   const t = spawn(bin, ['sandbox', '--', '/bin/true'], env);
   let ok = false;
   let why: string;
-  if (t.status !== 0) why = `\`codex sandbox -- /bin/true\` failed (exit ${t.status}): ${t.stderr.trim().split('\n').slice(-1)[0] ?? ''}`;
+  if (t.status !== 0)
+    why = `\`codex sandbox -- /bin/true\` failed (exit ${t.status}): ${t.stderr.trim().split('\n').slice(-1)[0] ?? ''}`;
   else {
     spawn(bin, ['sandbox', '--', '/bin/sh', '-c', ': > "$1"', 'sh', target], env);
     let wrote = false;
@@ -184,11 +219,17 @@ export function probeSandbox(
  * classifier alone then guards reads: status and doctor say so); `LATCH_CODEX_BIN` names the binary
  * when the hook does not run under Codex (tests, other drivers).
  */
-export function readOnlySandbox(latchHome: string, env: NodeJS.ProcessEnv, spawn: Parameters<typeof probeSandbox>[3]): SandboxStatus {
+export function readOnlySandbox(
+  latchHome: string,
+  env: NodeJS.ProcessEnv,
+  spawn: Parameters<typeof probeSandbox>[3],
+): SandboxStatus {
   if (env.LATCH_SANDBOX === 'off') return { ok: false, why: 'LATCH_SANDBOX=off' };
-  if (process.platform !== 'linux' && process.platform !== 'darwin') return { ok: false, why: `no agent sandbox on ${process.platform}` };
+  if (process.platform !== 'linux' && process.platform !== 'darwin')
+    return { ok: false, why: `no agent sandbox on ${process.platform}` };
   const bin = env.LATCH_CODEX_BIN || agentBinaryFromAncestry();
-  if (!bin) return { ok: false, why: 'the Codex binary that runs this session was not found among the hook’s ancestors' };
+  if (!bin)
+    return { ok: false, why: 'the Codex binary that runs this session was not found among the hook’s ancestors' };
   try {
     const fd = openSync(bin, 'r');
     try {
@@ -213,13 +254,26 @@ export interface ReadsReport {
 
 /** What guards held reads on this machine, from the probe a hook remembered (runs nothing). */
 export function readsReport(latchHome: string, env: NodeJS.ProcessEnv = process.env): ReadsReport {
-  if (env.LATCH_SANDBOX === 'off') return { guard: 'classifier_only', detail: 'LATCH_SANDBOX=off: reads while held are guarded by the classifier only' };
+  if (env.LATCH_SANDBOX === 'off')
+    return {
+      guard: 'classifier_only',
+      detail: 'LATCH_SANDBOX=off: reads while held are guarded by the classifier only',
+    };
   try {
     const rec = JSON.parse(readFileSync(join(latchHome, 'sandbox', 'probe.json'), 'utf8')) as ProbeRecord;
     return rec.ok
-      ? { guard: 'sandbox', detail: `reads while held run inside \`${rec.bin} sandbox\` (read-only file system, no network)` }
-      : { guard: 'classifier_only', detail: `no read-only sandbox (${rec.why}): reads while held are guarded by the classifier only` };
+      ? {
+          guard: 'sandbox',
+          detail: `reads while held run inside \`${rec.bin} sandbox\` (read-only file system, no network)`,
+        }
+      : {
+          guard: 'classifier_only',
+          detail: `no read-only sandbox (${rec.why}): reads while held are guarded by the classifier only`,
+        };
   } catch {
-    return { guard: 'unknown', detail: 'the read-only sandbox has not been probed on this machine yet (the first compaction does it)' };
+    return {
+      guard: 'unknown',
+      detail: 'the read-only sandbox has not been probed on this machine yet (the first compaction does it)',
+    };
   }
 }

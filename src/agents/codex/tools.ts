@@ -11,7 +11,15 @@ export function classifyTool(name: string, input: unknown, toolUseId: string | n
   if (name === 'Bash') return { name, kind: 'shell', command, mcpServer: null, toolUseId, input };
   if (PATCH_TOOLS.has(name)) {
     const text = command ?? '';
-    return { name, kind: 'patch', command, mcpServer: null, toolUseId, paths: patchPaths(text), summary: patchSummary(text) };
+    return {
+      name,
+      kind: 'patch',
+      command,
+      mcpServer: null,
+      toolUseId,
+      paths: patchPaths(text),
+      summary: patchSummary(text),
+    };
   }
   if (AGENT_TOOLS.has(name)) return { name, kind: 'agent', command, mcpServer: null, toolUseId };
   if (name.startsWith('mcp__')) {
@@ -48,13 +56,15 @@ export const TRACKED_TOOL_MATCHER = null;
 /** The paths an apply_patch names (`*** Add|Update|Delete File:` and `*** Move to:`), as written. */
 export function patchPaths(patch: string): string[] {
   const out: string[] = [];
-  for (const m of patch.matchAll(/^\*\*\* (?:Add File|Update File|Delete File|Move to): (.*)$/gm)) out.push(m[1]!.trim());
+  for (const m of patch.matchAll(/^\*\*\* (?:Add File|Update File|Delete File|Move to): (.*)$/gm))
+    out.push(m[1]!.trim());
   return out;
 }
 
 /** `add a.txt, update b.txt`: what an apply_patch does, for records and messages. */
 function patchSummary(patch: string): string {
   const files: string[] = [];
-  for (const m of patch.matchAll(/^\*\*\* (Add|Update|Delete) File: (.+)$/gm)) files.push(`${m[1]!.toLowerCase()} ${m[2]}`);
+  for (const m of patch.matchAll(/^\*\*\* (Add|Update|Delete) File: (.+)$/gm))
+    files.push(`${m[1]!.toLowerCase()} ${m[2]}`);
   return files.join(', ');
 }

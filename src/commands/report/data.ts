@@ -27,7 +27,13 @@ interface VerifyEvidence {
   confirmed_by?: string;
   accepted_changes?: boolean;
   checks?: { name: string; ok: boolean; detail: string }[];
-  changes?: { path: string; change: string; attribution: string | null; attempt_id: string | null; while_latched?: boolean }[];
+  changes?: {
+    path: string;
+    change: string;
+    attribution: string | null;
+    attempt_id: string | null;
+    while_latched?: boolean;
+  }[];
   baseline?: { id: string; created_at: string; tree_sha256: string; tree_files: number } | null;
   current?: { tree_sha256: string; tree_files: number; git_head: string | null; git_branch: string | null };
 }
@@ -51,7 +57,6 @@ export interface FileChange extends ChangeJson {
   turn_id: string | null;
   attempt_state: string | null;
 }
-
 
 interface AttemptLite {
   id: string;
@@ -88,26 +93,49 @@ export function collectReport(db: Db, io: Io, opts: { cwd?: string; session?: st
   const transitions: TransitionInfo[] = [];
   const checkpoints = new Map<string, CheckpointInfo>();
   for (const sid of sessionIds) {
-    for (const t of db.prepare('SELECT * FROM transitions WHERE session_id = ? ORDER BY id').all(sid) as { at: string; event: string; from_state: string; to_state: string; evidence_json: string }[]) {
-      transitions.push({ session_id: sid, at: t.at, event: t.event, from: t.from_state, to: t.to_state, evidence: parseObject(t.evidence_json) });
+    for (const t of db.prepare('SELECT * FROM transitions WHERE session_id = ? ORDER BY id').all(sid) as {
+      at: string;
+      event: string;
+      from_state: string;
+      to_state: string;
+      evidence_json: string;
+    }[]) {
+      transitions.push({
+        session_id: sid,
+        at: t.at,
+        event: t.event,
+        from: t.from_state,
+        to: t.to_state,
+        evidence: parseObject(t.evidence_json),
+      });
     }
-    for (const c of db.prepare('SELECT id, session_id, compaction_seq, created_at, tree_sha256, tree_files, git_head, git_branch FROM checkpoints WHERE session_id = ?').all(sid) as CheckpointInfo[]) {
+    for (const c of db
+      .prepare(
+        'SELECT id, session_id, compaction_seq, created_at, tree_sha256, tree_files, git_head, git_branch FROM checkpoints WHERE session_id = ?',
+      )
+      .all(sid) as CheckpointInfo[]) {
       checkpoints.set(c.id, c);
     }
   }
 
   // Attach each transition's evidence to its timeline entry (same session, time, event and states).
   const pending = new Map<string, Record<string, unknown>[]>();
-  const key = (t: { session_id: string; at: string; event: string; from: string; to: string }) => [t.session_id, t.at, t.event, t.from, t.to].join('\u0000');
+  const key = (t: { session_id: string; at: string; event: string; from: string; to: string }) =>
+    [t.session_id, t.at, t.event, t.from, t.to].join('\u0000');
   for (const t of transitions) {
     const list = pending.get(key(t)) ?? [];
     list.push(t.evidence);
     pending.set(key(t), list);
   }
-  const entries: Entry[] = timeline(db, ws, selected).map((e) => (e.kind === 'transition' ? { ...e, evidence: pending.get(key(e))?.shift() ?? {} } : e));
+  const entries: Entry[] = timeline(db, ws, selected).map((e) =>
+    e.kind === 'transition' ? { ...e, evidence: pending.get(key(e))?.shift() ?? {} } : e,
+  );
 
   const attempts = new Map<string, AttemptLite>();
-  for (const a of db.prepare('SELECT id, session_id, turn_id, tool_name, summary, state, started_at FROM attempts WHERE workspace = ?').all(ws) as AttemptLite[]) attempts.set(a.id, a);
+  for (const a of db
+    .prepare('SELECT id, session_id, turn_id, tool_name, summary, state, started_at FROM attempts WHERE workspace = ?')
+    .all(ws) as AttemptLite[])
+    attempts.set(a.id, a);
   const files: FileChange[] = [];
   for (const r of db.prepare('SELECT * FROM changes WHERE workspace = ? ORDER BY id DESC').all(ws) as ChangeRow[]) {
     const a = r.attempt_id ? attempts.get(r.attempt_id) : undefined;
@@ -122,15 +150,29 @@ export function collectReport(db: Db, io: Io, opts: { cwd?: string; session?: st
       candidates: parseArray(r.candidates_json),
       observed_at: r.observed_at,
       observed_by: r.observed_by,
-      before: r.before_sha256 === null ? null : { sha256: r.before_sha256, mode: r.before_mode ?? 0, size: r.before_size ?? 0 },
-      after: r.after_sha256 === null ? null : { sha256: r.after_sha256, mode: r.after_mode ?? 0, size: r.after_size ?? 0 },
+      before:
+        r.before_sha256 === null
+          ? null
+          : { sha256: r.before_sha256, mode: r.before_mode ?? 0, size: r.before_size ?? 0 },
+      after:
+        r.after_sha256 === null ? null : { sha256: r.after_sha256, mode: r.after_mode ?? 0, size: r.after_size ?? 0 },
       tool: a?.tool_name ?? null,
       summary: a?.summary ?? null,
       turn_id: a?.turn_id ?? null,
       attempt_state: a?.state ?? null,
     });
   }
-  return { workspace: ws, generated_at: io.now(), version: VERSION, selected, sessions: infos, entries, transitions, checkpoints, files };
+  return {
+    workspace: ws,
+    generated_at: io.now(),
+    version: VERSION,
+    selected,
+    sessions: infos,
+    entries,
+    transitions,
+    checkpoints,
+    files,
+  };
 }
 
 function parseObject(text: string): Record<string, unknown> {
@@ -156,7 +198,8 @@ export const isTrip = (t: { event: string; from: string; to: string }) => t.from
 /** A call's summary without the `Tool: ` prefix summarizeCall() puts on it (the tool is shown next to it). */
 export const callText = (tool: string | null, summary: string | null): string | null =>
   summary !== null && tool !== null && summary.startsWith(`${tool}: `) ? summary.slice(tool.length + 2) : summary;
-export const short = (sha: string | null | undefined, n = 16) => (sha ? (sha.length > n ? sha.slice(0, n) + '…' : sha) : '-');
+export const short = (sha: string | null | undefined, n = 16) =>
+  sha ? (sha.length > n ? sha.slice(0, n) + '…' : sha) : '-';
 
 /** Allowed attempts and denials of a session from each compaction to the next. */
 interface CompactionWindow {
@@ -171,7 +214,9 @@ interface CompactionWindow {
 export function compactionWindows(d: ReportData): CompactionWindow[] {
   const out: CompactionWindow[] = [];
   for (const s of d.sessions) {
-    const comps = d.entries.filter((e): e is Extract<LogEntry, { kind: 'compaction' }> => e.kind === 'compaction' && e.session_id === s.session_id);
+    const comps = d.entries.filter(
+      (e): e is Extract<LogEntry, { kind: 'compaction' }> => e.kind === 'compaction' && e.session_id === s.session_id,
+    );
     comps.forEach((c, i) => {
       const until = comps[i + 1]?.at ?? null;
       const inWindow = (at: string) => at >= c.at && (until === null || at < until);
@@ -208,7 +253,13 @@ export function fileSummaries(d: ReportData): FileSummary[] {
       by.set(f.path, s);
     }
     s.changes++;
-    if (f.attribution === 'attempt' || f.attribution === 'contended' || f.attribution === 'outside' || f.attribution === 'unknown') s[f.attribution]++;
+    if (
+      f.attribution === 'attempt' ||
+      f.attribution === 'contended' ||
+      f.attribution === 'outside' ||
+      f.attribution === 'unknown'
+    )
+      s[f.attribution]++;
   }
   return [...by.values()].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
 }
@@ -226,12 +277,21 @@ export function distinct(values: string[]): string {
 }
 
 /** A transition's evidence as one line of plain text (each renderer escapes it for its format). */
-export function transitionSummary(t: { event: string; from: string; to: string; evidence?: Record<string, unknown> }): string {
+export function transitionSummary(t: {
+  event: string;
+  from: string;
+  to: string;
+  evidence?: Record<string, unknown>;
+}): string {
   const ev = t.evidence ?? {};
   if (t.event === 'verify') {
     const v = verifyEvidence(ev);
     const checks = (v.checks ?? []).map((c) => `${c.name} ${c.ok ? 'ok' : 'FAIL'}`).join(', ');
-    const parts = [`confirmed by ${v.confirmed_by ?? '?'}`, checks ? `checks: ${checks}` : null, v.accepted_changes ? `accepted ${(v.changes ?? []).length} change(s)` : null];
+    const parts = [
+      `confirmed by ${v.confirmed_by ?? '?'}`,
+      checks ? `checks: ${checks}` : null,
+      v.accepted_changes ? `accepted ${(v.changes ?? []).length} change(s)` : null,
+    ];
     return parts.filter(Boolean).join('; ');
   }
   const reason = typeof ev.reason === 'string' ? ev.reason : null;

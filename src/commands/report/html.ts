@@ -6,9 +6,28 @@
 // that admits only this file's own style and script (by hash). Every record-derived string is escaped.
 import { createHash } from 'node:crypto';
 import type { ChangeJson, LogEntry } from '../shared/timeline.js';
-import { callText, distinct, fileSummaries, isTrip, overallState, short, transitionSummary, verifyEvidence, type Entry, type FileChange, type ReportData } from './data.js';
+import {
+  callText,
+  distinct,
+  fileSummaries,
+  isTrip,
+  overallState,
+  short,
+  transitionSummary,
+  verifyEvidence,
+  type Entry,
+  type FileChange,
+  type ReportData,
+} from './data.js';
 
-const HTML_ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;', '`': '&#96;' };
+const HTML_ESCAPES: Record<string, string> = {
+  '&': '&amp;',
+  '<': '&lt;',
+  '>': '&gt;',
+  '"': '&quot;',
+  "'": '&#39;',
+  '`': '&#96;',
+};
 
 /** Escapes text for an HTML text node or a double-quoted attribute value. */
 export function esc(value: string | number | null | undefined): string {
@@ -19,12 +38,24 @@ export function esc(value: string | number | null | undefined): string {
 /** A class-name token from a record value (only [a-z0-9-] survive). */
 const token = (value: string | null | undefined) => (value ?? 'none').toLowerCase().replace(/[^a-z0-9-]+/g, '-');
 
-const time = (at: string | null | undefined) => (at ? `<time datetime="${esc(at)}">${esc(at.replace('T', ' ').replace(/Z$/, ' UTC'))}</time>` : '<span class="muted">-</span>');
-const code = (v: string | null | undefined, cls = '') => (v === null || v === undefined || v === '' ? '<span class="muted">-</span>' : `<code${cls ? ` class="${cls}"` : ''}>${esc(v)}</code>`);
-const sid = (id: string | null) => (id ? `<code class="sid" title="${esc(id)}">${esc(id.length > 13 ? '…' + id.slice(-12) : id)}</code>` : '<span class="muted">no session</span>');
+const time = (at: string | null | undefined) =>
+  at
+    ? `<time datetime="${esc(at)}">${esc(at.replace('T', ' ').replace(/Z$/, ' UTC'))}</time>`
+    : '<span class="muted">-</span>';
+const code = (v: string | null | undefined, cls = '') =>
+  v === null || v === undefined || v === ''
+    ? '<span class="muted">-</span>'
+    : `<code${cls ? ` class="${cls}"` : ''}>${esc(v)}</code>`;
+const sid = (id: string | null) =>
+  id
+    ? `<code class="sid" title="${esc(id)}">${esc(id.length > 13 ? '…' + id.slice(-12) : id)}</code>`
+    : '<span class="muted">no session</span>';
 const badge = (text: string, cls: string) => `<span class="badge ${cls}">${esc(text)}</span>`;
 
-function whoMade(f: FileChange | ChangeJson, attempt?: { tool: string | null; summary: string | null; turn_id: string | null; attempt_state: string | null }): string {
+function whoMade(
+  f: FileChange | ChangeJson,
+  attempt?: { tool: string | null; summary: string | null; turn_id: string | null; attempt_state: string | null },
+): string {
   switch (f.attribution) {
     case 'attempt':
       return `${attempt?.tool ? `${esc(attempt.tool)} ` : ''}${attempt?.summary ? code(callText(attempt.tool, attempt.summary), 'cmd') : ''} <span class="muted">(attempt ${code(f.attempt_id)}, session ${sid(f.session_id)}${attempt?.turn_id ? `, turn ${code(attempt.turn_id)}` : ''}${attempt?.attempt_state ? `, ${esc(attempt.attempt_state)}` : ''})</span>`;
@@ -40,7 +71,9 @@ function whoMade(f: FileChange | ChangeJson, attempt?: { tool: string | null; su
 }
 
 function digest(side: { sha256: string; size: number } | null): string {
-  return side ? `<code class="sha" title="${esc(side.sha256)}">${esc(short(side.sha256, 12))}</code> <span class="muted">${esc(side.size)} B</span>` : '<span class="muted">-</span>';
+  return side
+    ? `<code class="sha" title="${esc(side.sha256)}">${esc(short(side.sha256, 12))}</code> <span class="muted">${esc(side.size)} B</span>`
+    : '<span class="muted">-</span>';
 }
 
 function changeRows(files: ChangeJson[]): string {
@@ -57,8 +90,10 @@ function changeTable(files: ChangeJson[]): string {
 }
 
 function entryHtml(e: Entry, d: ReportData): string {
-  const attrs = (kind: string, extra: string) => `class="entry ${kind}${extra ? ' ' + extra : ''}" data-kind="${kind}" data-session="${esc(e.session_id ?? '')}"`;
-  const head = (label: string, rest: string) => `<div class="head">${time(e.at)} <span class="label">${esc(label)}</span> ${sid(e.session_id)} ${rest}</div>`;
+  const attrs = (kind: string, extra: string) =>
+    `class="entry ${kind}${extra ? ' ' + extra : ''}" data-kind="${kind}" data-session="${esc(e.session_id ?? '')}"`;
+  const head = (label: string, rest: string) =>
+    `<div class="head">${time(e.at)} <span class="label">${esc(label)}</span> ${sid(e.session_id)} ${rest}</div>`;
   switch (e.kind) {
     case 'attempt': {
       const files = e.files.length;
@@ -70,7 +105,14 @@ ${files > 0 ? changeTable(e.files) : ''}</details>`;
     }
     case 'change': {
       const c = e.change;
-      const label = c.attribution === 'outside' ? 'Outside edit' : c.attribution === 'contended' ? 'Contended change' : c.attribution === 'unknown' ? 'Unattributed change' : 'File change';
+      const label =
+        c.attribution === 'outside'
+          ? 'Outside edit'
+          : c.attribution === 'contended'
+            ? 'Contended change'
+            : c.attribution === 'unknown'
+              ? 'Unattributed change'
+              : 'File change';
       return `<li ${attrs('change', `attr-${token(c.attribution)}`)}>${head(label, `${esc(c.change)} ${code(c.path, 'path')} ${badge(c.attribution, `attr attr-${token(c.attribution)}`)}`)}<p class="detail">${whoMade(c)}; content ${digest(c.before)} → ${digest(c.after)}, observed by ${esc(c.observed_by)}</p></li>`;
     }
     case 'compaction': {
@@ -90,14 +132,30 @@ ${files > 0 ? changeTable(e.files) : ''}</details>`;
         const before = v.baseline?.tree_sha256 ?? null;
         const after = v.current?.tree_sha256 ?? null;
         const same = before !== null && after !== null ? before === after : null;
-        const checks = (v.checks ?? []).map((c) => `<li class="check ${c.ok ? 'ok' : 'fail'}">${badge(c.ok ? 'ok' : 'FAIL', c.ok ? 'ok' : 'fail')} <strong>${esc(c.name)}</strong>: ${esc(c.detail)}</li>`).join('');
-        const changes = (v.changes ?? []).map((c) => `<li>${esc(c.change)} ${code(c.path, 'path')}${c.attribution ? ` ${badge(c.attribution, `attr attr-${token(c.attribution)}`)}` : ''}</li>`).join('');
+        const checks = (v.checks ?? [])
+          .map(
+            (c) =>
+              `<li class="check ${c.ok ? 'ok' : 'fail'}">${badge(c.ok ? 'ok' : 'FAIL', c.ok ? 'ok' : 'fail')} <strong>${esc(c.name)}</strong>: ${esc(c.detail)}</li>`,
+          )
+          .join('');
+        const changes = (v.changes ?? [])
+          .map(
+            (c) =>
+              `<li>${esc(c.change)} ${code(c.path, 'path')}${c.attribution ? ` ${badge(c.attribution, `attr attr-${token(c.attribution)}`)}` : ''}</li>`,
+          )
+          .join('');
         return `<li ${attrs('verification', '')}>${head('Verification', states)}<details open><summary>Evidence: confirmed by ${esc(v.confirmed_by ?? '?')}; tree digest before = after: <strong>${same === null ? 'unknown' : same ? 'yes' : 'no'}</strong>${v.accepted_changes ? '; differences accepted' : ''}</summary>
 <dl class="facts"><dt>Checkpoint tree</dt><dd>${v.baseline ? `${code(v.baseline.tree_sha256, 'sha')} (${esc(v.baseline.tree_files)} files, checkpoint ${code(v.baseline.id)})` : '<span class="muted">none</span>'}</dd><dt>Tree at verify</dt><dd>${v.current ? `${code(v.current.tree_sha256, 'sha')} (${esc(v.current.tree_files)} files${v.current.git_head ? `, git ${code(short(v.current.git_head, 12))}` : ''})` : '<span class="muted">-</span>'}</dd></dl>
 ${checks ? `<ul class="checks">${checks}</ul>` : ''}${changes ? `<p>Differences:</p><ul class="accepted">${changes}</ul>` : ''}</details></li>`;
       }
       const kind = isTrip(e) ? 'trip' : 'transition';
-      const label = isTrip(e) ? (e.to === 'paused' ? 'Latch paused' : 'Latch tripped') : e.to === 'mutable' ? 'Authority restored' : 'Authority';
+      const label = isTrip(e)
+        ? e.to === 'paused'
+          ? 'Latch paused'
+          : 'Latch tripped'
+        : e.to === 'mutable'
+          ? 'Authority restored'
+          : 'Authority';
       return `<li ${attrs(kind, `to-${token(e.to)}`)}>${head(label, states)}<p class="detail">${esc(transitionSummary(e)) || '<span class="muted">no evidence recorded</span>'}</p></li>`;
     }
     case 'denial':
@@ -111,7 +169,9 @@ function timelineHtml(d: ReportData): string {
   for (const e of d.entries) {
     if ((e.kind === 'attempt' || e.kind === 'denial') && e.turn_id && lastTurn.get(e.session_id) !== e.turn_id) {
       lastTurn.set(e.session_id, e.turn_id);
-      items.push(`<li class="entry turn" data-kind="turn" data-session="${esc(e.session_id)}"><div class="head">${time(e.at)} <span class="label">Turn</span> ${sid(e.session_id)} ${code(e.turn_id)}</div></li>`);
+      items.push(
+        `<li class="entry turn" data-kind="turn" data-session="${esc(e.session_id)}"><div class="head">${time(e.at)} <span class="label">Turn</span> ${sid(e.session_id)} ${code(e.turn_id)}</div></li>`,
+      );
     }
     items.push(entryHtml(e, d));
   }
@@ -131,7 +191,10 @@ function filesHtml(d: ReportData): string {
           `<tr class="attr-${token(f.attribution)}" data-session="${esc(f.session_id ?? '')}"><td>${time(f.observed_at)}</td><td>${esc(f.change)}</td><td>${badge(f.attribution, `attr attr-${token(f.attribution)}`)}</td><td>${whoMade(f, f)}</td><td>${digest(f.before)} → ${digest(f.after)}</td></tr>`,
       )
       .join('');
-    const counts = (['attempt', 'contended', 'outside', 'unknown'] as const).filter((k) => s[k] > 0).map((k) => `${s[k]} ${k}`).join(', ');
+    const counts = (['attempt', 'contended', 'outside', 'unknown'] as const)
+      .filter((k) => s[k] > 0)
+      .map((k) => `${s[k]} ${k}`)
+      .join(', ');
     return `<tbody class="file" data-path="${esc(s.path)}"><tr class="file-head"><th scope="rowgroup" colspan="5">${code(s.path, 'path')} <span class="muted">${s.changes} change${s.changes === 1 ? '' : 's'}: ${esc(counts)}</span></th></tr>${rows}</tbody>`;
   });
   return `<table class="files" id="files-table"><caption>Every recorded change to each file, newest first${d.selected ? ' (changes of the selected session(s) only)' : ''}.</caption><thead><tr><th scope="col">Observed</th><th scope="col">Change</th><th scope="col">Attribution</th><th scope="col">Made by</th><th scope="col">Content (sha256, size)</th></tr></thead>${bodies.join('\n')}</table>`;

@@ -34,12 +34,14 @@ export async function report(io: Io, opts: ReportOptions): Promise<number> {
     return EXIT.usage;
   }
   if (opts.html === '' || opts.out === '') throw new ExitError(EXIT.usage, REPORT_USAGE);
-  if (opts.out && !opts.markdown) throw new ExitError(EXIT.usage, `--out is the Markdown destination; add --markdown\n${REPORT_USAGE}`);
+  if (opts.out && !opts.markdown)
+    throw new ExitError(EXIT.usage, `--out is the Markdown destination; add --markdown\n${REPORT_USAGE}`);
   const data = withStore(io, (db) => collectReport(db, io, opts));
   if (opts.html) {
     const file = resolve(io.cwd, opts.html);
     writeFileSync(file, renderHtml(data));
-    if (!opts.markdown) io.out(`Wrote ${file} (${data.entries.length} timeline entries, ${data.files.length} file changes).\n`);
+    if (!opts.markdown)
+      io.out(`Wrote ${file} (${data.entries.length} timeline entries, ${data.files.length} file changes).\n`);
   }
   if (opts.markdown) {
     const md = renderMarkdown(data);

@@ -17,11 +17,15 @@ interface CheckpointJson {
 }
 
 export function sessionJson(db: Db, row: SessionRow) {
-  const cps = db.prepare('SELECT * FROM checkpoints WHERE session_id = ? ORDER BY compaction_seq, created_at').all(row.session_id) as Record<string, unknown>[];
+  const cps = db
+    .prepare('SELECT * FROM checkpoints WHERE session_id = ? ORDER BY compaction_seq, created_at')
+    .all(row.session_id) as Record<string, unknown>[];
   const compactions = compactionsOf(db, row.session_id);
   const viaOf = new Map(compactions.map((c) => [c.seq, JSON.parse(c.observed_via) as string[]]));
   const held = blockers(db, row).filter((s) => s.session_id !== row.session_id);
-  const denials = (db.prepare('SELECT COUNT(*) AS n FROM denials WHERE session_id = ?').get(row.session_id) as { n: number }).n;
+  const denials = (
+    db.prepare('SELECT COUNT(*) AS n FROM denials WHERE session_id = ?').get(row.session_id) as { n: number }
+  ).n;
   const checkpoints: CheckpointJson[] = cps.map((c) => ({
     id: c.id as string,
     compaction_seq: c.compaction_seq as number,
@@ -30,23 +34,40 @@ export function sessionJson(db: Db, row: SessionRow) {
     created_at: c.created_at as string,
     tree: { sha256: c.tree_sha256 as string, files: c.tree_files as number },
     git: { head: c.git_head as string | null, branch: c.git_branch as string | null },
-    transcript: { path: c.transcript_path as string | null, size: c.transcript_size as number | null, sha256: c.transcript_sha256 as string | null },
+    transcript: {
+      path: c.transcript_path as string | null,
+      size: c.transcript_size as number | null,
+      sha256: c.transcript_sha256 as string | null,
+    },
   }));
-  const lastResume = db.prepare('SELECT at, decision, checks_json FROM resume_decisions WHERE session_id = ? ORDER BY id DESC LIMIT 1').get(row.session_id) as
-    | { at: string; decision: string; checks_json: string }
-    | undefined;
+  const lastResume = db
+    .prepare('SELECT at, decision, checks_json FROM resume_decisions WHERE session_id = ? ORDER BY id DESC LIMIT 1')
+    .get(row.session_id) as { at: string; decision: string; checks_json: string } | undefined;
   const resume = lastResume
     ? {
         at: lastResume.at,
         decision: lastResume.decision,
-        failed: (JSON.parse(lastResume.checks_json) as { name: string; ok: boolean; reason: string }[]).filter((c) => !c.ok).map((c) => ({ name: c.name, reason: c.reason })),
+        failed: (JSON.parse(lastResume.checks_json) as { name: string; ok: boolean; reason: string }[])
+          .filter((c) => !c.ok)
+          .map((c) => ({ name: c.name, reason: c.reason })),
       }
     : null;
-  const reason = row.state_reason ?? (held.length ? `held by the workspace-scoped latch of session ${held.map((h) => h.session_id).join(', ')}` : null);
+  const reason =
+    row.state_reason ??
+    (held.length ? `held by the workspace-scoped latch of session ${held.map((h) => h.session_id).join(', ')}` : null);
   // The processes the agent had left running, stopped and killed at a trip (src/guard/contain.ts).
   const contained = db
-    .prepare('SELECT compaction_seq, pid, cmdline, why, action, at FROM contained_processes WHERE session_id = ? ORDER BY id')
-    .all(row.session_id) as { compaction_seq: number; pid: number; cmdline: string; why: string; action: string; at: string }[];
+    .prepare(
+      'SELECT compaction_seq, pid, cmdline, why, action, at FROM contained_processes WHERE session_id = ? ORDER BY id',
+    )
+    .all(row.session_id) as {
+    compaction_seq: number;
+    pid: number;
+    cmdline: string;
+    why: string;
+    action: string;
+    at: string;
+  }[];
   return {
     session_id: row.session_id,
     state: row.state,

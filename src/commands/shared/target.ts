@@ -22,7 +22,11 @@ export function resolveWorkspace(io: Io, cwd: string | undefined): string {
 }
 
 /** The sessions a command acts on: --session ID, else every session in the workspace of --cwd. */
-export function targetSessions(db: Db, io: Io, opts: TargetOptions): { workspace: string | null; sessions: SessionRow[] } {
+export function targetSessions(
+  db: Db,
+  io: Io,
+  opts: TargetOptions,
+): { workspace: string | null; sessions: SessionRow[] } {
   if (opts.session) {
     const row = getSession(db, opts.session);
     if (!row) throw new ExitError(EXIT.usage, `no session ${opts.session} in the Latch store`);

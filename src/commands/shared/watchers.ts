@@ -15,12 +15,24 @@ export interface WatcherJson {
   updated_at: string;
 }
 
-type Row = { workspace: string; pid: number; pid_start: string; state: string; dirs: number; flushed_seq: number; reason: string | null; started_at: string; updated_at: string };
+type Row = {
+  workspace: string;
+  pid: number;
+  pid_start: string;
+  state: string;
+  dirs: number;
+  flushed_seq: number;
+  reason: string | null;
+  started_at: string;
+  updated_at: string;
+};
 
 /** The watchers of one workspace (or all), each with whether its process still runs. */
 export function listWatchers(db: Db, workspace: string | null): WatcherJson[] {
   const rows = (
-    workspace === null ? db.prepare('SELECT * FROM watchers ORDER BY workspace').all() : db.prepare('SELECT * FROM watchers WHERE workspace = ?').all(workspace)
+    workspace === null
+      ? db.prepare('SELECT * FROM watchers ORDER BY workspace').all()
+      : db.prepare('SELECT * FROM watchers WHERE workspace = ?').all(workspace)
   ) as Row[];
   return rows.map((r) => ({
     workspace: r.workspace,

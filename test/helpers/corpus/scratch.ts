@@ -11,12 +11,25 @@
 // (what `exec_command` with `tty: true` plus `write_stdin` can do).
 import { spawn, spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { chmodSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+  type Stats,
+} from 'node:fs';
 import path from 'node:path';
 import { readOnlySandbox, type Sandbox } from '../../../src/agents/codex/sandbox.js';
 import { shellQuote } from '../../../src/guard/read-shell.js';
 
-export const CODEX_BIN = path.resolve('node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex');
+export const CODEX_BIN = path.resolve(
+  'node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex',
+);
 
 /** Secret text planted in the store and the registration: it must never show in an allowed command's output. */
 export const CANARY = `CANARY${randomBytes(6).toString('hex')}`;
@@ -91,7 +104,11 @@ function markerScript(markers: string, name: string): string {
   ].join('\n');
 }
 
-export const SPAWN_SYNC = (bin: string, args: string[], env: NodeJS.ProcessEnv): { status: number | null; stderr: string } => {
+export const SPAWN_SYNC = (
+  bin: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+): { status: number | null; stderr: string } => {
   const r = spawnSync(bin, args, { env, encoding: 'utf8', stdio: ['ignore', 'ignore', 'pipe'] });
   return { status: r.status, stderr: r.stderr ?? '' };
 };
@@ -121,20 +138,47 @@ export function buildRoot(dir: string): Root {
       '',
     ].join('\n'),
   );
-  write(path.join(home, '.profile'), '# ~/.profile\nif [ -d "$HOME/.local/bin" ] ; then PATH="$HOME/.local/bin:$PATH"; fi\n');
+  write(
+    path.join(home, '.profile'),
+    '# ~/.profile\nif [ -d "$HOME/.local/bin" ] ; then PATH="$HOME/.local/bin:$PATH"; fi\n',
+  );
   write(path.join(home, '.bashrc'), "# ~/.bashrc\ncase $- in\n  *i*) ;;\n  *) return;;\nesac\nalias ll='ls -l'\n");
-  write(path.join(home, '.gitconfig'), '[user]\n\tname = Corpus\n\temail = corpus@example.invalid\n[init]\n\tdefaultBranch = main\n');
+  write(
+    path.join(home, '.gitconfig'),
+    '[user]\n\tname = Corpus\n\temail = corpus@example.invalid\n[init]\n\tdefaultBranch = main\n',
+  );
   write(path.join(home, 'notes.txt'), 'home notes\n');
 
   // CODEX_HOME: the hook registration and the configuration with its trust entries.
   write(
     path.join(codexHome, 'hooks.json'),
-    JSON.stringify({ hooks: { PreToolUse: [{ matcher: 'Bash', hooks: [{ type: 'command', command: `node ${entry} hook codex --event PreToolUse`, timeout: 120 }] }] }, note: CANARY }, null, 2) + '\n',
+    JSON.stringify(
+      {
+        hooks: {
+          PreToolUse: [
+            {
+              matcher: 'Bash',
+              hooks: [{ type: 'command', command: `node ${entry} hook codex --event PreToolUse`, timeout: 120 }],
+            },
+          ],
+        },
+        note: CANARY,
+      },
+      null,
+      2,
+    ) + '\n',
   );
-  write(path.join(codexHome, 'config.toml'), `# ${CANARY}\n[features]\ncodex_hooks = true\n[hooks.state."latch"]\ntrusted_hash = "${CANARY}"\n`);
+  write(
+    path.join(codexHome, 'config.toml'),
+    `# ${CANARY}\n[features]\ncodex_hooks = true\n[hooks.state."latch"]\ntrusted_hash = "${CANARY}"\n`,
+  );
 
   // LATCH_HOME: the store (a byte-for-byte SQLite header, then the canary) and the configuration.
-  write(path.join(latchHome, 'latch.db'), Buffer.concat([Buffer.from('SQLite format 3\0'), Buffer.alloc(84), Buffer.from(`\nsessions: ${CANARY}\n`)]), 0o600);
+  write(
+    path.join(latchHome, 'latch.db'),
+    Buffer.concat([Buffer.from('SQLite format 3\0'), Buffer.alloc(84), Buffer.from(`\nsessions: ${CANARY}\n`)]),
+    0o600,
+  );
   write(path.join(latchHome, 'config.toml'), `# latch config ${CANARY}\npolicy = "fail_closed"\n`, 0o600);
   chmodSync(latchHome, 0o700);
 
@@ -171,7 +215,19 @@ export function buildRoot(dir: string): Root {
 
   // Latch's own sandbox home (and its probe record) are made once, here, like a first latched read would.
   const sb = readOnlySandbox(latchHome, { LATCH_CODEX_BIN: CODEX_BIN }, SPAWN_SYNC);
-  const root: Root = { r, pristine: r + '.pristine', ws, home, codexHome, latchHome, markers, entry, bin, sandbox: sb.ok ? sb.sandbox : null, sandboxWhy: sb.ok ? 'ok' : sb.why };
+  const root: Root = {
+    r,
+    pristine: r + '.pristine',
+    ws,
+    home,
+    codexHome,
+    latchHome,
+    markers,
+    entry,
+    bin,
+    sandbox: sb.ok ? sb.sandbox : null,
+    sandboxWhy: sb.ok ? 'ok' : sb.why,
+  };
   const cp = spawnSync('cp', ['-a', r, root.pristine], { encoding: 'utf8' });
   if (cp.status !== 0) throw new Error(`cp -a: ${cp.stderr}`);
   return root;
@@ -200,7 +256,7 @@ export function snapshot(dir: string): Snapshot {
     for (const name of names.sort()) {
       const p = path.join(d, name);
       const rel = path.relative(dir, p);
-      let st;
+      let st: Stats;
       try {
         st = lstatSync(p);
       } catch {
@@ -297,7 +353,13 @@ function processesOf(scope: string, exceptGroups: ReadonlySet<number>): Array<{ 
         cwd = '';
       }
       const inside = (p: string): boolean => p === scope || p.startsWith(scope + '/') || p.startsWith(scope + '.');
-      if (inside(cwd) || readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').some((a) => a.includes(scope + '/') || inside(a))) out.push({ pid, pgrp });
+      if (
+        inside(cwd) ||
+        readFileSync(`/proc/${pid}/cmdline`, 'utf8')
+          .split('\0')
+          .some((a) => a.includes(scope + '/') || inside(a))
+      )
+        out.push({ pid, pgrp });
     } catch {
       // gone, or not ours to read
     }
@@ -327,14 +389,28 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
  * `settleMs` for background children, then ends every process of the root it left behind (but the
  * armed background jobs in `keepGroups`).
  */
-export async function runShell(command: string, root: Root, o: { timeoutMs: number; settleMs: number; tty?: string; keepGroups?: ReadonlySet<number> }): Promise<RunResult> {
+export async function runShell(
+  command: string,
+  root: Root,
+  o: { timeoutMs: number; settleMs: number; tty?: string; keepGroups?: ReadonlySet<number> },
+): Promise<RunResult> {
   // execve cannot pass a NUL: the process sees the text up to the first one.
   const cmd = command.includes('\0') ? command.slice(0, command.indexOf('\0')) : command;
   const t0 = Date.now();
   const useTty = o.tty !== undefined;
   const child = useTty
-    ? spawn('script', ['-qefc', `/bin/bash -lc ${shellQuote(cmd)}`, '/dev/null'], { cwd: root.ws, env: runEnv(root, true), stdio: ['pipe', 'pipe', 'pipe'], detached: true })
-    : spawn('/bin/bash', ['-lc', cmd], { cwd: root.ws, env: runEnv(root, false), stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    ? spawn('script', ['-qefc', `/bin/bash -lc ${shellQuote(cmd)}`, '/dev/null'], {
+        cwd: root.ws,
+        env: runEnv(root, true),
+        stdio: ['pipe', 'pipe', 'pipe'],
+        detached: true,
+      })
+    : spawn('/bin/bash', ['-lc', cmd], {
+        cwd: root.ws,
+        env: runEnv(root, false),
+        stdio: ['ignore', 'pipe', 'pipe'],
+        detached: true,
+      });
   let stdout = '';
   let stderr = '';
   const cap = 256 * 1024;
@@ -405,8 +481,16 @@ export async function runShell(command: string, root: Root, o: { timeoutMs: numb
  * Run an arming step raw, as the still-mutable agent could have (`/bin/bash -c`, same environment),
  * in its own process group; returns that group's id so its background jobs can be ended later.
  */
-export async function runArm(script: string, root: Root): Promise<{ pgid: number; status: number | null; stderr: string }> {
-  const child = spawn('/bin/bash', ['-c', script], { cwd: root.ws, env: { ...runEnv(root, false), ...GIT_BUILD_ENV, HOME: root.home }, stdio: ['ignore', 'ignore', 'pipe'], detached: true });
+export async function runArm(
+  script: string,
+  root: Root,
+): Promise<{ pgid: number; status: number | null; stderr: string }> {
+  const child = spawn('/bin/bash', ['-c', script], {
+    cwd: root.ws,
+    env: { ...runEnv(root, false), ...GIT_BUILD_ENV, HOME: root.home },
+    stdio: ['ignore', 'ignore', 'pipe'],
+    detached: true,
+  });
   let stderr = '';
   child.stderr!.on('data', (b: Buffer) => {
     if (stderr.length < 8192) stderr += b.toString('utf8');
@@ -417,4 +501,3 @@ export async function runArm(script: string, root: Root): Promise<{ pgid: number
   });
   return { pgid: child.pid!, status, stderr };
 }
-

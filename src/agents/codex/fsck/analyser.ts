@@ -31,7 +31,6 @@ import {
 import { classifyCommand } from '../../../shell/readonly.js';
 import { ROLLOUT_RECORD_TYPES } from '../records.js';
 
-
 /** Server → client methods of the 0.169.0 app-server protocol (generate-ts: ServerNotification, ServerRequest). */
 const KNOWN_METHODS: ReadonlySet<string> = new Set(
   (
@@ -58,7 +57,15 @@ const KNOWN_METHODS: ReadonlySet<string> = new Set(
   ).split(' '),
 );
 
-const SHELL_TOOLS = new Set(['exec_command', 'shell', 'shell_command', 'container.exec', 'local_shell', 'local_shell_call', 'Bash']);
+const SHELL_TOOLS = new Set([
+  'exec_command',
+  'shell',
+  'shell_command',
+  'container.exec',
+  'local_shell',
+  'local_shell_call',
+  'Bash',
+]);
 const PATCH_TOOLS = new Set(['apply_patch', 'Write', 'Edit']);
 
 /** Longest part of one line kept in memory; longer lines keep this head plus TAIL_KEEP bytes. */
@@ -162,7 +169,15 @@ export interface CompactionReport {
 // Line splitting with bounded memory
 
 /** A line is buf[s..e) (dv: a DataView over buf's bytes); fullLen and tail tell an oversize line (see LineSplitter). */
-type LineSink = (buf: Buffer, dv: DataView, s: number, e: number, fullLen: number, tail: Buffer | null, terminated: boolean) => void;
+type LineSink = (
+  buf: Buffer,
+  dv: DataView,
+  s: number,
+  e: number,
+  fullLen: number,
+  tail: Buffer | null,
+  terminated: boolean,
+) => void;
 
 export class LineSplitter {
   private carry = Buffer.allocUnsafe(1 << 16);
@@ -236,7 +251,15 @@ export class LineSplitter {
 
   private flush(terminated: boolean): void {
     const tail = this.total > MAX_KEEP && this.tail ? this.tail.subarray(0, this.tailLen) : null;
-    this.sink(this.carry, new DataView(this.carry.buffer, this.carry.byteOffset, this.carry.length), 0, this.carryLen, this.total, tail, terminated);
+    this.sink(
+      this.carry,
+      new DataView(this.carry.buffer, this.carry.byteOffset, this.carry.length),
+      0,
+      this.carryLen,
+      this.total,
+      tail,
+      terminated,
+    );
     this.pending = false;
     this.carryLen = 0;
     this.total = 0;
@@ -345,7 +368,14 @@ class Names {
     }
     if (this.entries.length >= 10_000) return null;
     const str = interned(buf.toString('utf8', from, to));
-    const entry: NameEntry = { bytes: new Needle(buf.subarray(from, to)), str, known: ROLLOUT_RECORD_TYPES.has(str), records: 0, ri: 0, em: 0 };
+    const entry: NameEntry = {
+      bytes: new Needle(buf.subarray(from, to)),
+      str,
+      known: ROLLOUT_RECORD_TYPES.has(str),
+      records: 0,
+      ri: 0,
+      em: 0,
+    };
     this.entries.push(entry);
     if (bucket) bucket.push(entry);
     else this.buckets.set(h, [entry]);
@@ -617,9 +647,19 @@ export class Analyser {
   private readonly ccItem = new PieceScanner(CC_ITEM);
   hookBlocked = 0;
   /** app-server: hook runs (hook/started, hook/completed). */
-  readonly hookRuns = { started: 0, completed: 0, byEventStatus: new Map<string, number>(), runs: [] as HookRunInfo[], dropped: 0 };
+  readonly hookRuns = {
+    started: 0,
+    completed: 0,
+    byEventStatus: new Map<string, number>(),
+    runs: [] as HookRunInfo[],
+    dropped: 0,
+  };
   /** app-server: started and not yet completed, by kind → `<threadId> <id>` → lines of the starts. */
-  private readonly open = { hook: new Map<string, number[]>(), item: new Map<string, number[]>(), turn: new Map<string, number[]>() };
+  private readonly open = {
+    hook: new Map<string, number[]>(),
+    item: new Map<string, number[]>(),
+    turn: new Map<string, number[]>(),
+  };
   /** app-server: the first and last `emittedAtMs` of the stream (the time it covers), or null. */
   emittedFirst: number | null = null;
   emittedLast: number | null = null;
@@ -638,7 +678,14 @@ export class Analyser {
     private readonly full: boolean,
     allowlist: readonly string[],
   ) {
-    this.writer = { cli_version: null, qualified: false, allowlist: [...allowlist], originator: null, history_mode: null, source: null };
+    this.writer = {
+      cli_version: null,
+      qualified: false,
+      allowlist: [...allowlist],
+      originator: null,
+      history_mode: null,
+      source: null,
+    };
   }
 
   finding(code: string, severity: Severity, message: string, line?: number): void {
@@ -653,7 +700,15 @@ export class Analyser {
 
   // -- lines ----------------------------------------------------------------------------------
 
-  line = (buf: Buffer, dv: DataView, s: number, e: number, fullLen: number, tail: Buffer | null, terminated: boolean): void => {
+  line = (
+    buf: Buffer,
+    dv: DataView,
+    s: number,
+    e: number,
+    fullLen: number,
+    tail: Buffer | null,
+    terminated: boolean,
+  ): void => {
     const n = ++this.lines;
     this.dv = dv;
     this.bytes += fullLen + (terminated ? 1 : 0);
@@ -682,11 +737,21 @@ export class Analyser {
   private badLine(n: number, terminated: boolean, why: string, buf: Buffer, s: number, e: number): void {
     if (!terminated) {
       this.truncated = { line: n, bytes: e - s };
-      this.finding('truncated_last_line', 'error', 'the last line is cut off (no newline and not a complete JSON object): the writer stopped mid-line', n);
+      this.finding(
+        'truncated_last_line',
+        'error',
+        'the last line is cut off (no newline and not a complete JSON object): the writer stopped mid-line',
+        n,
+      );
       return;
     }
     this.parseErrors++;
-    this.finding('parse_error', 'error', `line is not valid JSON (${why}; e.g. ${JSON.stringify(oneLine(buf.toString('utf8', s, Math.min(e, s + 60)), 60))})`, n);
+    this.finding(
+      'parse_error',
+      'error',
+      `line is not valid JSON (${why}; e.g. ${JSON.stringify(oneLine(buf.toString('utf8', s, Math.min(e, s + 60)), 60))})`,
+      n,
+    );
   }
 
   private detect(buf: Buffer, s: number, e: number): void {
@@ -705,7 +770,14 @@ export class Analyser {
   }
 
   /** JSON.parse of a whole kept line; null (and a finding) when it does not parse. */
-  private parse(buf: Buffer, s: number, e: number, n: number, terminated: boolean, oversize: boolean): Record<string, unknown> | null {
+  private parse(
+    buf: Buffer,
+    s: number,
+    e: number,
+    n: number,
+    terminated: boolean,
+    oversize: boolean,
+  ): Record<string, unknown> | null {
     if (oversize) return null;
     try {
       const v = JSON.parse(buf.toString('utf8', s, e)) as unknown;
@@ -720,7 +792,15 @@ export class Analyser {
 
   // -- rollouts -------------------------------------------------------------------------------
 
-  private rolloutLine(buf: Buffer, s: number, e: number, n: number, oversize: boolean, tail: Buffer | null, terminated: boolean): void {
+  private rolloutLine(
+    buf: Buffer,
+    s: number,
+    e: number,
+    n: number,
+    oversize: boolean,
+    tail: Buffer | null,
+    terminated: boolean,
+  ): void {
     const dv = this.dv;
     const headEnd = Math.min(e, s + HEAD);
     // Fast path: {"timestamp":"<ts>","ordinal":<n>,"type":"<type>" read in place, no allocation;
@@ -784,14 +864,25 @@ export class Analyser {
       parsed = this.parse(buf, s, e, n, terminated, oversize);
       if (!parsed && !oversize) return;
     }
-    if (!terminated) this.finding('missing_final_newline', 'warning', 'the last line has no trailing newline (the writer may have stopped mid-write)', n);
+    if (!terminated)
+      this.finding(
+        'missing_final_newline',
+        'warning',
+        'the last line has no trailing newline (the writer may have stopped mid-write)',
+        n,
+      );
     if (typeE) typeE.records++;
     else bump(this.records, type);
 
     // Ordinal (paginated layout): consecutive from the first line on.
     if (ord >= 0) {
       if (this.ordLast !== null && ord !== this.ordLast + 1) {
-        this.finding('ordinal_gap', 'error', 'record ordinals are not consecutive: lines were removed, inserted or reordered', n);
+        this.finding(
+          'ordinal_gap',
+          'error',
+          'record ordinals are not consecutive: lines were removed, inserted or reordered',
+          n,
+        );
       }
       if (this.ordFirst === null) this.ordFirst = ord;
       this.ordLast = ord;
@@ -805,7 +896,9 @@ export class Analyser {
       case 'response_item':
       case 'event_msg': {
         this.subEnd = -1;
-        const st = parsed ? str((parsed.payload as Record<string, unknown> | undefined)?.type) : this.subtype(buf, te, headEnd, fastHead);
+        const st = parsed
+          ? str((parsed.payload as Record<string, unknown> | undefined)?.type)
+          : this.subtype(buf, te, headEnd, fastHead);
         let sub: string | null;
         if (st !== null && typeof st === 'object') {
           sub = st.str;
@@ -837,7 +930,12 @@ export class Analyser {
     const u = this.unknown.get(type);
     if (u) u.count++;
     else this.unknown.set(type, { count: 1, first: n });
-    this.finding('unknown_record_type', 'error', 'record of a type Latch does not know (not skipped silently: Latch cannot tell what it means)', n);
+    this.finding(
+      'unknown_record_type',
+      'error',
+      'record of a type Latch does not know (not skipped silently: Latch cannot tell what it means)',
+      n,
+    );
   }
 
   /** The payload type read from the bytes after the record type: its name entry (counted by the caller), or the string when uncached. */
@@ -848,8 +946,7 @@ export class Analyser {
     if (payloadTypeAt(buf, this.dv, te)) {
       p = te + 21;
       fixed = fastHead;
-    }
-    else {
+    } else {
       const i = find(buf, '"payload":{"type":"', te, headEnd);
       if (i >= 0) p = i + 19;
     }
@@ -876,21 +973,43 @@ export class Analyser {
     if (this.turnList.length < LIST_CAP) this.turnList.push(id);
   }
 
-  private sessionMeta(buf: Buffer, s: number, e: number, n: number, oversize: boolean, terminated: boolean, parsed: Record<string, unknown> | null): void {
+  private sessionMeta(
+    buf: Buffer,
+    s: number,
+    e: number,
+    n: number,
+    oversize: boolean,
+    terminated: boolean,
+    parsed: Record<string, unknown> | null,
+  ): void {
     let p: Record<string, unknown> = {};
     const o = parsed ?? this.parse(buf, s, e, n, terminated, oversize);
     if (o) p = (o.payload as Record<string, unknown>) ?? {};
     else {
       // oversize: read the fields from the head
       const head = buf.toString('utf8', s, Math.min(e, s + 65536));
-      for (const k of ['id', 'session_id', 'cli_version', 'originator', 'history_mode', 'cwd', 'forked_from_id', 'source']) {
+      for (const k of [
+        'id',
+        'session_id',
+        'cli_version',
+        'originator',
+        'history_mode',
+        'cwd',
+        'forked_from_id',
+        'source',
+      ]) {
         const m = new RegExp(`"${k}":"((?:[^"\\\\]|\\\\.)*)"`).exec(head);
         if (m) p[k] = unescapeJson(m[1]!);
       }
     }
     const id = str(p.id) ?? str(p.session_id);
     const base = p.history_base as Record<string, unknown> | undefined;
-    this.sessions.push({ session_id: id, line: n, forked_from: str(p.forked_from_id) ?? str(base?.thread_id) ?? null, cwd: str(p.cwd) });
+    this.sessions.push({
+      session_id: id,
+      line: n,
+      forked_from: str(p.forked_from_id) ?? str(base?.thread_id) ?? null,
+      cwd: str(p.cwd),
+    });
     if (this.sessions.length === 1) {
       this.writer.cli_version = str(p.cli_version);
       this.writer.originator = str(p.originator);
@@ -920,7 +1039,14 @@ export class Analyser {
       case 'custom_tool_call':
       case 'local_shell_call': {
         let p: Record<string, unknown> | null = parsed ? ((parsed.payload as Record<string, unknown>) ?? {}) : null;
-        if (!p && !this.full) p = this.callFields(buf, s, e, sub === 'custom_tool_call' ? 'input' : sub === 'local_shell_call' ? null : 'arguments', this.subEnd);
+        if (!p && !this.full)
+          p = this.callFields(
+            buf,
+            s,
+            e,
+            sub === 'custom_tool_call' ? 'input' : sub === 'local_shell_call' ? null : 'arguments',
+            this.subEnd,
+          );
         if (!p) {
           const o = this.parse(buf, s, e, n, terminated, oversize);
           if (o) p = (o.payload as Record<string, unknown>) ?? {};
@@ -929,12 +1055,19 @@ export class Analyser {
             const head = buf.toString('utf8', s, Math.min(e, s + 65536));
             p = {
               name: /"name":"((?:[^"\\]|\\.)*)"/.exec(head)?.[1],
-              call_id: /"call_id":"((?:[^"\\]|\\.)*)"/.exec(head)?.[1] ?? /"call_id":"((?:[^"\\]|\\.)*)"/.exec(tail!.toString('utf8'))?.[1],
+              call_id:
+                /"call_id":"((?:[^"\\]|\\.)*)"/.exec(head)?.[1] ??
+                /"call_id":"((?:[^"\\]|\\.)*)"/.exec(tail!.toString('utf8'))?.[1],
             };
           }
         }
         const name = sub === 'local_shell_call' ? 'local_shell_call' : (str(p.name) ?? '?');
-        this.toolCall(name, p, n, this.compactions.length > 0 && this.keepsCallText() ? this.timestamp(buf, s, e) : null);
+        this.toolCall(
+          name,
+          p,
+          n,
+          this.compactions.length > 0 && this.keepsCallText() ? this.timestamp(buf, s, e) : null,
+        );
         return;
       }
       case 'function_call_output':
@@ -952,7 +1085,15 @@ export class Analyser {
     bump(this.segments[this.segments.length - 1]!, name);
     const seg = this.compactions.length;
     if (seg === 0) return;
-    const kind: Attempt['kind'] | null = SHELL_TOOLS.has(name) ? 'shell' : PATCH_TOOLS.has(name) ? 'patch' : name.startsWith('mcp__') ? 'mcp' : unknownKind ? 'unknown' : null;
+    const kind: Attempt['kind'] | null = SHELL_TOOLS.has(name)
+      ? 'shell'
+      : PATCH_TOOLS.has(name)
+        ? 'patch'
+        : name.startsWith('mcp__')
+          ? 'mcp'
+          : unknownKind
+            ? 'unknown'
+            : null;
     if (!kind) return;
     const callId = str(p.call_id) ?? str(p.id);
     const attempt: Attempt = {
@@ -983,7 +1124,13 @@ export class Analyser {
    * its argument string is one JSON.parse rejects (the full parse then reports the line). The
    * argument string is checked always but decoded only while keepsCallText().
    */
-  private callFields(buf: Buffer, s: number, e: number, argKey: 'arguments' | 'input' | null, from: number): Record<string, unknown> | null {
+  private callFields(
+    buf: Buffer,
+    s: number,
+    e: number,
+    argKey: 'arguments' | 'input' | null,
+    from: number,
+  ): Record<string, unknown> | null {
     const out: Record<string, unknown> = {};
     const headEnd = Math.min(e, s + 4096);
     const post = this.compactions.length > 0;
@@ -1026,7 +1173,8 @@ export class Analyser {
     const headEnd = Math.min(e, s + 2048);
     const dv = this.dv;
     // Fast path: "call_id":"<id>","output":"<text>
-    let ci = from > s && walkFields(buf, dv, from, e, null, 4) ? FIELD_AT[2]! : find(buf, CALL_ID_KEY.bytes, s, headEnd);
+    let ci =
+      from > s && walkFields(buf, dv, from, e, null, 4) ? FIELD_AT[2]! : find(buf, CALL_ID_KEY.bytes, s, headEnd);
     if (ci + CALL_ID_KEY.length > headEnd) ci = -1;
     if (ci >= 0) {
       const a = ci + CALL_ID_KEY.length;
@@ -1050,7 +1198,10 @@ export class Analyser {
     const head = buf.toString('utf8', s, headEnd);
     const id = /"call_id":"((?:[^"\\]|\\.)*)"/.exec(head)?.[1] ?? null;
     // output: a string, or (older writers) content items whose first text is the output
-    const m = /"output":"((?:[^"\\]|\\.)*)/.exec(head) ?? /"output":\[\{[^}]*?"text":"((?:[^"\\]|\\.)*)/.exec(head) ?? /"output":\{"output":"((?:[^"\\]|\\.)*)/.exec(head);
+    const m =
+      /"output":"((?:[^"\\]|\\.)*)/.exec(head) ??
+      /"output":\[\{[^}]*?"text":"((?:[^"\\]|\\.)*)/.exec(head) ??
+      /"output":\{"output":"((?:[^"\\]|\\.)*)/.exec(head);
     this.output(id, classifyOutput(m?.[1] ?? ''), n);
   }
 
@@ -1083,7 +1234,11 @@ export class Analyser {
    * so once the list is full and no held interval can come, the text of later calls is never read.
    */
   private keepsCallText(): boolean {
-    return this.attemptList.length < ATTEMPT_CAP || this.held.length > 0 || (this.onSession !== null && this.sessions.length === 0);
+    return (
+      this.attemptList.length < ATTEMPT_CAP ||
+      this.held.length > 0 ||
+      (this.onSession !== null && this.sessions.length === 0)
+    );
   }
 
   /** An attempt whose outcome is known (or never will be): counted, checked against the store, listed. */
@@ -1093,20 +1248,32 @@ export class Analyser {
     countOutcome(this.attempts, a.outcome);
     const executed = a.outcome === 'ran' || a.outcome === 'failed';
     const listed = this.attemptList.length < ATTEMPT_CAP;
-    const inHeld = executed && a.timestamp !== null && this.held.some((h) => a.timestamp! >= h.from && (h.to === null || a.timestamp! < h.to));
+    const inHeld =
+      executed &&
+      a.timestamp !== null &&
+      this.held.some((h) => a.timestamp! >= h.from && (h.to === null || a.timestamp! < h.to));
     if (listed || inHeld) {
       const f = p.fields;
       // A call the stream shows only through its blocked hook run: described as the store recorded it.
       const described = str(f[DESCRIBED]);
       const command =
         described ??
-        (a.kind === 'shell' ? shellCommand(f) : a.kind === 'patch' ? patchFiles(str(f.input) ?? patchArgument(str(f.arguments))) : oneLine(str(f.arguments) ?? '', 80));
+        (a.kind === 'shell'
+          ? shellCommand(f)
+          : a.kind === 'patch'
+            ? patchFiles(str(f.input) ?? patchArgument(str(f.arguments)))
+            : oneLine(str(f.arguments) ?? '', 80));
       a.summary = oneLine(command || a.tool);
       if (a.kind === 'shell' && described === null) a.read_only = this.readOnly(command);
     }
     if (a.read_only) this.attempts.read_only_listed++;
     if (inHeld && a.read_only !== true) {
-      this.finding('ran_while_held', 'error', 'a mutating call ran while the Latch store had the session latched or paused', a.line);
+      this.finding(
+        'ran_while_held',
+        'error',
+        'a mutating call ran while the Latch store had the session latched or paused',
+        a.line,
+      );
     }
     if (listed) this.attemptList.push(a);
     else this.attemptDropped++;
@@ -1144,7 +1311,16 @@ export class Analyser {
     if (id !== null) this.turn(id);
   }
 
-  private compacted(buf: Buffer, s: number, e: number, n: number, oversize: boolean, tail: Buffer | null, terminated: boolean, parsed: Record<string, unknown> | null): void {
+  private compacted(
+    buf: Buffer,
+    s: number,
+    e: number,
+    n: number,
+    oversize: boolean,
+    tail: Buffer | null,
+    terminated: boolean,
+    parsed: Record<string, unknown> | null,
+  ): void {
     const c = this.marker('compacted', null, n, buf, s, e);
     const o = parsed ?? this.parse(buf, s, e, n, terminated, oversize);
     if (o) {
@@ -1167,11 +1343,24 @@ export class Analyser {
   }
 
   /** Joins a marker to the open compaction group or starts a new compaction. */
-  private marker(via: 'compacted' | 'item' | 'legacy' | 'thread', itemId: string | null, n: number, buf: Buffer | null, s: number, e: number): CompactionReport {
+  private marker(
+    via: 'compacted' | 'item' | 'legacy' | 'thread',
+    itemId: string | null,
+    n: number,
+    buf: Buffer | null,
+    s: number,
+    e: number,
+  ): CompactionReport {
     const g = this.group;
     const joins =
       g !== null &&
-      (via === 'compacted' ? !g.compacted : via === 'legacy' ? !g.legacy : via === 'thread' ? !g.thread : !g.item || g.itemId === null || itemId === null || g.itemId === itemId);
+      (via === 'compacted'
+        ? !g.compacted
+        : via === 'legacy'
+          ? !g.legacy
+          : via === 'thread'
+            ? !g.thread
+            : !g.item || g.itemId === null || itemId === null || g.itemId === itemId);
     if (!joins) {
       this.group = { compacted: false, item: false, itemId: null, legacy: false, thread: false };
       const c: CompactionReport = {
@@ -1197,7 +1386,14 @@ export class Analyser {
     }
     const group = this.group!;
     const c = this.compactions[this.compactions.length - 1]!;
-    const name = via === 'compacted' ? 'compacted' : via === 'item' ? 'context_compaction_item' : via === 'legacy' ? 'context_compacted' : 'thread/compacted';
+    const name =
+      via === 'compacted'
+        ? 'compacted'
+        : via === 'item'
+          ? 'context_compaction_item'
+          : via === 'legacy'
+            ? 'context_compacted'
+            : 'thread/compacted';
     if (!c.via.includes(name)) c.via.push(name);
     if (via === 'compacted') group.compacted = true;
     if (via === 'legacy') group.legacy = true;
@@ -1222,10 +1418,24 @@ export class Analyser {
     }
     o = this.parse(buf, s, e, n, terminated, false);
     if (!o) return;
-    if (!terminated) this.finding('missing_final_newline', 'warning', 'the last line has no trailing newline (the capture may have stopped mid-write)', n);
+    if (!terminated)
+      this.finding(
+        'missing_final_newline',
+        'warning',
+        'the last line has no trailing newline (the capture may have stopped mid-write)',
+        n,
+      );
     const method = str(o.method);
     const hasId = 'id' in o;
-    const kind = method ? (hasId ? 'request' : 'notification') : hasId && 'result' in o ? 'response' : hasId && 'error' in o ? 'error_response' : null;
+    const kind = method
+      ? hasId
+        ? 'request'
+        : 'notification'
+      : hasId && 'result' in o
+        ? 'response'
+        : hasId && 'error' in o
+          ? 'error_response'
+          : null;
     if (!kind) {
       this.unknownType('(neither method nor id/result)', n);
       return;
@@ -1334,9 +1544,20 @@ export class Analyser {
     const entries = (Array.isArray(run.entries) ? run.entries : []).map((x: unknown) => {
       const en = (x !== null && typeof x === 'object' ? x : {}) as Record<string, unknown>;
       const text = str(en.text) ?? '';
-      return { kind: str(en.kind) ?? '?', text: text.length > ENTRY_TEXT_CAP ? text.slice(0, ENTRY_TEXT_CAP - 1) + '…' : text };
+      return {
+        kind: str(en.kind) ?? '?',
+        text: text.length > ENTRY_TEXT_CAP ? text.slice(0, ENTRY_TEXT_CAP - 1) + '…' : text,
+      };
     });
-    const info: HookRunInfo = { line: n, event, status, run_id: runId, source_path: str(run.sourcePath), status_message: str(run.statusMessage), entries };
+    const info: HookRunInfo = {
+      line: n,
+      event,
+      status,
+      run_id: runId,
+      source_path: str(run.sourcePath),
+      status_message: str(run.statusMessage),
+      entries,
+    };
     if (status === 'blocked' || status === 'failed' || entries.length > 0) {
       if (this.hookRuns.runs.length < LIST_CAP) this.hookRuns.runs.push(info);
       else this.hookRuns.dropped++;
@@ -1359,21 +1580,34 @@ export class Analyser {
     // The feedback entries are what the model was told (a rollout's "Command blocked by PreToolUse hook: …").
     const feedback = info.entries.filter((x) => x.kind === 'feedback');
     const text = (feedback.length > 0 ? feedback : info.entries).map((x) => x.text).join(' ');
-    const byLatch = info.entries.some((x) => x.text.startsWith('Latch')) || (info.entries.length === 0 && (info.status_message ?? '').startsWith('Latch'));
+    const byLatch =
+      info.entries.some((x) => x.text.startsWith('Latch')) ||
+      (info.entries.length === 0 && (info.status_message ?? '').startsWith('Latch'));
     this.hookBlocked++;
     if (byLatch) {
       if (this.blockedLatch.size < ID_CAP) this.blockedLatch.add(callId);
     } else this.blockedOther++;
     const denied = this.deniedCalls?.get(callId);
     const fields: Record<string, unknown> = { call_id: callId };
-    if (denied?.summary) fields[DESCRIBED] = denied.summary.startsWith(`${denied.tool}: `) ? denied.summary.slice(denied.tool.length + 2) : denied.summary;
+    if (denied?.summary)
+      fields[DESCRIBED] = denied.summary.startsWith(`${denied.tool}: `)
+        ? denied.summary.slice(denied.tool.length + 2)
+        : denied.summary;
     else fields[DESCRIBED] = `call ${callId} (blocked before it started: the stream shows only its PreToolUse run)`;
     this.toolCall(denied?.tool ?? 'unknown', fields, n, null, true);
     const p = this.pending.get(callId);
     if (!p) return;
     this.pending.delete(callId);
     p.attempt.hook = info;
-    this.answered(p, { outcome: 'blocked', exit: null, detail: oneLine(text || `blocked by the PreToolUse hook (${info.status_message ?? 'no output'})`) }, n);
+    this.answered(
+      p,
+      {
+        outcome: 'blocked',
+        exit: null,
+        detail: oneLine(text || `blocked by the PreToolUse hook (${info.status_message ?? 'no output'})`),
+      },
+      n,
+    );
   }
 
   private opened(kind: 'hook' | 'item' | 'turn', key: string, n: number): void {
@@ -1391,7 +1625,12 @@ export class Analyser {
       if (at.length === 0) m.delete(key);
       return;
     }
-    this.finding('completion_without_start', 'error', 'a hook/completed, item/completed or turn/completed whose start is not in the stream: lines were lost, or the capture did not start with the server', n);
+    this.finding(
+      'completion_without_start',
+      'error',
+      'a hook/completed, item/completed or turn/completed whose start is not in the stream: lines were lost, or the capture did not start with the server',
+      n,
+    );
   }
 
   private inferTrigger(c: CompactionReport): void {
@@ -1414,11 +1653,25 @@ export class Analyser {
 
   private appServerTool(t: string, item: Record<string, unknown>, n: number): void {
     const name =
-      t === 'commandExecution' ? 'exec_command' : t === 'fileChange' ? 'apply_patch' : t === 'mcpToolCall' ? `mcp__${str(item.server) ?? '?'}__${str(item.tool) ?? '?'}` : t === 'dynamicToolCall' ? (str(item.tool) ?? t) : null;
+      t === 'commandExecution'
+        ? 'exec_command'
+        : t === 'fileChange'
+          ? 'apply_patch'
+          : t === 'mcpToolCall'
+            ? `mcp__${str(item.server) ?? '?'}__${str(item.tool) ?? '?'}`
+            : t === 'dynamicToolCall'
+              ? (str(item.tool) ?? t)
+              : null;
     if (!name) return;
     const p: Record<string, unknown> = { call_id: item.id };
     if (t === 'commandExecution') p.arguments = JSON.stringify({ cmd: commandOfItem(item) });
-    if (t === 'fileChange') p.input = (Array.isArray(item.changes) ? item.changes : []).map((c: { path?: string; kind?: { type?: string } }) => `*** ${c?.kind?.type ?? 'Update'} File: ${c?.path ?? '?'}`).join('\n');
+    if (t === 'fileChange')
+      p.input = (Array.isArray(item.changes) ? item.changes : [])
+        .map(
+          (c: { path?: string; kind?: { type?: string } }) =>
+            `*** ${c?.kind?.type ?? 'Update'} File: ${c?.path ?? '?'}`,
+        )
+        .join('\n');
     this.toolCall(name, p, n, null);
     const id = str(item.id);
     const pend = id ? this.pending.get(id) : undefined;
@@ -1488,9 +1741,15 @@ export class Analyser {
  */
 export function commandOfItem(item: Record<string, unknown>): string {
   const actions = Array.isArray(item.commandActions) ? (item.commandActions as unknown[]) : [];
-  const one = actions.length === 1 && actions[0] !== null && typeof actions[0] === 'object' ? str((actions[0] as Record<string, unknown>).command) : null;
+  const one =
+    actions.length === 1 && actions[0] !== null && typeof actions[0] === 'object'
+      ? str((actions[0] as Record<string, unknown>).command)
+      : null;
   const cmd = one ?? str(item.command) ?? '';
-  const held = /^(?:(?:PATH='[^']*':"\$PATH" )?CODEX_HOME='[^']*' exec '[^']*' sandbox -- |exec )?\/usr\/bin\/env -u BASH_ENV .* \/bin\/bash --noprofile --norc -c '((?:[^']|'\\'')*)'$/s.exec(cmd);
+  const held =
+    /^(?:(?:PATH='[^']*':"\$PATH" )?CODEX_HOME='[^']*' exec '[^']*' sandbox -- |exec )?\/usr\/bin\/env -u BASH_ENV .* \/bin\/bash --noprofile --norc -c '((?:[^']|'\\'')*)'$/s.exec(
+      cmd,
+    );
   return held ? held[1]!.split("'\\''").join("'") : cmd;
 }
 
@@ -1548,7 +1807,8 @@ function patchArgument(args: string | null): string {
 
 function patchFiles(patch: string): string {
   const files: string[] = [];
-  for (const m of patch.matchAll(/^\*\*\* (Add|Update|Delete) File: (.+)$/gim)) files.push(`${m[1]!.toLowerCase()} ${m[2]}`);
+  for (const m of patch.matchAll(/^\*\*\* (Add|Update|Delete) File: (.+)$/gim))
+    files.push(`${m[1]!.toLowerCase()} ${m[2]}`);
   return files.join(', ');
 }
 
@@ -1561,7 +1821,8 @@ export function classifyOutput(raw: string): Classified {
     const reason = text.split('. Command: ')[0]!;
     return { outcome: 'blocked', exit: null, detail: oneLine(reason) };
   }
-  if (raw.startsWith('apply_patch verification failed')) return { outcome: 'failed', exit: null, detail: oneLine(unescapeJson(raw.slice(0, 300))) };
+  if (raw.startsWith('apply_patch verification failed'))
+    return { outcome: 'failed', exit: null, detail: oneLine(unescapeJson(raw.slice(0, 300))) };
   // (exitCodeAt in fsck-bytes.ts reads these two from the bytes.)
   const code = /Process exited with code (-?\d+)/.exec(raw.slice(0, 400)) ?? /^Exit code: (-?\d+)/.exec(raw);
   if (code) return exited(Number(code[1]));

@@ -213,9 +213,16 @@ export function digitsAt(buf: Buffer, from: number, to: number): number {
 
 export function pagedHead(buf: Buffer, dv: DataView, s: number, headEnd: number): number {
   if (s + 64 > headEnd) return -1;
-  if (dv.getInt32(s, true) !== TS_0 || dv.getInt32(s + 4, true) !== TS_1 || dv.getInt32(s + 8, true) !== TS_2 || (dv.getInt32(s + 12, true) & 0xffff) !== TS_3) return -1;
+  if (
+    dv.getInt32(s, true) !== TS_0 ||
+    dv.getInt32(s + 4, true) !== TS_1 ||
+    dv.getInt32(s + 8, true) !== TS_2 ||
+    (dv.getInt32(s + 12, true) & 0xffff) !== TS_3
+  )
+    return -1;
   for (let k = s + 14; k < s + 38; k += 4) if (hasQuote(dv.getInt32(k, true))) return -1;
-  if (dv.getInt32(s + 38, true) !== ORD_0 || dv.getInt32(s + 42, true) !== ORD_1 || dv.getInt32(s + 46, true) !== ORD_2) return -1;
+  if (dv.getInt32(s + 38, true) !== ORD_0 || dv.getInt32(s + 42, true) !== ORD_1 || dv.getInt32(s + 46, true) !== ORD_2)
+    return -1;
   const d0 = s + 50;
   let d = d0;
   let v = 0;
@@ -334,7 +341,13 @@ export function jsonStringEnd(buf: Buffer, dv: DataView, from: number, to: numbe
     if (c === 0x5c) {
       if (++i >= to) break;
       const x = buf[i]!;
-      if (x === 0x75) ok &&= i + 4 < to && HEX[buf[i + 1]!] === 1 && HEX[buf[i + 2]!] === 1 && HEX[buf[i + 3]!] === 1 && HEX[buf[i + 4]!] === 1;
+      if (x === 0x75)
+        ok &&=
+          i + 4 < to &&
+          HEX[buf[i + 1]!] === 1 &&
+          HEX[buf[i + 2]!] === 1 &&
+          HEX[buf[i + 3]!] === 1 &&
+          HEX[buf[i + 4]!] === 1;
       else if (x >= 0x80 || ESCAPE[x] !== 1) ok = false;
     } else if (c < 0x20) ok = false;
     i++;
@@ -363,7 +376,14 @@ export const FIELD_AT = new Int32Array(5);
  * first occurrence in the line, as a search from the line start would find. false when the line
  * leaves that shape before all were found (the caller then searches).
  */
-export function walkFields(buf: Buffer, dv: DataView, p: number, e: number, argKey: Needle | null, want: number): boolean {
+export function walkFields(
+  buf: Buffer,
+  dv: DataView,
+  p: number,
+  e: number,
+  argKey: Needle | null,
+  want: number,
+): boolean {
   FIELD_AT[0] = FIELD_AT[1] = FIELD_AT[2] = FIELD_AT[3] = -1;
   let need = want;
   while (need !== 0) {
@@ -453,7 +473,9 @@ export function exitCodeAt(buf: Buffer, dv: DataView, o: number, end: number): n
     i++;
   }
   // /^Exit code: (-?\d+)/ on the whole text.
-  return o + EXIT_CODE.length <= end && matchWords(buf, dv, o, EXIT_CODE) ? integerAt(buf, o + EXIT_CODE.length, end) : null;
+  return o + EXIT_CODE.length <= end && matchWords(buf, dv, o, EXIT_CODE)
+    ? integerAt(buf, o + EXIT_CODE.length, end)
+    : null;
 }
 
 /** Number(m[1]) for /^(-?\d+)/ on buf[p..end), or null when it does not match. */

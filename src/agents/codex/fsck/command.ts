@@ -72,7 +72,12 @@ const short = (h: string | null | undefined) => (h ? `${h.slice(0, 12)}…` : '(
 /** The human-readable summary. */
 export function render(r: FsckReport): string {
   const out: string[] = [];
-  const what = r.format === 'rollout' ? `Codex rollout, ${r.layout} layout` : r.format === 'app-server' ? 'codex app-server JSON-RPC stream' : 'unrecognised content';
+  const what =
+    r.format === 'rollout'
+      ? `Codex rollout, ${r.layout} layout`
+      : r.format === 'app-server'
+        ? 'codex app-server JSON-RPC stream'
+        : 'unrecognised content';
   out.push(`${r.file}`);
   out.push(`  ${what}${r.compression ? `, ${r.compression}-compressed` : ''}: ${r.lines} lines, ${r.bytes} bytes`);
   if (r.unreadable) {
@@ -85,25 +90,43 @@ export function render(r: FsckReport): string {
       (w.originator ? `; originator ${w.originator}` : '') +
       (w.history_mode ? `; history ${w.history_mode}` : ''),
   );
-  for (const s of r.sessions.slice(0, 5)) out.push(`  session ${s.session_id ?? '(no id)'} (line ${s.line})${s.forked_from ? `, forked from ${s.forked_from}` : ''}${s.cwd ? `, cwd ${s.cwd}` : ''}`);
+  for (const s of r.sessions.slice(0, 5))
+    out.push(
+      `  session ${s.session_id ?? '(no id)'} (line ${s.line})${s.forked_from ? `, forked from ${s.forked_from}` : ''}${s.cwd ? `, cwd ${s.cwd}` : ''}`,
+    );
   if (r.sessions.length === 0 && r.format === 'rollout') out.push('  session: no session_meta');
   out.push(`  turns: ${r.turns.count}${r.ordinals ? `; ordinals ${r.ordinals.first}..${r.ordinals.last}` : ''}`);
   out.push(`  records: ${hist(r.records)}`);
-  if (r.unknown_types.length) out.push(`  UNKNOWN types: ${r.unknown_types.map((u) => `${u.type} ×${u.count} (first at line ${u.first_line})`).join(', ')}`);
-  out.push(`  tool calls: ${r.tool_calls.total}${r.tool_calls.total ? ` (${hist(r.tool_calls.by_name)})` : ''}; ${r.hook_runs ? 'calls' : 'outputs'} blocked by a hook: ${r.hook_blocked_outputs}`);
-  if (r.hook_runs) out.push(`  hook runs: ${r.hook_runs.started} started, ${r.hook_runs.completed} completed (${hist(r.hook_runs.by_event_status)})`);
+  if (r.unknown_types.length)
+    out.push(
+      `  UNKNOWN types: ${r.unknown_types.map((u) => `${u.type} ×${u.count} (first at line ${u.first_line})`).join(', ')}`,
+    );
+  out.push(
+    `  tool calls: ${r.tool_calls.total}${r.tool_calls.total ? ` (${hist(r.tool_calls.by_name)})` : ''}; ${r.hook_runs ? 'calls' : 'outputs'} blocked by a hook: ${r.hook_blocked_outputs}`,
+  );
+  if (r.hook_runs)
+    out.push(
+      `  hook runs: ${r.hook_runs.started} started, ${r.hook_runs.completed} completed (${hist(r.hook_runs.by_event_status)})`,
+    );
   out.push(`  compactions: ${r.compactions.length}`);
   for (const c of r.compactions) {
     const where = `line ${c.line}${c.record_ordinal !== null ? `, ordinal ${c.record_ordinal}` : ''}`;
-    const win = c.window_number !== null ? `window ${c.window_number}${c.window_id ? ` (${c.window_id})` : ''}` : 'window ?';
-    const trig = c.trigger ? `trigger ${c.trigger}${c.trigger_source === 'inferred' ? ' (inferred)' : ''}` : 'trigger unknown';
-    out.push(`    #${c.index} at ${where}: ${win}, ${trig}, summary ${c.summary ?? 'unknown'}, via ${c.via.join(' + ')}`);
+    const win =
+      c.window_number !== null ? `window ${c.window_number}${c.window_id ? ` (${c.window_id})` : ''}` : 'window ?';
+    const trig = c.trigger
+      ? `trigger ${c.trigger}${c.trigger_source === 'inferred' ? ' (inferred)' : ''}`
+      : 'trigger unknown';
+    out.push(
+      `    #${c.index} at ${where}: ${win}, ${trig}, summary ${c.summary ?? 'unknown'}, via ${c.via.join(' + ')}`,
+    );
     out.push(`       tool calls before: ${hist(c.tool_calls_before, 6)}; after: ${hist(c.tool_calls_after, 6)}`);
     out.push(`       mutation attempts after: ${outcomes(c.attempts_after)}`);
   }
   const at = r.attempts_after_compaction;
   if (at.total > 0) {
-    out.push(`  mutation attempts after a compaction: ${outcomes(at)}; read-only shell among those listed: ${at.read_only_listed}`);
+    out.push(
+      `  mutation attempts after a compaction: ${outcomes(at)}; read-only shell among those listed: ${at.read_only_listed}`,
+    );
     for (const x of at.list.slice(0, 20)) {
       const res =
         x.outcome === 'blocked'
@@ -115,36 +138,58 @@ export function render(r: FsckReport): string {
               : x.outcome === 'no_output'
                 ? 'no output recorded'
                 : `unknown${x.detail ? `: ${x.detail}` : ''}`;
-      out.push(`    line ${x.line} [#${x.compaction}] ${x.tool}: ${x.summary}${x.read_only ? ' (read-only)' : ''} → ${res.slice(0, 140)}`);
+      out.push(
+        `    line ${x.line} [#${x.compaction}] ${x.tool}: ${x.summary}${x.read_only ? ' (read-only)' : ''} → ${res.slice(0, 140)}`,
+      );
     }
-    if (at.list.length > 20 || at.list_truncated) out.push(`    … ${at.list.length - 20 + at.list_truncated} more (see --json)`);
+    if (at.list.length > 20 || at.list_truncated)
+      out.push(`    … ${at.list.length - 20 + at.list_truncated} more (see --json)`);
   }
   const st = r.store;
   if (st) {
-    out.push(`  Latch store ${st.home}: ${st.status === 'checked' ? st.detail : `${st.status.replace('_', ' ')}${st.detail ? ` (${st.detail})` : ''}`}`);
+    out.push(
+      `  Latch store ${st.home}: ${st.status === 'checked' ? st.detail : `${st.status.replace('_', ' ')}${st.detail ? ` (${st.detail})` : ''}`}`,
+    );
     if (st.status === 'checked') {
       out.push(`    policy ${st.policy}, state now ${st.state}; ${st.attempts_recorded} attempt(s) recorded`);
       for (const c of st.compactions ?? []) {
-        out.push(`    compaction #${c.seq}: checkpoint ${c.checkpoint_id ?? 'NONE'}, ${c.tripped_at ? `tripped ${c.tripped_at}` : 'NOT tripped'}, via ${c.observed_via.join(' + ')}${c.in_transcript ? '' : ' — NOT in the file'}`);
+        out.push(
+          `    compaction #${c.seq}: checkpoint ${c.checkpoint_id ?? 'NONE'}, ${c.tripped_at ? `tripped ${c.tripped_at}` : 'NOT tripped'}, via ${c.observed_via.join(' + ')}${c.in_transcript ? '' : ' — NOT in the file'}`,
+        );
       }
       for (const c of st.checkpoints ?? []) {
-        const of = r.format !== 'app-server' ? '' : c.compared_file ? ` (of ${c.compared_file})` : ' (its transcript is not there to check; the stream is not that file)';
-        out.push(`    checkpoint ${c.id}: tree ${short(c.tree_sha256)} (${c.tree_files} files); transcript prefix ${c.transcript_size ?? '?'} bytes: ${c.prefix === 'rewritten' ? 'REWRITTEN' : c.prefix}${of}`);
+        const of =
+          r.format !== 'app-server'
+            ? ''
+            : c.compared_file
+              ? ` (of ${c.compared_file})`
+              : ' (its transcript is not there to check; the stream is not that file)';
+        out.push(
+          `    checkpoint ${c.id}: tree ${short(c.tree_sha256)} (${c.tree_files} files); transcript prefix ${c.transcript_size ?? '?'} bytes: ${c.prefix === 'rewritten' ? 'REWRITTEN' : c.prefix}${of}`,
+        );
       }
       for (const v of st.verifies ?? []) {
         const same = v.baseline_tree_sha256 === v.current_tree_sha256;
-        out.push(`    verify ${v.at}: tree at checkpoint ${short(v.checkpoint_tree_sha256 ?? v.baseline_tree_sha256)}, at verify ${short(v.current_tree_sha256)} (${same ? 'unchanged' : v.accepted_changes ? 'changed, accepted' : 'CHANGED'})`);
+        out.push(
+          `    verify ${v.at}: tree at checkpoint ${short(v.checkpoint_tree_sha256 ?? v.baseline_tree_sha256)}, at verify ${short(v.current_tree_sha256)} (${same ? 'unchanged' : v.accepted_changes ? 'changed, accepted' : 'CHANGED'})`,
+        );
       }
       for (const h of st.held_intervals ?? []) out.push(`    ${h.state} from ${h.from} to ${h.to ?? 'now'}`);
       const win = st.stream_window;
       if (win && (win.denials_outside > 0 || win.compactions_before > 0)) {
-        out.push(`    the stream covers ${win.from} to ${win.to}: ${win.denials_outside} denial(s) and ${win.compactions_before} compaction(s) recorded before or after it are not compared with it`);
+        out.push(
+          `    the stream covers ${win.from} to ${win.to}: ${win.denials_outside} denial(s) and ${win.compactions_before} compaction(s) recorded before or after it are not compared with it`,
+        );
       }
       const d = st.denials;
       if (d) {
-        out.push(`    denials: ${d.store} in the store; ${d.transcript_blocked_by_latch} call(s) blocked by Latch in the file${d.transcript_blocked_other ? `, ${d.transcript_blocked_other} by other hooks` : ''}`);
-        if (d.missing_in_transcript.length) out.push(`      denied but not blocked in the file: ${d.missing_in_transcript.join(', ')}`);
-        if (d.missing_in_store.length) out.push(`      blocked in the file without a denial: ${d.missing_in_store.join(', ')}`);
+        out.push(
+          `    denials: ${d.store} in the store; ${d.transcript_blocked_by_latch} call(s) blocked by Latch in the file${d.transcript_blocked_other ? `, ${d.transcript_blocked_other} by other hooks` : ''}`,
+        );
+        if (d.missing_in_transcript.length)
+          out.push(`      denied but not blocked in the file: ${d.missing_in_transcript.join(', ')}`);
+        if (d.missing_in_store.length)
+          out.push(`      blocked in the file without a denial: ${d.missing_in_store.join(', ')}`);
       }
     }
   }
@@ -152,12 +197,20 @@ export function render(r: FsckReport): string {
   else if (r.findings.length > 0) {
     out.push(`  findings (${r.findings.length}):`);
     for (const f of r.findings) {
-      const lines = f.lines.length ? ` (line${f.lines.length > 1 ? 's' : ''} ${f.lines.slice(0, 8).join(', ')}${f.lines.length > 8 || f.count > f.lines.length ? ', …' : ''})` : '';
-      out.push(`    ${f.severity === 'error' ? 'ERROR' : f.severity === 'warning' ? 'WARN ' : 'NOTE '} ${f.code}${f.count > 1 ? ` ×${f.count}` : ''}${lines}: ${f.message}`);
+      const lines = f.lines.length
+        ? ` (line${f.lines.length > 1 ? 's' : ''} ${f.lines.slice(0, 8).join(', ')}${f.lines.length > 8 || f.count > f.lines.length ? ', …' : ''})`
+        : '';
+      out.push(
+        `    ${f.severity === 'error' ? 'ERROR' : f.severity === 'warning' ? 'WARN ' : 'NOTE '} ${f.code}${f.count > 1 ? ` ×${f.count}` : ''}${lines}: ${f.message}`,
+      );
     }
   }
-  if (r.exit_code === 3) out.push(`  verdict: no damage found; exit 3 because Codex ${r.writer.cli_version ?? '(unknown version)'} is not qualified by Latch (age, not damage)`);
+  if (r.exit_code === 3)
+    out.push(
+      `  verdict: no damage found; exit 3 because Codex ${r.writer.cli_version ?? '(unknown version)'} is not qualified by Latch (age, not damage)`,
+    );
   else if (r.exit_code === 1) out.push('  verdict: damaged or inconsistent (exit 1)');
-  if (r.truncated_last_line) out.push(`  truncated last line: line ${r.truncated_last_line.line} (${r.truncated_last_line.bytes} bytes)`);
+  if (r.truncated_last_line)
+    out.push(`  truncated last line: line ${r.truncated_last_line.line} (${r.truncated_last_line.bytes} bytes)`);
   return out.join('\n') + '\n';
 }

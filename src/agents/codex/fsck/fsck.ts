@@ -16,19 +16,50 @@
 // checkpoint hashed (its transcript path), and denials and compactions only with the store records
 // made while the stream was written (its emittedAtMs); its blocked calls are its PreToolUse runs
 // with status "blocked" (the analyser's hook/started / hook/completed handling).
-import { doctorExit, gradeFindings, qualifiedWriters, type DoctorExit, type DoctorSeverity } from '../qualification-doctor.js';
+import {
+  doctorExit,
+  gradeFindings,
+  qualifiedWriters,
+  type DoctorExit,
+  type DoctorSeverity,
+} from '../qualification-doctor.js';
 import type { Hash } from 'node:crypto';
 import { nodeCrypto } from '../../../base/lazy.js';
 import { closeSync, existsSync, fstatSync, openSync, read, readSync, realpathSync, statSync } from 'node:fs';
 import { basename, resolve } from 'node:path';
 import { errorMessage, isLatchError, LatchError } from '../../../base/errors.js';
-import { Analyser, CHUNK, LineSplitter, LIST_CAP, obj, type Attempt, type CompactionReport, type Finding, type Format, type HeldInterval, type HookRunsReport, type Layout, type OutcomeCounts, type SessionInfo, type WriterInfo } from './analyser.js';
+import {
+  Analyser,
+  CHUNK,
+  LineSplitter,
+  LIST_CAP,
+  obj,
+  type Attempt,
+  type CompactionReport,
+  type Finding,
+  type Format,
+  type HeldInterval,
+  type HookRunsReport,
+  type Layout,
+  type OutcomeCounts,
+  type SessionInfo,
+  type WriterInfo,
+} from './analyser.js';
 import { openStore, type Db } from '../../../store/store.js';
 import { dbPath } from '../../../base/paths.js';
 
 export { classifyOutput, MAX_KEEP } from './analyser.js';
 export { ROLLOUT_RECORD_TYPES } from '../records.js';
-export type { Attempt, CompactionReport, Finding, HookRunInfo, HookRunsReport, Outcome, OutcomeCounts, Severity } from './analyser.js';
+export type {
+  Attempt,
+  CompactionReport,
+  Finding,
+  HookRunInfo,
+  HookRunsReport,
+  Outcome,
+  OutcomeCounts,
+  Severity,
+} from './analyser.js';
 
 /** The versions the package qualified (data/qualified); a report uses qualifiedWriters($LATCH_HOME), which adds this machine's. */
 export const QUALIFIED_WRITERS: readonly string[] = qualifiedWriters(null);
@@ -42,7 +73,14 @@ export interface StoreCrossCheck {
   policy?: string;
   state?: string;
   transcript_path?: string | null;
-  compactions?: { seq: number; trigger: string | null; observed_via: string[]; checkpoint_id: string | null; tripped_at: string | null; in_transcript: boolean }[];
+  compactions?: {
+    seq: number;
+    trigger: string | null;
+    observed_via: string[];
+    checkpoint_id: string | null;
+    tripped_at: string | null;
+    in_transcript: boolean;
+  }[];
   checkpoints?: {
     id: string;
     compaction_seq: number;
@@ -58,9 +96,21 @@ export interface StoreCrossCheck {
   }[];
   /** app-server stream: the time it covers (emittedAtMs); store records outside it are not compared with it. */
   stream_window?: { from: string | null; to: string | null; compactions_before: number; denials_outside: number };
-  verifies?: { at: string; accepted_changes: boolean; baseline_tree_sha256: string | null; current_tree_sha256: string | null; checkpoint_tree_sha256: string | null }[];
+  verifies?: {
+    at: string;
+    accepted_changes: boolean;
+    baseline_tree_sha256: string | null;
+    current_tree_sha256: string | null;
+    checkpoint_tree_sha256: string | null;
+  }[];
   held_intervals?: { from: string; to: string | null; state: string }[];
-  denials?: { store: number; transcript_blocked_by_latch: number; transcript_blocked_other: number; missing_in_transcript: string[]; missing_in_store: string[] };
+  denials?: {
+    store: number;
+    transcript_blocked_by_latch: number;
+    transcript_blocked_other: number;
+    missing_in_transcript: string[];
+    missing_in_store: string[];
+  };
   attempts_recorded?: number;
 }
 
@@ -214,9 +264,14 @@ class StoreView {
   ) {}
 
   static open(home: string): { view: StoreView | null; status: StoreCrossCheck['status']; detail: string } {
-    if (!existsSync(dbPath(home))) return { view: null, status: 'not_found', detail: `no Latch store at ${dbPath(home)}` };
+    if (!existsSync(dbPath(home)))
+      return { view: null, status: 'not_found', detail: `no Latch store at ${dbPath(home)}` };
     try {
-      return { view: new StoreView(home, openStore(home, { create: false, readonly: true })), status: 'checked', detail: '' };
+      return {
+        view: new StoreView(home, openStore(home, { create: false, readonly: true })),
+        status: 'checked',
+        detail: '',
+      };
     } catch (err) {
       return { view: null, status: 'unreadable', detail: errorMessage(err) };
     }
@@ -227,14 +282,22 @@ class StoreView {
   }
 
   sessionIdByPath(path: string): string | null {
-    const r = this.db.prepare('SELECT session_id FROM sessions WHERE transcript_path = ? ORDER BY created_at LIMIT 1').get(path) as { session_id: string } | undefined;
+    const r = this.db
+      .prepare('SELECT session_id FROM sessions WHERE transcript_path = ? ORDER BY created_at LIMIT 1')
+      .get(path) as { session_id: string } | undefined;
     return r?.session_id ?? null;
   }
 
   load(id: string): StoreSession | null {
-    const row = this.db.prepare('SELECT session_id, policy, state, transcript_path FROM sessions WHERE session_id = ?').get(id) as SessionRowLite | undefined;
+    const row = this.db
+      .prepare('SELECT session_id, policy, state, transcript_path FROM sessions WHERE session_id = ?')
+      .get(id) as SessionRowLite | undefined;
     if (!row) return null;
-    const transitions = this.db.prepare('SELECT at, event, from_state, to_state, evidence_json FROM transitions WHERE session_id = ? ORDER BY id').all(id) as TransitionRowLite[];
+    const transitions = this.db
+      .prepare(
+        'SELECT at, event, from_state, to_state, evidence_json FROM transitions WHERE session_id = ? ORDER BY id',
+      )
+      .all(id) as TransitionRowLite[];
     const held: StoreSession['held'] = [];
     for (const t of transitions) {
       const open = held.length > 0 && held[held.length - 1]!.to === null;
@@ -243,14 +306,20 @@ class StoreView {
     }
     return {
       row,
-      compactions: this.db.prepare('SELECT seq, first_seen_at, trigger, observed_via, checkpoint_id, tripped_at FROM compactions WHERE session_id = ? ORDER BY seq').all(id) as CompactionRowLite[],
+      compactions: this.db
+        .prepare(
+          'SELECT seq, first_seen_at, trigger, observed_via, checkpoint_id, tripped_at FROM compactions WHERE session_id = ? ORDER BY seq',
+        )
+        .all(id) as CompactionRowLite[],
       checkpoints: this.db
         .prepare(
           'SELECT id, compaction_seq, created_at, tree_sha256, tree_files, transcript_path, transcript_size, transcript_sha256 FROM checkpoints WHERE session_id = ? ORDER BY compaction_seq, created_at',
         )
         .all(id) as CheckpointRowLite[],
       transitions,
-      denials: this.db.prepare('SELECT tool_use_id, tool_name, summary, at FROM denials WHERE session_id = ? ORDER BY id').all(id) as StoreSession['denials'],
+      denials: this.db
+        .prepare('SELECT tool_use_id, tool_name, summary, at FROM denials WHERE session_id = ? ORDER BY id')
+        .all(id) as StoreSession['denials'],
       attempts: (this.db.prepare('SELECT count(*) AS n FROM attempts WHERE session_id = ?').get(id) as { n: number }).n,
       held,
     };
@@ -279,7 +348,12 @@ function readAt(fd: number, buf: Buffer, pos: number): Promise<number> {
   return new Promise((done, fail) => read(fd, buf, 0, buf.length, pos, (err, n) => (err ? fail(err) : done(n))));
 }
 
-async function openReader(fd: number, size: number, path: string, onProgress?: (done: number, total: number) => void): Promise<Reader> {
+async function openReader(
+  fd: number,
+  size: number,
+  path: string,
+  onProgress?: (done: number, total: number) => void,
+): Promise<Reader> {
   const magic = Buffer.alloc(4);
   const got = size >= 4 ? readSync(fd, magic, 0, 4, 0) : 0;
   const zstd = (got === 4 && magic.equals(ZSTD_MAGIC)) || /\.zst$/.test(path);
@@ -339,7 +413,8 @@ async function openReader(fd: number, size: number, path: string, onProgress?: (
   return {
     compression: 'zstd',
     async run(push) {
-      if (got === 4 && !magic.equals(ZSTD_MAGIC)) throw new UnreadableError('the file is named .zst but is not a zstd stream');
+      if (got === 4 && !magic.equals(ZSTD_MAGIC))
+        throw new UnreadableError('the file is named .zst but is not a zstd stream');
       const d = new fzstd.Decompress((data) => push(Buffer.from(data.buffer, data.byteOffset, data.byteLength)));
       try {
         readAll((b) => d.push(new Uint8Array(b.buffer, b.byteOffset, b.byteLength)));
@@ -386,16 +461,27 @@ export async function fsckFile(file: string, opts: FsckOptions = {}): Promise<Fs
       const v = view;
       hashing = new PrefixHasher();
       const real = safeRealpath(path);
-      const fromName = /([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl(?:\.zst)?$/i.exec(basename(path))?.[1] ?? null;
+      const fromName =
+        /([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl(?:\.zst)?$/i.exec(basename(path))?.[1] ??
+        null;
       const adopt = (id: string | null): void => {
         if (!id || session?.row.session_id === id) return;
         const s = v.load(id);
         if (!s) return;
         session = s;
         a.held = s.held;
-        a.deniedCalls = new Map(s.denials.filter((d) => d.tool_use_id).map((d) => [d.tool_use_id!, { tool: d.tool_name, summary: d.summary }]));
+        a.deniedCalls = new Map(
+          s.denials
+            .filter((d) => d.tool_use_id)
+            .map((d) => [d.tool_use_id!, { tool: d.tool_name, summary: d.summary }]),
+        );
         // A stream is not the transcript the checkpoints hashed: crossCheck hashes that file instead.
-        if (a.format !== 'app-server') hashing?.setTargets(s.checkpoints.filter((c) => c.transcript_size !== null && c.transcript_sha256).map((c) => c.transcript_size!));
+        if (a.format !== 'app-server')
+          hashing?.setTargets(
+            s.checkpoints
+              .filter((c) => c.transcript_size !== null && c.transcript_sha256)
+              .map((c) => c.transcript_size!),
+          );
       };
       adopt(v.sessionIdByPath(real) ?? v.sessionIdByPath(path));
       if (!session) adopt(fromName);
@@ -419,7 +505,10 @@ export async function fsckFile(file: string, opts: FsckOptions = {}): Promise<Fs
     hashing?.stop();
     a.finish();
     if (view && store) {
-      store = a.format === 'app-server' ? crossCheck(a, store, session, new Map(), path) : crossCheck(a, store, session, prefixDigests(session, hashing, compression === null ? path : null), path);
+      store =
+        a.format === 'app-server'
+          ? crossCheck(a, store, session, new Map(), path)
+          : crossCheck(a, store, session, prefixDigests(session, hashing, compression === null ? path : null), path);
     }
   } catch (err) {
     unreadable = isLatchError(err, 'E_UNREADABLE') ? err.message : `cannot read ${path}: ${errorMessage(err)}`;
@@ -435,7 +524,11 @@ export async function fsckFile(file: string, opts: FsckOptions = {}): Promise<Fs
  * Prefix digests keyed by size: those computed during the pass, plus (plain files only) a second
  * bounded read for a checkpoint the pass could not hash (its session id showed up too late).
  */
-function prefixDigests(session: StoreSession | null, h: PrefixHasher | null, plainPath: string | null): Map<number, string> {
+function prefixDigests(
+  session: StoreSession | null,
+  h: PrefixHasher | null,
+  plainPath: string | null,
+): Map<number, string> {
   const out = new Map(h?.digests ?? []);
   if (!session || !plainPath) return out;
   for (const c of session.checkpoints) {
@@ -475,10 +568,23 @@ function safeRealpath(p: string): string {
   }
 }
 
-function crossCheck(a: Analyser, base: StoreCrossCheck, s: StoreSession | null, digests: Map<number, string>, path: string): StoreCrossCheck {
+function crossCheck(
+  a: Analyser,
+  base: StoreCrossCheck,
+  s: StoreSession | null,
+  digests: Map<number, string>,
+  path: string,
+): StoreCrossCheck {
   const sid = a.sessions[0]?.session_id ?? null;
   if (!s) {
-    return { ...base, status: 'session_unknown', session_id: sid, detail: sid ? `the Latch store does not know session ${sid}` : 'no session id in the file and no store session for this path' };
+    return {
+      ...base,
+      status: 'session_unknown',
+      session_id: sid,
+      detail: sid
+        ? `the Latch store does not know session ${sid}`
+        : 'no session id in the file and no store session for this path',
+    };
   }
   const out: StoreCrossCheck = {
     ...base,
@@ -505,7 +611,11 @@ function crossCheck(a: Analyser, base: StoreCrossCheck, s: StoreSession | null, 
     const t = Date.parse(iso);
     return !Number.isFinite(t) || (t >= win.from && t <= win.to);
   };
-  const before = win ? s.compactions.filter((c) => Number.isFinite(Date.parse(c.first_seen_at)) && Date.parse(c.first_seen_at) < win.from).length : 0;
+  const before = win
+    ? s.compactions.filter(
+        (c) => Number.isFinite(Date.parse(c.first_seen_at)) && Date.parse(c.first_seen_at) < win.from,
+      ).length
+    : 0;
   // compactions: one store row (with a checkpoint and a trip) per compaction in the file
   const T = a.compactions.length;
   const byseq = new Map(s.compactions.map((c) => [c.seq - before, c]));
@@ -522,19 +632,31 @@ function crossCheck(a: Analyser, base: StoreCrossCheck, s: StoreSession | null, 
     const c = byseq.get(k);
     const rep = a.compactions[k - 1]!;
     if (!c) {
-      a.finding('store_missing_compaction', 'error', 'a compaction in the file has no record in the Latch store (Latch did not see it)', rep.line);
+      a.finding(
+        'store_missing_compaction',
+        'error',
+        'a compaction in the file has no record in the Latch store (Latch did not see it)',
+        rep.line,
+      );
       continue;
     }
     if (c.trigger) {
       rep.trigger = c.trigger;
       rep.trigger_source = 'store';
     }
-    if (!c.checkpoint_id || !cpById.has(c.checkpoint_id)) a.finding('no_checkpoint', 'error', 'a compaction has no checkpoint in the Latch store', rep.line);
-    if (!c.tripped_at) a.finding('no_trip', 'error', 'a compaction did not trip the policy in the Latch store', rep.line);
+    if (!c.checkpoint_id || !cpById.has(c.checkpoint_id))
+      a.finding('no_checkpoint', 'error', 'a compaction has no checkpoint in the Latch store', rep.line);
+    if (!c.tripped_at)
+      a.finding('no_trip', 'error', 'a compaction did not trip the policy in the Latch store', rep.line);
   }
   for (const c of s.compactions) {
     if (stream && !(c.seq > before && inWindow(c.first_seen_at))) continue;
-    if (c.seq - before > T) a.finding('transcript_missing_compaction', 'error', `the Latch store recorded compaction #${c.seq} but the file shows only ${T}: the transcript lost lines or was rewritten`);
+    if (c.seq - before > T)
+      a.finding(
+        'transcript_missing_compaction',
+        'error',
+        `the Latch store recorded compaction #${c.seq} but the file shows only ${T}: the transcript lost lines or was rewritten`,
+      );
   }
   // prefix hashes
   out.checkpoints = s.checkpoints.map((c) => {
@@ -550,25 +672,41 @@ function crossCheck(a: Analyser, base: StoreCrossCheck, s: StoreSession | null, 
           now = hashPrefixOrNull(compared, c.transcript_size);
           if (now === null) {
             prefix = 'shorter';
-            a.finding('prefix_rewritten', 'error', `the transcript ${compared} is shorter than the ${c.transcript_size} bytes hashed at checkpoint ${c.id}: it was truncated or rewritten`);
+            a.finding(
+              'prefix_rewritten',
+              'error',
+              `the transcript ${compared} is shorter than the ${c.transcript_size} bytes hashed at checkpoint ${c.id}: it was truncated or rewritten`,
+            );
           } else if (now === c.transcript_sha256) prefix = 'same';
           else {
             prefix = 'rewritten';
-            a.finding('prefix_rewritten', 'error', `prefix rewritten: the first ${c.transcript_size} bytes of the transcript ${compared} differ from what checkpoint ${c.id} hashed`);
+            a.finding(
+              'prefix_rewritten',
+              'error',
+              `prefix rewritten: the first ${c.transcript_size} bytes of the transcript ${compared} differ from what checkpoint ${c.id} hashed`,
+            );
           }
         }
       }
     } else if (c.transcript_size !== null && c.transcript_sha256) {
       if (a.bytes < c.transcript_size) {
         prefix = 'shorter';
-        a.finding('prefix_rewritten', 'error', `the file is shorter (${a.bytes} bytes) than the ${c.transcript_size} bytes hashed at checkpoint ${c.id}: it was truncated or rewritten`);
+        a.finding(
+          'prefix_rewritten',
+          'error',
+          `the file is shorter (${a.bytes} bytes) than the ${c.transcript_size} bytes hashed at checkpoint ${c.id}: it was truncated or rewritten`,
+        );
       } else {
         now = digests.get(c.transcript_size) ?? null;
         if (now === null) prefix = 'not_checked';
         else if (now === c.transcript_sha256) prefix = 'same';
         else {
           prefix = 'rewritten';
-          a.finding('prefix_rewritten', 'error', `prefix rewritten: the first ${c.transcript_size} bytes differ from what checkpoint ${c.id} hashed`);
+          a.finding(
+            'prefix_rewritten',
+            'error',
+            `prefix rewritten: the first ${c.transcript_size} bytes differ from what checkpoint ${c.id} hashed`,
+          );
         }
       }
     }
@@ -589,7 +727,11 @@ function crossCheck(a: Analyser, base: StoreCrossCheck, s: StoreSession | null, 
   out.verifies = [];
   for (const t of s.transitions) {
     if (t.event !== 'verify') continue;
-    let ev: { accepted_changes?: boolean; baseline?: { id?: string; tree_sha256?: string } | null; current?: { tree_sha256?: string } } = {};
+    let ev: {
+      accepted_changes?: boolean;
+      baseline?: { id?: string; tree_sha256?: string } | null;
+      current?: { tree_sha256?: string };
+    } = {};
     try {
       ev = JSON.parse(t.evidence_json) as typeof ev;
     } catch {
@@ -604,9 +746,19 @@ function crossCheck(a: Analyser, base: StoreCrossCheck, s: StoreSession | null, 
       checkpoint_tree_sha256: cp?.tree_sha256 ?? null,
     };
     out.verifies.push(v);
-    if (cp && v.baseline_tree_sha256 !== cp.tree_sha256) a.finding('verify_inconsistent', 'error', `a verify's baseline tree digest differs from checkpoint ${cp.id}'s`);
-    if (!v.accepted_changes && v.baseline_tree_sha256 && v.current_tree_sha256 && v.baseline_tree_sha256 !== v.current_tree_sha256) {
-      a.finding('verify_inconsistent', 'error', 'a verify restored authority with a tree digest different from the checkpoint without accepting the changes');
+    if (cp && v.baseline_tree_sha256 !== cp.tree_sha256)
+      a.finding('verify_inconsistent', 'error', `a verify's baseline tree digest differs from checkpoint ${cp.id}'s`);
+    if (
+      !v.accepted_changes &&
+      v.baseline_tree_sha256 &&
+      v.current_tree_sha256 &&
+      v.baseline_tree_sha256 !== v.current_tree_sha256
+    ) {
+      a.finding(
+        'verify_inconsistent',
+        'error',
+        'a verify restored authority with a tree digest different from the checkpoint without accepting the changes',
+      );
     }
   }
   // denials vs blocked outputs (a stream: the denials made while it was written)
@@ -640,7 +792,11 @@ function crossCheck(a: Analyser, base: StoreCrossCheck, s: StoreSession | null, 
     );
   }
   if (missingInStore.length > 0) {
-    a.finding('block_not_in_store', 'warning', `${missingInStore.length} call(s) blocked by Latch in the file have no denial in the store`);
+    a.finding(
+      'block_not_in_store',
+      'warning',
+      `${missingInStore.length} call(s) blocked by Latch in the file have no denial in the store`,
+    );
   }
   return out;
 }
@@ -676,14 +832,27 @@ function safeJsonArray(s: string): string[] {
   }
 }
 
-function buildReport(a: Analyser, path: string, compression: FsckReport['compression'], unreadable: string | null, store: StoreCrossCheck | null): FsckReport {
+function buildReport(
+  a: Analyser,
+  path: string,
+  compression: FsckReport['compression'],
+  unreadable: string | null,
+  store: StoreCrossCheck | null,
+): FsckReport {
   if (!unreadable) {
     if (a.lines === 0) a.finding('empty_file', 'error', 'the file is empty');
-    else if (a.format === 'unknown') unreadable = 'not a Codex rollout or app-server stream: no line could be read as a record';
+    else if (a.format === 'unknown')
+      unreadable = 'not a Codex rollout or app-server stream: no line could be read as a record';
   }
   if (!unreadable && a.format === 'rollout') {
-    if (!a.records.get('session_meta')) a.finding('missing_session_meta', 'error', 'no session_meta record: the session id, writer version and fork origin are unknown');
-    else if (a.sessions[0] && a.sessions[0].line !== 1) a.finding('session_meta_not_first', 'warning', 'session_meta is not the first line', a.sessions[0].line);
+    if (!a.records.get('session_meta'))
+      a.finding(
+        'missing_session_meta',
+        'error',
+        'no session_meta record: the session id, writer version and fork origin are unknown',
+      );
+    else if (a.sessions[0] && a.sessions[0].line !== 1)
+      a.finding('session_meta_not_first', 'warning', 'session_meta is not the first line', a.sessions[0].line);
   }
   a.writer.qualified = a.writer.cli_version !== null && a.writer.allowlist.includes(a.writer.cli_version);
   if (!unreadable && a.lines > 0 && a.format !== 'unknown' && !a.writer.qualified) {
@@ -724,7 +893,13 @@ function buildReport(a: Analyser, path: string, compression: FsckReport['compres
     hook_blocked_outputs: a.hookBlocked,
     hook_runs:
       a.format === 'app-server'
-        ? { started: a.hookRuns.started, completed: a.hookRuns.completed, by_event_status: obj(a.hookRuns.byEventStatus), runs: a.hookRuns.runs, runs_truncated: a.hookRuns.dropped }
+        ? {
+            started: a.hookRuns.started,
+            completed: a.hookRuns.completed,
+            by_event_status: obj(a.hookRuns.byEventStatus),
+            runs: a.hookRuns.runs,
+            runs_truncated: a.hookRuns.dropped,
+          }
         : null,
     store,
     findings,

@@ -13,7 +13,23 @@
 // test, so the native-resume path reads the same records the user's install will.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chmodSync, closeSync, copyFileSync, existsSync, symlinkSync, mkdirSync, mkdtempSync, openSync, readFileSync, readdirSync, readSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  closeSync,
+  copyFileSync,
+  existsSync,
+  symlinkSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  readdirSync,
+  readSync,
+  realpathSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
@@ -24,7 +40,12 @@ import { itemText, startFakeModel, type FakeItem, type FakeStep, type RecordedRe
 import { fsckFile } from '../fsck/fsck.js';
 import { openStore } from '../../../store/store.js';
 import { ROLLOUT_RECORD_TYPES } from '../records.js';
-import { RECORD_SCHEMA, parseCodexVersion, type QualificationCheck, type QualificationRecord } from '../qualification.js';
+import {
+  RECORD_SCHEMA,
+  parseCodexVersion,
+  type QualificationCheck,
+  type QualificationRecord,
+} from '../qualification.js';
 import { diffSchemas, EVENT_SCHEMA, extractHookSchemas, referenceSchemas, validate, type Schema } from './schemas.js';
 
 declare const __LATCH_VERSION__: string | undefined;
@@ -98,12 +119,16 @@ export function sha256File(path: string): { sha256: string; size: number; bytes:
 }
 
 /** `codex --version` of what will be run. */
-export function codexVersionOf(run: string, timeoutMs = 30_000): { version: string | null; output: string; error: string | null } {
+export function codexVersionOf(
+  run: string,
+  timeoutMs = 30_000,
+): { version: string | null; output: string; error: string | null } {
   const [cmd, args] = /\.[cm]?js$/.test(run) ? [process.execPath, [run, '--version']] : [run, ['--version']];
   const r = spawnSync(cmd, args, { encoding: 'utf8', timeout: timeoutMs, env: { ...process.env, RUST_LOG: 'error' } });
   if (r.error) return { version: null, output: '', error: r.error.message };
   const output = `${r.stdout ?? ''}`.trim().split('\n')[0] ?? '';
-  if (r.status !== 0) return { version: null, output, error: `exit ${r.status}: ${(r.stderr ?? '').trim().slice(0, 300)}` };
+  if (r.status !== 0)
+    return { version: null, output, error: `exit ${r.status}: ${(r.stderr ?? '').trim().slice(0, 300)}` };
   const version = parseCodexVersion(output);
   return { version, output, error: version ? null : `no version in ${JSON.stringify(output)}` };
 }
@@ -150,12 +175,15 @@ export async function runQualification(opts: QualifyRunOptions): Promise<Qualifi
   const date = new Date(started).toISOString();
   const log = opts.log ?? (() => {});
   const checks = new Map<CheckName, QualificationCheck>();
-  const set = (name: CheckName, ok: boolean, evidence: string, data?: unknown) => checks.set(name, { name, ok, evidence, ...(data !== undefined ? { data } : {}) });
+  const set = (name: CheckName, ok: boolean, evidence: string, data?: unknown) =>
+    checks.set(name, { name, ok, evidence, ...(data !== undefined ? { data } : {}) });
   const { codex, version } = opts;
 
   const bin = sha256File(codex.binary);
   const record = (): QualificationRecord => {
-    const list = CHECKS.map((n) => checks.get(n) ?? { name: n, ok: false, evidence: 'not evaluated (an earlier step failed)' });
+    const list = CHECKS.map(
+      (n) => checks.get(n) ?? { name: n, ok: false, evidence: 'not evaluated (an earlier step failed)' },
+    );
     return {
       schema: RECORD_SCHEMA,
       version,
@@ -169,7 +197,11 @@ export async function runQualification(opts: QualifyRunOptions): Promise<Qualifi
       checks: list,
     };
   };
-  set('binary', true, `${codex.binary}: ${bin.size} bytes, sha256 ${bin.sha256}${codex.launcher ? ` (run through the npm launcher ${codex.launcher})` : codex.run !== codex.binary ? ` (run as ${codex.run})` : ''}; \`--version\`: ${opts.versionOutput}`);
+  set(
+    'binary',
+    true,
+    `${codex.binary}: ${bin.size} bytes, sha256 ${bin.sha256}${codex.launcher ? ` (run through the npm launcher ${codex.launcher})` : codex.run !== codex.binary ? ` (run as ${codex.run})` : ''}; \`--version\`: ${opts.versionOutput}`,
+  );
 
   // --- hook schemas from the binary ------------------------------------------------------------
   const schemas = extractHookSchemas(bin.bytes);
@@ -196,7 +228,13 @@ export async function runQualification(opts: QualifyRunOptions): Promise<Qualifi
     duration_ms: 0,
     qualified: true,
     provisional: true,
-    checks: [{ name: 'provisional', ok: true, evidence: `written by \`latch qualify codex\` into its own scratch LATCH_HOME ${latchHome} for the duration of the run` }],
+    checks: [
+      {
+        name: 'provisional',
+        ok: true,
+        evidence: `written by \`latch qualify codex\` into its own scratch LATCH_HOME ${latchHome} for the duration of the run`,
+      },
+    ],
   };
   writeFileSync(join(latchHome, 'qualified', `${version}.json`), JSON.stringify(provisional, null, 2) + '\n');
 
@@ -206,7 +244,11 @@ export async function runQualification(opts: QualifyRunOptions): Promise<Qualifi
   writeFileSync(join(work, 'README.md'), '# qualification workspace\n');
   writeFileSync(join(work, 'a.txt'), 'original\n');
   // Big enough that Codex truncates a tool output that prints it (the truncated-read case).
-  writeFileSync(join(work, 'big.txt'), Array.from({ length: 2_000 }, (_, i) => `line ${i} of a file long enough to be truncated by Codex`).join('\n') + '\n');
+  writeFileSync(
+    join(work, 'big.txt'),
+    Array.from({ length: 2_000 }, (_, i) => `line ${i} of a file long enough to be truncated by Codex`).join('\n') +
+      '\n',
+  );
   git('add', '.');
   git('-c', 'user.name=latch', '-c', 'user.email=latch@example.invalid', 'commit', '-qm', 'init');
 
@@ -234,36 +276,62 @@ export async function runQualification(opts: QualifyRunOptions): Promise<Qualifi
           if (p1) items.push({ type: 'bash', cmd: `${p1} && false` }, { type: 'bash', cmd: `cat big.txt; ${p1}` });
           return { items };
         }
-        if (stepInPhase === 4 && seen.pageCommands.length) return { items: seen.pageCommands.map((cmd) => ({ type: 'bash' as const, cmd })) };
+        if (stepInPhase === 4 && seen.pageCommands.length)
+          return { items: seen.pageCommands.map((cmd) => ({ type: 'bash' as const, cmd })) };
         return msg('done');
       }
       case 'resume':
         if (stepInPhase === 1) return { items: [{ type: 'bash', cmd: 'echo resumed > resumed.txt' }] };
         return msg('resume stopped');
       case 'fork':
-        if (stepInPhase === 1) return { items: [{ type: 'bash', cmd: 'echo fork > fork.txt' }, { type: 'patch', patch: PATCH('fork-patch.txt', 'fork') }] };
+        if (stepInPhase === 1)
+          return {
+            items: [
+              { type: 'bash', cmd: 'echo fork > fork.txt' },
+              { type: 'patch', patch: PATCH('fork-patch.txt', 'fork') },
+            ],
+          };
         return msg('fork stopped');
       case 'rewritten':
         return msg('resumed after a rewrite');
     }
   };
-  const fake = await startFakeModel({ steps: steps as unknown as FakeStep[], summary: 'Summary: a.txt was written in two steps; continue with the task.' });
+  const fake = await startFakeModel({
+    steps: steps as unknown as FakeStep[],
+    summary: 'Summary: a.txt was written in two steps; continue with the task.',
+  });
   const outcome: { runs: Partial<Record<Phase, RunCodexResult>>; errors: string[] } = { runs: {}, errors: [] };
   try {
     writeCodexConfig(codexHome, { baseUrl: fake.url, autoCompactTokenLimit: COMPACT_LIMIT });
     // The recorder first (every event Latch uses, all matchers), then the real `latch setup codex`
     // (which merges Latch's handlers in and records the registration fingerprint).
     const recorder = join(base, 'record-hook.sh');
-    writeFileSync(recorder, `#!/bin/sh\nf="${payloadDir}/$(date +%s%N)-$$"\ncat > "$f.tmp" && mv "$f.tmp" "$f.json"\nexit 0\n`);
+    writeFileSync(
+      recorder,
+      `#!/bin/sh\nf="${payloadDir}/$(date +%s%N)-$$"\ncat > "$f.tmp" && mv "$f.tmp" "$f.json"\nexit 0\n`,
+    );
     chmodSync(recorder, 0o755);
     const events = [...new Set([...LATCH_EVENTS.map((e) => e.event), 'UserPromptSubmit'])];
     writeFileSync(
       join(codexHome, 'hooks.json'),
-      JSON.stringify({ hooks: Object.fromEntries(events.map((e) => [e, [{ hooks: [{ type: 'command', command: `/bin/sh ${recorder}`, timeout: 30 }] }]])) }, null, 2),
+      JSON.stringify(
+        {
+          hooks: Object.fromEntries(
+            events.map((e) => [e, [{ hooks: [{ type: 'command', command: `/bin/sh ${recorder}`, timeout: 30 }] }]]),
+          ),
+        },
+        null,
+        2,
+      ),
     );
     const latchEnv = { ...process.env, LATCH_HOME: latchHome, CODEX_HOME: codexHome };
     const latch = (args: string[]) => {
-      const r = spawnSync(process.execPath, [entry, ...args], { cwd: work, env: latchEnv, encoding: 'utf8', timeout: 60_000 });
+      const r = spawnSync(process.execPath, [entry, ...args], {
+        cwd: work,
+        env: latchEnv,
+        encoding: 'utf8',
+        timeout: 60_000,
+      });
       return { code: r.status ?? -1, stdout: r.stdout ?? '', stderr: r.stderr ?? '' };
     };
     const s = latch(['setup', 'codex', '--codex-home', codexHome]);
@@ -297,13 +365,18 @@ export async function runQualification(opts: QualifyRunOptions): Promise<Qualifi
       const calls = new Map<string, string>();
       for (const q of fake.requests) {
         for (const it of (q.body?.input ?? []) as any[]) {
-          if (it?.type === 'function_call' || it?.type === 'custom_tool_call') calls.set(it.call_id, `${it.arguments ?? ''}${it.input ?? ''}`);
+          if (it?.type === 'function_call' || it?.type === 'custom_tool_call')
+            calls.set(it.call_id, `${it.arguments ?? ''}${it.input ?? ''}`);
         }
       }
       const seenIds = new Set<string>();
       for (const q of fake.requests) {
         for (const it of (q.body?.input ?? []) as any[]) {
-          if ((it?.type === 'function_call_output' || it?.type === 'custom_tool_call_output') && (calls.get(it.call_id) ?? '').includes(needle) && !seenIds.has(it.call_id)) {
+          if (
+            (it?.type === 'function_call_output' || it?.type === 'custom_tool_call_output') &&
+            (calls.get(it.call_id) ?? '').includes(needle) &&
+            !seenIds.has(it.call_id)
+          ) {
             seenIds.add(it.call_id);
             out.push(itemText(it));
           }
@@ -323,18 +396,27 @@ export async function runQualification(opts: QualifyRunOptions): Promise<Qualifi
     const payloads1 = readPayloads(payloadDir);
     const compactionRequests = fake.requests.filter((q) => q.isCompaction).length;
 
-    hookOrderCheck(payloads1.filter((p) => p.payload.session_id === thread), set);
+    hookOrderCheck(
+      payloads1.filter((p) => p.payload.session_id === thread),
+      set,
+    );
     compactionCheck({ parent, payloads: payloads1, thread, compactionRequests, rollout }, set);
     const a = file('a.txt');
     const bashOut = outputOf('echo denied > denied.txt');
-    const denyB = file('denied.txt') === null && bashOut.length > 0 && bashOut.every((o) => o.includes('blocked by PreToolUse hook') || o.includes('Latch blocked'));
+    const denyB =
+      file('denied.txt') === null &&
+      bashOut.length > 0 &&
+      bashOut.every((o) => o.includes('blocked by PreToolUse hook') || o.includes('Latch blocked'));
     set(
       'deny-bash',
       denyB && a === 'step1\nstep2\n',
       `before the compaction both writes ran (a.txt = ${JSON.stringify(a)}); after it \`echo denied > denied.txt\`: denied.txt ${file('denied.txt') === null ? 'absent' : 'WRITTEN'}; the model saw ${bashOut.length ? JSON.stringify(clip(bashOut[0]!, 220)) : 'no output for the call'}`,
     );
     const patchOut = outputOf('denied-patch.txt');
-    const denyP = file('denied-patch.txt') === null && patchOut.length > 0 && patchOut.every((o) => /blocked by PreToolUse hook|Latch blocked/.test(o));
+    const denyP =
+      file('denied-patch.txt') === null &&
+      patchOut.length > 0 &&
+      patchOut.every((o) => /blocked by PreToolUse hook|Latch blocked/.test(o));
     set(
       'deny-apply-patch',
       denyP,
@@ -363,7 +445,9 @@ export async function runQualification(opts: QualifyRunOptions): Promise<Qualifi
     set(
       'resume-native',
       lr?.decision === 'native',
-      lr ? `resume of the untouched rollout (${sizeBefore} bytes recorded): ${lr.decision}${lr.failed.length ? ` — failed: ${lr.failed.map((f) => `${f.name}: ${f.reason}`).join('; ')}` : ' (every check passed)'}` : 'no resume decision was recorded',
+      lr
+        ? `resume of the untouched rollout (${sizeBefore} bytes recorded): ${lr.decision}${lr.failed.length ? ` — failed: ${lr.failed.map((f) => `${f.name}: ${f.reason}`).join('; ')}` : ' (every check passed)'}`
+        : 'no resume decision was recorded',
       lr ?? undefined,
     );
 
@@ -372,7 +456,14 @@ export async function runQualification(opts: QualifyRunOptions): Promise<Qualifi
     const fid = r3.threadId ?? null;
     const fs3 = fid ? (status().sessions.find((x) => x.session_id === fid) ?? null) : null;
     const forkOut = [...outputOf('echo fork > fork.txt'), ...outputOf('fork-patch.txt')];
-    const forkOk = fid !== null && fid !== thread && file('fork.txt') === null && file('fork-patch.txt') === null && fs3?.state === 'latched' && forkOut.length >= 2 && forkOut.every((o) => o.includes('Latch blocked'));
+    const forkOk =
+      fid !== null &&
+      fid !== thread &&
+      file('fork.txt') === null &&
+      file('fork-patch.txt') === null &&
+      fs3?.state === 'latched' &&
+      forkOut.length >= 2 &&
+      forkOut.every((o) => o.includes('Latch blocked'));
     set(
       'latch-across-fork',
       forkOk,
@@ -397,7 +488,9 @@ export async function runQualification(opts: QualifyRunOptions): Promise<Qualifi
     set(
       'resume-full-after-rewrite',
       lr4?.decision === 'full' && lr4.failed.some((f) => f.name === 'append-only'),
-      lr4 ? `after rewriting ${rewritten}: ${lr4.decision}; failed: ${lr4.failed.map((f) => `${f.name}: ${clip(f.reason, 160)}`).join('; ') || 'none'}` : `after rewriting ${rewritten}: no resume decision recorded`,
+      lr4
+        ? `after rewriting ${rewritten}: ${lr4.decision}; failed: ${lr4.failed.map((f) => `${f.name}: ${clip(f.reason, 160)}`).join('; ') || 'none'}`
+        : `after rewriting ${rewritten}: no resume decision recorded`,
       lr4 ?? undefined,
     );
 
@@ -431,7 +524,12 @@ export async function runQualification(opts: QualifyRunOptions): Promise<Qualifi
 type Setter = (name: CheckName, ok: boolean, evidence: string, data?: unknown) => void;
 
 function schemaCheck(schemas: Map<string, Schema>, set: Setter): void {
-  if (schemas.size === 0) return set('hook-schemas', false, 'no hook JSON Schemas are embedded in the binary (not a Codex binary, or a wrapper script: pass the native binary with --codex)');
+  if (schemas.size === 0)
+    return set(
+      'hook-schemas',
+      false,
+      'no hook JSON Schemas are embedded in the binary (not a Codex binary, or a wrapper script: pass the native binary with --codex)',
+    );
   const needed: string[] = [];
   for (const e of [...LATCH_EVENTS.map((x) => x.event), 'UserPromptSubmit']) {
     needed.push(`${EVENT_SCHEMA[e]}.command.input`);
@@ -463,7 +561,13 @@ function schemaCheck(schemas: Map<string, Schema>, set: Setter): void {
     'hook-schemas',
     problems.length === 0,
     `${schemas.size} hook schemas in the binary; ${problems.length ? problems.join('; ') : "Latch's deny, allow+updatedInput and SessionStart additionalContext replies are valid"}; ${diffText}`,
-    { titles: [...schemas.keys()].sort(), sha256: Object.fromEntries([...schemas].sort().map(([t, s]) => [t, createHash('sha256').update(canonical(s)).digest('hex')])), diff },
+    {
+      titles: [...schemas.keys()].sort(),
+      sha256: Object.fromEntries(
+        [...schemas].sort().map(([t, s]) => [t, createHash('sha256').update(canonical(s)).digest('hex')]),
+      ),
+      diff,
+    },
   );
 }
 
@@ -472,7 +576,11 @@ function readPayloads(dir: string): Recorded[] {
   for (const n of readdirSync(dir).sort()) {
     if (!n.endsWith('.json')) continue;
     try {
-      out.push({ file: n, at: n.split('-')[0]!, payload: JSON.parse(readFileSync(join(dir, n), 'utf8')) as Record<string, unknown> });
+      out.push({
+        file: n,
+        at: n.split('-')[0]!,
+        payload: JSON.parse(readFileSync(join(dir, n), 'utf8')) as Record<string, unknown>,
+      });
     } catch {
       out.push({ file: n, at: n.split('-')[0]!, payload: { unreadable: true } });
     }
@@ -498,7 +606,11 @@ function payloadCheck(all: Recorded[], schemas: Map<string, Schema>, set: Setter
     if (errs.length) bad.push(`${ev} (${r.file}): ${errs.slice(0, 3).join('; ')}`);
   }
   const wantSources = ['startup', 'compact', 'resume', 'fork'].filter((x) => !sources.has(x));
-  const problems = [...bad.slice(0, 8), ...(bad.length > 8 ? [`and ${bad.length - 8} more`] : []), ...(wantSources.length ? [`no SessionStart with source ${wantSources.join(', ')}`] : [])];
+  const problems = [
+    ...bad.slice(0, 8),
+    ...(bad.length > 8 ? [`and ${bad.length - 8} more`] : []),
+    ...(wantSources.length ? [`no SessionStart with source ${wantSources.join(', ')}`] : []),
+  ];
   if (all.length === 0) problems.push('no hook payload was recorded (hooks did not run)');
   set(
     'hook-payloads',
@@ -515,7 +627,10 @@ const ORDER: { name: string; match: (p: Record<string, unknown>) => boolean }[] 
   { name: 'PreCompact(auto)', match: (p) => p.hook_event_name === 'PreCompact' && p.trigger === 'auto' },
   { name: 'PostCompact(auto)', match: (p) => p.hook_event_name === 'PostCompact' && p.trigger === 'auto' },
   { name: 'SessionStart(compact)', match: (p) => p.hook_event_name === 'SessionStart' && p.source === 'compact' },
-  { name: 'PreToolUse(apply_patch)', match: (p) => p.hook_event_name === 'PreToolUse' && p.tool_name === 'apply_patch' },
+  {
+    name: 'PreToolUse(apply_patch)',
+    match: (p) => p.hook_event_name === 'PreToolUse' && p.tool_name === 'apply_patch',
+  },
   { name: 'Stop', match: (p) => p.hook_event_name === 'Stop' },
 ];
 
@@ -560,14 +675,22 @@ function compress(seq: string[]): string[] {
 }
 
 function compactionCheck(
-  o: { parent: StatusJson['sessions'][number] | null; payloads: Recorded[]; thread: string; compactionRequests: number; rollout: string | null },
+  o: {
+    parent: StatusJson['sessions'][number] | null;
+    payloads: Recorded[];
+    thread: string;
+    compactionRequests: number;
+    rollout: string | null;
+  },
   set: Setter,
 ): void {
   const mine = o.payloads.filter((p) => p.payload.session_id === o.thread);
   const hooks = {
     PreCompact: mine.some((p) => p.payload.hook_event_name === 'PreCompact'),
     PostCompact: mine.some((p) => p.payload.hook_event_name === 'PostCompact'),
-    'SessionStart(compact)': mine.some((p) => p.payload.hook_event_name === 'SessionStart' && p.payload.source === 'compact'),
+    'SessionStart(compact)': mine.some(
+      (p) => p.payload.hook_event_name === 'SessionStart' && p.payload.source === 'compact',
+    ),
   };
   let transcript = 'no rollout file';
   let inTranscript = false;
@@ -582,11 +705,21 @@ function compactionCheck(
   const via = cp?.observed_via ?? [];
   const need = ['pre_compact', 'post_compact', 'session_start'];
   const latched = o.parent?.state === 'latched';
-  const ok = o.compactionRequests === 1 && Object.values(hooks).every(Boolean) && inTranscript && !!cp && need.every((n) => via.includes(n)) && latched;
+  const ok =
+    o.compactionRequests === 1 &&
+    Object.values(hooks).every(Boolean) &&
+    inTranscript &&
+    !!cp &&
+    need.every((n) => via.includes(n)) &&
+    latched;
   set(
     'compaction-seen',
     ok,
-    `${o.compactionRequests} compaction request(s) to the model; hooks: ${Object.entries(hooks).map(([k, v]) => `${k} ${v ? 'yes' : 'NO'}`).join(', ')}; transcript: ${transcript}; Latch: ${cp ? `checkpoint ${cp.id} (${cp.trigger}) observed via ${via.join('+')}` : 'NO checkpoint'}, session ${o.parent?.state ?? 'unknown'}`,
+    `${o.compactionRequests} compaction request(s) to the model; hooks: ${Object.entries(hooks)
+      .map(([k, v]) => `${k} ${v ? 'yes' : 'NO'}`)
+      .join(
+        ', ',
+      )}; transcript: ${transcript}; Latch: ${cp ? `checkpoint ${cp.id} (${cp.trigger}) observed via ${via.join('+')}` : 'NO checkpoint'}, session ${o.parent?.state ?? 'unknown'}`,
   );
 }
 
@@ -597,10 +730,14 @@ function readChecks(latchHome: string, session: string, pages: number, set: Sett
   try {
     const db = openStore(latchHome, { create: false, readonly: true });
     try {
-      rows = db.prepare('SELECT page, version, ok, reasons_json, call_id FROM brief_reads WHERE session_id = ? ORDER BY id').all(session) as typeof rows;
+      rows = db
+        .prepare('SELECT page, version, ok, reasons_json, call_id FROM brief_reads WHERE session_id = ? ORDER BY id')
+        .all(session) as typeof rows;
       // While held, a page command inside a compound command is not replayed but refused (Latch runs
       // its own reads only in their exact form): blocked, it cannot count as a read either.
-      blocked = (db.prepare('SELECT summary FROM denials WHERE session_id = ?').all(session) as { summary: string | null }[]).map((d) => d.summary ?? '');
+      blocked = (
+        db.prepare('SELECT summary FROM denials WHERE session_id = ?').all(session) as { summary: string | null }[]
+      ).map((d) => d.summary ?? '');
     } finally {
       db.close();
     }
@@ -617,11 +754,19 @@ function readChecks(latchHome: string, session: string, pages: number, set: Sett
   set(
     'read-receipt',
     allPages,
-    pages === 0 ? 'no page command was delivered, so no read could be made' : `${pages} page(s); receipts recorded for page(s) ${[...good].join(', ') || 'none'} (${rows.length} read(s) recorded in all)`,
+    pages === 0
+      ? 'no page command was delivered, so no read could be made'
+      : `${pages} page(s); receipts recorded for page(s) ${[...good].join(', ') || 'none'} (${rows.length} read(s) recorded in all)`,
   );
   const bad = rows.filter((r) => r.ok === 0).map((r) => (JSON.parse(r.reasons_json) as string[]).join('; '));
-  const failing = bad.find((r) => /exit|code/i.test(r)) ?? blocked.find((b) => b.includes('&& false') || (/^Bash: \S*node /.test(b) && b.includes(' brief --page ')))?.replace(/^/, 'blocked by Latch: ');
-  const truncated = bad.find((r) => /truncat/i.test(r)) ?? blocked.find((b) => b.includes('cat big.txt'))?.replace(/^/, 'blocked by Latch: ');
+  const failing =
+    bad.find((r) => /exit|code/i.test(r)) ??
+    blocked
+      .find((b) => b.includes('&& false') || (/^Bash: \S*node /.test(b) && b.includes(' brief --page ')))
+      ?.replace(/^/, 'blocked by Latch: ');
+  const truncated =
+    bad.find((r) => /truncat/i.test(r)) ??
+    blocked.find((b) => b.includes('cat big.txt'))?.replace(/^/, 'blocked by Latch: ');
   set(
     'reads-rejected',
     !!failing && !!truncated,
@@ -680,8 +825,12 @@ async function doctorCheck(rollouts: string[], latchHome: string, version: strin
     // The parent was rewritten on purpose (step 4): its prefix_rewritten is the expected finding.
     // Known doctor limitation: Latch's own brief page reads (`node …/latch.cjs brief --page N`, which
     // the guard allows while latched) are counted by the analyser as mutations that ran while held.
-    const pageRead = new Set(r.attempts_after_compaction.list.filter((x) => / brief --page \d+ /.test(x.summary)).map((x) => x.line));
-    const expected = (x: (typeof r.findings)[number]) => x.code === 'prefix_rewritten' || (x.code === 'ran_while_held' && x.lines.length > 0 && x.lines.every((l) => pageRead.has(l)));
+    const pageRead = new Set(
+      r.attempts_after_compaction.list.filter((x) => / brief --page \d+ /.test(x.summary)).map((x) => x.line),
+    );
+    const expected = (x: (typeof r.findings)[number]) =>
+      x.code === 'prefix_rewritten' ||
+      (x.code === 'ran_while_held' && x.lines.length > 0 && x.lines.every((l) => pageRead.has(l)));
     const errors = r.findings.filter((x) => (x.severity === 'error' || x.severity === 'warning') && !expected(x));
     if (errors.length || r.unreadable) ok = false;
     parts.push(
@@ -697,7 +846,11 @@ async function doctorCheck(rollouts: string[], latchHome: string, version: strin
 
 function stopWatchers(entry: string, latchHome: string): void {
   try {
-    spawnSync(process.execPath, [entry, 'watch', 'stop', '--all'], { env: { ...process.env, LATCH_HOME: latchHome }, stdio: 'ignore', timeout: 15_000 });
+    spawnSync(process.execPath, [entry, 'watch', 'stop', '--all'], {
+      env: { ...process.env, LATCH_HOME: latchHome },
+      stdio: 'ignore',
+      timeout: 15_000,
+    });
   } catch {
     /* best effort */
   }
@@ -715,7 +868,8 @@ function snapshotLatch(dir: string): string {
   if (!existsSync(join(root, 'node_modules', 'better-sqlite3')) || !existsSync(join(root, 'package.json'))) return live;
   try {
     mkdirSync(join(dir, 'dist'), { recursive: true });
-    for (const n of readdirSync(join(root, 'dist'))) if (/\.cjs(\.v8cache)?$/.test(n)) copyFileSync(join(root, 'dist', n), join(dir, 'dist', n));
+    for (const n of readdirSync(join(root, 'dist')))
+      if (/\.cjs(\.v8cache)?$/.test(n)) copyFileSync(join(root, 'dist', n), join(dir, 'dist', n));
     copyFileSync(join(root, 'package.json'), join(dir, 'package.json'));
     symlinkSync(join(root, 'node_modules'), join(dir, 'node_modules'));
     if (existsSync(join(root, 'data'))) symlinkSync(join(root, 'data'), join(dir, 'data'));

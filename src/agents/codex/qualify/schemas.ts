@@ -99,10 +99,39 @@ function propDiff(a: Schema, b: Schema): string[] {
 // additionalProperties, allOf, $ref to #/definitions) plus anyOf/oneOf/not/items and the simple
 // numeric/string bounds. Any other assertion keyword is reported as unsupported (never ignored).
 
-const ANNOTATIONS = new Set(['$schema', '$id', '$comment', 'title', 'description', 'default', 'examples', 'definitions', 'readOnly', 'writeOnly', 'format']);
+const ANNOTATIONS = new Set([
+  '$schema',
+  '$id',
+  '$comment',
+  'title',
+  'description',
+  'default',
+  'examples',
+  'definitions',
+  'readOnly',
+  'writeOnly',
+  'format',
+]);
 const SUPPORTED = new Set([
-  'type', 'enum', 'const', 'properties', 'required', 'additionalProperties', 'allOf', 'anyOf', 'oneOf', 'not', 'items',
-  '$ref', 'minimum', 'maximum', 'minLength', 'maxLength', 'pattern', 'minItems', 'maxItems',
+  'type',
+  'enum',
+  'const',
+  'properties',
+  'required',
+  'additionalProperties',
+  'allOf',
+  'anyOf',
+  'oneOf',
+  'not',
+  'items',
+  '$ref',
+  'minimum',
+  'maximum',
+  'minLength',
+  'maxLength',
+  'pattern',
+  'minItems',
+  'maxItems',
 ]);
 
 export function validate(schema: Schema, value: unknown): string[] {
@@ -129,7 +158,9 @@ function check(root: Schema, s: unknown, v: unknown, at: string, errors: string[
     return;
   }
   const sc = s as Schema;
-  for (const k of Object.keys(sc)) if (!SUPPORTED.has(k) && !ANNOTATIONS.has(k)) errors.push(`${at}: schema keyword ${k} is not supported by Latch's validator`);
+  for (const k of Object.keys(sc))
+    if (!SUPPORTED.has(k) && !ANNOTATIONS.has(k))
+      errors.push(`${at}: schema keyword ${k} is not supported by Latch's validator`);
   if (typeof sc.$ref === 'string') {
     const m = /^#\/definitions\/(.+)$/.exec(sc.$ref);
     const target = m ? ((root.definitions ?? {}) as Record<string, unknown>)[m[1]!] : undefined;
@@ -144,8 +175,10 @@ function check(root: Schema, s: unknown, v: unknown, at: string, errors: string[
       return;
     }
   }
-  if (sc.const !== undefined && !isDeepStrictEqual(sc.const, v)) errors.push(`${at}: ${JSON.stringify(v)} is not the constant ${JSON.stringify(sc.const)}`);
-  if (Array.isArray(sc.enum) && !sc.enum.some((e) => isDeepStrictEqual(e, v))) errors.push(`${at}: ${JSON.stringify(v)} is not one of ${JSON.stringify(sc.enum)}`);
+  if (sc.const !== undefined && !isDeepStrictEqual(sc.const, v))
+    errors.push(`${at}: ${JSON.stringify(v)} is not the constant ${JSON.stringify(sc.const)}`);
+  if (Array.isArray(sc.enum) && !sc.enum.some((e) => isDeepStrictEqual(e, v)))
+    errors.push(`${at}: ${JSON.stringify(v)} is not one of ${JSON.stringify(sc.enum)}`);
   if (typeof v === 'number') {
     if (typeof sc.minimum === 'number' && v < sc.minimum) errors.push(`${at}: ${v} < minimum ${sc.minimum}`);
     if (typeof sc.maximum === 'number' && v > sc.maximum) errors.push(`${at}: ${v} > maximum ${sc.maximum}`);
@@ -153,24 +186,34 @@ function check(root: Schema, s: unknown, v: unknown, at: string, errors: string[
   if (typeof v === 'string') {
     if (typeof sc.minLength === 'number' && v.length < sc.minLength) errors.push(`${at}: shorter than ${sc.minLength}`);
     if (typeof sc.maxLength === 'number' && v.length > sc.maxLength) errors.push(`${at}: longer than ${sc.maxLength}`);
-    if (typeof sc.pattern === 'string' && !new RegExp(sc.pattern, 'u').test(v)) errors.push(`${at}: does not match ${sc.pattern}`);
+    if (typeof sc.pattern === 'string' && !new RegExp(sc.pattern, 'u').test(v))
+      errors.push(`${at}: does not match ${sc.pattern}`);
   }
   if (Array.isArray(v)) {
-    if (typeof sc.minItems === 'number' && v.length < sc.minItems) errors.push(`${at}: fewer than ${sc.minItems} items`);
+    if (typeof sc.minItems === 'number' && v.length < sc.minItems)
+      errors.push(`${at}: fewer than ${sc.minItems} items`);
     if (typeof sc.maxItems === 'number' && v.length > sc.maxItems) errors.push(`${at}: more than ${sc.maxItems} items`);
     if (sc.items !== undefined) {
-      if (Array.isArray(sc.items)) sc.items.forEach((it, i) => i < v.length && check(root, it, v[i], `${at}[${i}]`, errors));
-      else v.forEach((x, i) => check(root, sc.items, x, `${at}[${i}]`, errors));
+      if (Array.isArray(sc.items))
+        sc.items.forEach((it, i) => {
+          if (i < v.length) check(root, it, v[i], `${at}[${i}]`, errors);
+        });
+      else
+        v.forEach((x, i) => {
+          check(root, sc.items, x, `${at}[${i}]`, errors);
+        });
     }
   }
   if (v && typeof v === 'object' && !Array.isArray(v)) {
     const o = v as Record<string, unknown>;
     const props = (sc.properties ?? {}) as Record<string, unknown>;
-    if (Array.isArray(sc.required)) for (const r of sc.required as string[]) if (!(r in o)) errors.push(`${at}: missing required property ${r}`);
+    if (Array.isArray(sc.required))
+      for (const r of sc.required as string[]) if (!(r in o)) errors.push(`${at}: missing required property ${r}`);
     for (const [k, x] of Object.entries(o)) {
       if (k in props) check(root, props[k], x, `${at}.${k}`, errors);
       else if (sc.additionalProperties === false) errors.push(`${at}: unknown property ${k}`);
-      else if (sc.additionalProperties && typeof sc.additionalProperties === 'object') check(root, sc.additionalProperties, x, `${at}.${k}`, errors);
+      else if (sc.additionalProperties && typeof sc.additionalProperties === 'object')
+        check(root, sc.additionalProperties, x, `${at}.${k}`, errors);
     }
   }
   if (Array.isArray(sc.allOf)) for (const sub of sc.allOf) check(root, sub, v, at, errors);
