@@ -73,6 +73,11 @@ export interface Agent {
   readSandbox(latchHome: string, env: NodeJS.ProcessEnv, spawn: Spawn): ReadSandbox;
   /** Is `text` a read Latch rewrote (so a transcript's command is recognised as a held read)? */
   isRewrittenRead(text: string): boolean;
+  /**
+   * Optional: makes what the agent itself runs around a held read safe before it is allowed (Claude
+   * Code sources shell snapshots outside any wrapper). Null when done; else why not (the read is denied).
+   */
+  prepareHeldRead?(env: NodeJS.ProcessEnv): string | null;
 
   readonly transcript: TranscriptReader;
   /** The slow parts, loaded on first use. */

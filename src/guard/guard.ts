@@ -237,6 +237,7 @@ async function handleWithDb(ctx: GuardContext, db: Db, obs: Observation, ev: Lat
   const heldRead = tracked && ev.call.kind === 'shell' && (scan.problem !== null || blockers(db, row).length > 0);
   const replay = heldRead ? latchReplay(ctx, obs, ev.call) : null;
   const reads = heldRead && replay === null ? readSandbox(ctx) : null;
+  const unsafe = heldRead && replay === null ? (ctx.agent.prepareHeldRead?.(ctx.env ?? process.env) ?? null) : null;
 
   /** The Start written for this PreToolUse's call (nanoseconds), if any. */
   let startedNs: string | null = null;
@@ -318,7 +319,7 @@ async function handleWithDb(ctx: GuardContext, db: Db, obs: Observation, ev: Lat
           obs,
           ev.call,
           scan,
-          { sandbox: reads, replay, classify: classifyContextOf(ctx, obs) },
+          { sandbox: reads, unsafe, replay, classify: classifyContextOf(ctx, obs) },
           now,
         );
         if (d.verdict !== 'allow' || ev.call.kind === null) return d;
@@ -946,6 +947,8 @@ function latchReplay(ctx: GuardContext, obs: Observation, call: ToolCall): strin
 /** What a held read needs, found before the write lock. */
 interface HeldRead {
   sandbox: ReadSandbox | null;
+  /** Why the agent could not make a held read safe (Agent.prepareHeldRead): the read is denied. */
+  unsafe: string | null;
   /** A Latch read the hook already ran: the command that replays its output. */
   replay: string | null;
   classify: ClassifyContext;
@@ -967,6 +970,7 @@ function sandboxedRead(call: ToolCall, readOnly: Reason, held: HeldRead, state: 
       ...allow([readOnly, { code: 'latch_read', message: 'Latch ran this read itself.' }], state),
       updatedInput: { ...input, command: held.replay },
     };
+  if (held.unsafe !== null) return denyDecision([{ code: 'read_unsafe', message: held.unsafe }], state);
   const sb = held.sandbox;
   // The same decision the adversarial corpus checks (src/guard/held.ts), on the verdict already made.
   const run = heldShell(call.command ?? '', held.classify, sb?.ok ? sb.wrap : null);
