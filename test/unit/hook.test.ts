@@ -470,6 +470,14 @@ test('an unknown tool name is tracked: a ledger attempt while mutable, a denial 
   const r2 = await hook(sb, call('call_new_2'));
   assert.ok(r2.denied);
   assert.match(r2.reason, /does not know the tool `shiny_new_tool`/);
+  // Codex's own waiting and viewing tools change nothing: they still run.
+  for (const name of ['collaborationwait_agent', 'view_image']) {
+    const r = await hook(
+      sb,
+      payload('pre-tool-use-bash', sb, { tool_name: name, tool_input: {}, tool_use_id: `call_${name}` }),
+    );
+    assert.equal(r.denied, false, name);
+  }
 });
 
 test('a payload field Latch does not know changes nothing: still denied while latched, allowed while mutable', async (t) => {

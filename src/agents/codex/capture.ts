@@ -1,7 +1,7 @@
 // The brief's capture from a Codex rollout (streaming, bounded memory): the user's requests (Codex's
 // injected context skipped), the latest plan or goal, the last assistant message.
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
-import type { CaptureOptions, TranscriptCapture } from '../../continuity/capture.js';
+import { emptyCapture, type CaptureOptions, type TranscriptCapture } from '../../continuity/capture.js';
 import { clip, MAX_ITEMS } from '../../continuity/brief.js';
 import { findRollout } from './lineage.js';
 import { outputCallId, topLevelType } from './rollout.js';
@@ -26,18 +26,7 @@ const INJECTED_PREFIXES = [
 const GOAL_TOOLS = new Set(['create_goal', 'update_goal', 'get_goal']);
 
 class Capturer {
-  c: TranscriptCapture = {
-    sessionId: null,
-    cwd: null,
-    forkedFrom: null,
-    requests: [],
-    requestCount: 0,
-    plan: null,
-    goal: null,
-    lastAssistant: null,
-    skippedLines: 0,
-    badLines: 0,
-  };
+  c: TranscriptCapture = emptyCapture();
   first: string | null = null;
   recent: string[] = [];
   goalCalls = new Set<string>();

@@ -32,10 +32,20 @@ export function classifyTool(name: string, input: unknown, toolUseId: string | n
 
 /**
  * Codex's own tools that change nothing, so never blocked: `view_image` reads one file for the model
- * (0.171 sends it through PreToolUse), `update_plan` and `request_user_input` only talk to the user.
+ * (0.171 sends it through PreToolUse), `update_plan` and `request_user_input` only talk to the user,
+ * and the collaboration tools that only wait for or list sub-agents (0.171 sends
+ * `collaborationwait_agent` through PreToolUse; a sub-agent's own calls are guarded as the session's).
  * Every other name that is not tracked above is `unknown`.
  */
-const READ_ONLY_TOOLS: ReadonlySet<string> = new Set(['view_image', 'update_plan', 'request_user_input']);
+const READ_ONLY_TOOLS: ReadonlySet<string> = new Set([
+  'view_image',
+  'update_plan',
+  'request_user_input',
+  'wait_agent',
+  'collaborationwait_agent',
+  'list_agents',
+  'collaborationlist_agents',
+]);
 
 function commandText(input: unknown): string | null {
   if (input && typeof input === 'object') {
