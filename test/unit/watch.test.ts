@@ -515,7 +515,10 @@ test('hooks: a Close is observed by the ready watcher, without it (or when it st
     db.close();
     // The first Close races the watcher the first hook started: under load it may already be ready.
     // Either way the change is the call's; the stalled and killed cases below show the hook's own path.
-    assert.ok([CLOSE_REASON.hook, CLOSE_REASON.watcher].includes(closes[0]!), `first close: ${closes[0]}`);
+    assert.ok(
+      ([CLOSE_REASON.hook, CLOSE_REASON.watcher] as string[]).includes(closes[0]!),
+      `first close: ${closes[0]}`,
+    );
     assert.deepEqual(closes.slice(1, 3), [CLOSE_REASON.watcher, CLOSE_REASON.watcher]);
     assert.equal(closes[3], CLOSE_REASON.hook, 'watcher stalled: the hook observed');
     assert.equal(closes[4], CLOSE_REASON.hook, 'watcher killed: the hook observed');
