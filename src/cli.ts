@@ -23,20 +23,36 @@ const homeOpts = { 'codex-home': { type: 'string' }, project: { type: 'string' }
 
 const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
 
-function needAgent(positionals: string[], cmd: string): void {
-  if (positionals[0] !== 'codex')
-    throw new ExitError(EXIT.usage, `usage: latch ${cmd} codex [options] (only Codex is supported for now)`);
+/** The agent a setup/uninstall is for (`codex` or `claude`), with only the options that agent takes. */
+function setupAgent(
+  positionals: string[],
+  values: Record<string, string | boolean | undefined>,
+  cmd: string,
+): 'codex' | 'claude' {
+  const usage = COMMANDS[cmd]!.usage;
+  const agent = positionals[0];
+  if (positionals.length !== 1 || (agent !== 'codex' && agent !== 'claude'))
+    throw new ExitError(EXIT.usage, `usage: ${usage}`);
+  const only = agent === 'codex' ? ['json'] : ['codex-home', 'trust'];
+  const wrong = only.find((o) => values[o] !== undefined);
+  if (wrong)
+    throw new ExitError(EXIT.usage, `--${wrong} is not an option of \`latch ${cmd} ${agent}\`\nusage: ${usage}`);
+  return agent;
 }
 
 export const COMMANDS: Record<string, Command> = {
   setup: {
-    usage: 'latch setup codex [--codex-home DIR] [--project DIR] [--trust] [--dry-run]',
+    usage:
+      'latch setup codex [--codex-home DIR] [--project DIR] [--trust] [--dry-run] | latch setup claude [--project DIR] [--dry-run] [--json]',
     summary:
-      "Install Latch's hook handlers into Codex's hooks.json (user or project); idempotent. --trust also records Codex's trust for exactly Latch's handlers (the hash the real `codex` reports, written as [hooks.state] entries of $CODEX_HOME/config.toml; no other entry touched), so Codex runs them without a /hooks review. --dry-run shows what it would write.",
-    options: { ...homeOpts, 'dry-run': { type: 'boolean' }, trust: { type: 'boolean' } },
+      "Install Latch's hook handlers, idempotently, keeping every other hook and setting. codex: into Codex's hooks.json (user or project); --trust also records Codex's trust for exactly Latch's handlers (the hash the real `codex` reports, written as [hooks.state] entries of $CODEX_HOME/config.toml; no other entry touched), so Codex runs them without a /hooks review. claude: into Claude Code's settings.json ($CLAUDE_CONFIG_DIR/settings.json, else ~/.claude/settings.json; --project DIR: DIR/.claude/settings.json), every tool's PreToolUse wrapped fail-closed. --dry-run shows what it would write.",
+    options: { ...homeOpts, ...jsonOpt, 'dry-run': { type: 'boolean' }, trust: { type: 'boolean' } },
     positionals: true,
     async run(io, v, p) {
-      needAgent(p, 'setup');
+      if (setupAgent(p, v, 'setup') === 'claude') {
+        const { setupClaude } = await import('./agents/claude/setup.js');
+        return setupClaude(io, { project: str(v.project), dryRun: v['dry-run'] === true, json: v.json === true });
+      }
       const { setupCodex } = await import('./commands/setup.js');
       return setupCodex(io, {
         codexHome: str(v['codex-home']),
@@ -47,12 +63,16 @@ export const COMMANDS: Record<string, Command> = {
     },
   },
   uninstall: {
-    usage: 'latch uninstall codex [--codex-home DIR] [--project DIR] [--dry-run]',
-    summary: "Remove only Latch's handlers from hooks.json.",
-    options: { ...homeOpts, 'dry-run': { type: 'boolean' } },
+    usage:
+      'latch uninstall codex [--codex-home DIR] [--project DIR] [--dry-run] | latch uninstall claude [--project DIR] [--dry-run] [--json]',
+    summary: "Remove only Latch's handlers from Codex's hooks.json or Claude Code's settings.json.",
+    options: { ...homeOpts, ...jsonOpt, 'dry-run': { type: 'boolean' } },
     positionals: true,
     async run(io, v, p) {
-      needAgent(p, 'uninstall');
+      if (setupAgent(p, v, 'uninstall') === 'claude') {
+        const { uninstallClaude } = await import('./agents/claude/setup.js');
+        return uninstallClaude(io, { project: str(v.project), dryRun: v['dry-run'] === true, json: v.json === true });
+      }
       const { uninstallCodex } = await import('./commands/setup.js');
       return uninstallCodex(io, {
         codexHome: str(v['codex-home']),
@@ -62,19 +82,22 @@ export const COMMANDS: Record<string, Command> = {
     },
   },
   doctor: {
-    usage: 'latch doctor [FILE] [--codex-home DIR] [--project DIR] [--json] [--full]',
+    usage: 'latch doctor [FILE] [--agent codex|claude] [--codex-home DIR] [--project DIR] [--json] [--full]',
     summary:
-      "Without FILE: check the installation (hooks installed and trusted, binary, Codex version, store health). With FILE: fsck a Codex rollout (.jsonl or .jsonl.zst) or a captured app-server stream, cross-checked with the Latch store. Exit codes with FILE: 0 healthy (no finding); 1 damage (an ERROR: the file is damaged or contradicts Latch's record; or a WARN: something a healthy Codex does not write); 2 unreadable; 3 healthy but written by a Codex release Latch has not qualified (NOTE findings only: age, not damage; `latch qualify codex VERSION` qualifies it). The most serious applies (2, 1, 3, 0).",
-    options: { ...homeOpts, ...jsonOpt, full: { type: 'boolean' } },
+      "Without FILE: check the installation (hooks installed and trusted, binary, Codex version, store health; Claude Code's settings, hook command and version when Latch is in them, or with --agent claude; --agent codex: Codex only). With FILE: fsck a Codex rollout (.jsonl or .jsonl.zst) or a captured app-server stream, cross-checked with the Latch store. Exit codes with FILE: 0 healthy (no finding); 1 damage (an ERROR: the file is damaged or contradicts Latch's record; or a WARN: something a healthy Codex does not write); 2 unreadable; 3 healthy but written by a Codex release Latch has not qualified (NOTE findings only: age, not damage; `latch qualify codex VERSION` qualifies it). The most serious applies (2, 1, 3, 0).",
+    options: { ...homeOpts, ...jsonOpt, full: { type: 'boolean' }, agent: { type: 'string' } },
     positionals: true,
     async run(io, v, p) {
+      const agent = str(v.agent);
+      if (agent !== undefined && agent !== 'codex' && agent !== 'claude')
+        throw new ExitError(EXIT.usage, `--agent ${agent}: expected codex or claude`);
       if (p.length > 1) throw new ExitError(EXIT.usage, 'usage: latch doctor [FILE] [--json] [--full]');
       if (p.length === 1) {
         const { transcriptDoctor } = await import('./agents/codex/fsck/command.js');
         return transcriptDoctor(io, { file: p[0]!, json: v.json === true, full: v.full === true });
       }
       const { doctor } = await import('./commands/doctor.js');
-      return doctor(io, { codexHome: str(v['codex-home']), project: str(v.project), json: v.json === true });
+      return doctor(io, { codexHome: str(v['codex-home']), project: str(v.project), json: v.json === true, agent });
     },
   },
   qualify: {
@@ -250,11 +273,11 @@ export const COMMANDS: Record<string, Command> = {
 
 function help(io: Io): number {
   const lines = [
-    'latch: a fail-closed compaction latch for coding agents (Codex)',
+    'latch: a fail-closed compaction latch for coding agents (Codex, Claude Code)',
     '',
     'Usage:',
     ...Object.values(COMMANDS).map((c) => `  ${c.usage}\n      ${c.summary}`),
-    '  latch hook codex --event NAME   (run by Codex; reads a hook payload on stdin)',
+    '  latch hook codex|claude --event NAME   (run by the agent; reads a hook payload on stdin)',
     '',
     'State: $LATCH_HOME (default ${XDG_STATE_HOME:-~/.local/state}/latch).',
     'Run `latch COMMAND --help` for one command.',

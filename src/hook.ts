@@ -3,7 +3,7 @@
 // on crashes, timeouts and invalid output, so this function must always produce a valid reply).
 import { readFileSync, writeSync } from 'node:fs';
 import type { Agent, HookReply } from './agents/agent.js';
-import { AGENTS, agentByName } from './agents/index.js';
+import { AGENT_NAMES, loadAgent } from './agents/index.js';
 import { handle } from './guard/guard.js';
 import { errorMessage, isLatchError } from './base/errors.js';
 import { latchHome } from './base/paths.js';
@@ -87,14 +87,14 @@ export async function hookMain(argv: string[]): Promise<void> {
   const evIdx = argv.indexOf('--event');
   const expected = evIdx >= 0 ? (argv[evIdx + 1] ?? null) : null;
   try {
-    const agent = agentByName(name);
+    const agent = await loadAgent(name);
     if (!agent) {
       process.stderr.write(
-        `latch hook: unknown agent ${name ?? '(none)'}; expected one of: ${Object.keys(AGENTS)
-          .map((a) => `\`latch hook ${a}\``)
-          .join(', ')}\n`,
+        `latch hook: unknown agent ${name ?? '(none)'}; expected one of: ${AGENT_NAMES.map(
+          (a) => `\`latch hook ${a}\``,
+        ).join(', ')}\n`,
       );
-      process.exitCode = 2;
+      process.exitCode = blocksOnFailure(expected);
       return;
     }
     let input = '';
@@ -110,7 +110,7 @@ export async function hookMain(argv: string[]): Promise<void> {
     process.exitCode = reply.exitCode;
   } catch (err) {
     process.stderr.write(`Latch blocked this call: internal error (${errorMessage(err)})\n`);
-    process.exitCode = 2;
+    process.exitCode = blocksOnFailure(expected);
   }
 }
 
@@ -120,5 +120,13 @@ export function runCodexHook(
   expectedEvent: string | null,
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<HookReply> {
-  return runHook(AGENTS.codex, stdin, expectedEvent, env);
+  return loadAgent('codex').then((codex) => runHook(codex!, stdin, expectedEvent, env));
+}
+
+/**
+ * The exit code for a failure before any payload was read: 2 (block) for a tool hook or when the event
+ * is not known; 0 for the others, where exit 2 would mean something else (on Stop: keep the turn going).
+ */
+function blocksOnFailure(expectedEvent: string | null): 0 | 2 {
+  return expectedEvent === null || expectedEvent === 'PreToolUse' ? 2 : 0;
 }

@@ -3,3 +3,4 @@
 // any `import('./slow.js')` in the hot path resolves to this file (scripts/build.mjs, lazy-slow).
 export * from './guard/slow.js';
 export { codexSlow } from './agents/codex/slow.js';
+export { claudeSlow } from './agents/claude/slow.js';

@@ -11,7 +11,7 @@ import type { TranscriptReader } from '../session/transcript.js';
 import type { CaptureOptions, TranscriptCapture } from '../continuity/capture.js';
 import type { QualifyDecision, QualifyInput } from '../continuity/qualify.js';
 
-export type AgentName = 'codex';
+export type AgentName = 'codex' | 'claude';
 
 /** One reply to the agent: JSON for stdout (null: print nothing), the exit code, and a stderr line. */
 export interface HookReply {

@@ -1,19 +1,8 @@
 // `latch setup codex` / `latch uninstall codex`: merge Latch's handlers into a Codex hooks.json; with
 // `--trust`, also record Codex's trust for exactly those handlers (the hash the real Codex reports).
-import {
-  existsSync,
-  lstatSync,
-  mkdirSync,
-  readFileSync,
-  realpathSync,
-  renameSync,
-  rmSync,
-  statSync,
-  writeFileSync,
-} from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, realpathSync, renameSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { isDeepStrictEqual } from 'node:util';
 import { parse as parseToml } from 'smol-toml';
 import {
@@ -36,7 +25,7 @@ import {
 } from '../guard/tamper.js';
 import { TRACKED_TOOL_MATCHER } from '../agents/codex/tools.js';
 import { homeOf, type Io } from './io.js';
-import { builtEntry } from '../base/paths.js';
+import { defaultEntry, failClosed, latchHookRun, writeConfigAtomic } from './shared/hook-command.js';
 
 export interface SetupOptions {
   codexHome?: string;
@@ -80,25 +69,12 @@ export function isLatchHandler(h: unknown): boolean {
   return isLatchHandlerOf(h);
 }
 
-/** The bundled hook entry: dist/latch.cjs beside the running bundle, else in the package root. */
-export function defaultEntry(): string {
-  const here = dirname(fileURLToPath(import.meta.url));
-  if (existsSync(join(here, 'latch.cjs'))) return join(here, 'latch.cjs');
-  return builtEntry() ?? join(here, 'latch.cjs');
-}
-
-function shq(s: string): string {
-  return `'${s.replace(/'/g, `'\\''`)}'`;
-}
+export { defaultEntry };
 
 /** The command text for one event. The PreToolUse one denies (exit 2) if Latch is missing or crashes. */
 export function hookCommand(event: string, node: string, entry: string): string {
-  const run = `${shq(node)} ${shq(entry)} hook codex --event ${event}`;
-  if (event !== 'PreToolUse') return run;
-  const script =
-    `${run}; s=$?; if [ "$s" -ne 0 ] && [ "$s" -ne 2 ]; then ` +
-    `echo "Latch could not check this call (hook exited $s); blocking it. Run: latch doctor" >&2; exit 2; fi; exit "$s"`;
-  return `/bin/sh -c ${shq(script)}`;
+  const run = latchHookRun('codex', event, node, entry);
+  return event === 'PreToolUse' ? failClosed(run) : run;
 }
 
 export function hooksFilePath(opts: Pick<SetupOptions, 'codexHome' | 'project'>, env: NodeJS.ProcessEnv): string {
@@ -393,27 +369,6 @@ function plain(v: unknown): unknown {
   if (v && typeof v === 'object')
     return Object.fromEntries(Object.keys(v).map((k) => [k, plain((v as Record<string, unknown>)[k])]));
   return v;
-}
-
-/** Writes `file` atomically, through a symlink (to its target) and keeping the existing mode (0600 when new). */
-function writeConfigAtomic(file: string, text: string): void {
-  let target = file;
-  let mode = 0o600;
-  try {
-    if (lstatSync(file).isSymbolicLink()) target = realpathSync(file);
-    mode = statSync(target).mode & 0o7777;
-  } catch {
-    /* a new file */
-  }
-  mkdirSync(dirname(target), { recursive: true });
-  const tmp = `${target}.latch-${process.pid}.tmp`;
-  try {
-    writeFileSync(tmp, text, { mode });
-    renameSync(tmp, target);
-  } catch (err) {
-    rmSync(tmp, { force: true });
-    throw err;
-  }
 }
 
 export interface TrustPlan {

@@ -323,15 +323,16 @@ export function findAgent(pid: number = procSelfPid(), boot: bigint = bootNs()):
 }
 
 // ---------------------------------------------------------------------------
-// Hook invocations (spared): the exact command text `latch setup codex` writes (src/commands/setup.ts
-// hookCommand; test/unit/contain.test.ts checks the two agree).
+// Hook invocations (spared): the exact command text `latch setup <agent>` writes
+// (src/commands/shared/hook-command.ts; test/unit/contain.test.ts checks the two agree), for any agent
+// name Latch has (a plain word: the hook entry refuses any other).
 
 function shq(s: string): string {
   return `'${s.replace(/'/g, `'\\''`)}'`;
 }
 
-export function hookCommandText(event: string, node: string, entry: string): string {
-  const run = `${shq(node)} ${shq(entry)} hook codex --event ${event}`;
+export function hookCommandText(event: string, node: string, entry: string, agent = 'codex'): string {
+  const run = `${shq(node)} ${shq(entry)} hook ${agent} --event ${event}`;
   if (event !== 'PreToolUse') return run;
   const script =
     `${run}; s=$?; if [ "$s" -ne 0 ] && [ "$s" -ne 2 ]; then ` +
@@ -339,12 +340,12 @@ export function hookCommandText(event: string, node: string, entry: string): str
   return `/bin/sh -c ${shq(script)}`;
 }
 
-const RUN_RE = /^'((?:[^']|'\\'')*)' '((?:[^']|'\\'')*)' hook codex --event ([A-Za-z]+)/;
+const RUN_RE = /^'((?:[^']|'\\'')*)' '((?:[^']|'\\'')*)' hook ([a-z]+) --event ([A-Za-z]+)/;
 const WORD_RE = /^'((?:[^']|'\\'')*)'$/;
 const unq = (s: string): string => s.replace(/'\\''/g, "'");
 
 /** The event, node and entry of a hook command text, when it is exactly what setup writes. */
-export function parseHookText(text: string): { event: string; node: string; entry: string } | null {
+export function parseHookText(text: string): { event: string; node: string; entry: string; agent: string } | null {
   let inner = text;
   if (text.startsWith('/bin/sh -c ')) {
     const w = WORD_RE.exec(text.slice('/bin/sh -c '.length));
@@ -353,14 +354,14 @@ export function parseHookText(text: string): { event: string; node: string; entr
   }
   const m = RUN_RE.exec(inner);
   if (!m) return null;
-  const r = { event: m[3]!, node: unq(m[1]!), entry: unq(m[2]!) };
-  return hookCommandText(r.event, r.node, r.entry) === text ? r : null;
+  const r = { event: m[4]!, node: unq(m[1]!), entry: unq(m[2]!), agent: m[3]! };
+  return hookCommandText(r.event, r.node, r.entry, r.agent) === text ? r : null;
 }
 
 /**
- * argv is exactly a Codex hook invocation of Latch: `SHELL -c|-lc TEXT` where TEXT is the command
- * text setup writes for some event, node and entry (entry named latch / latch.cjs), or the node
- * process itself (`NODE ENTRY hook codex --event E`, when the shell exec'd it).
+ * argv is exactly a hook invocation of Latch: `SHELL -c|-lc TEXT` where TEXT is the command text
+ * setup writes for some agent, event, node and entry (entry named latch / latch.cjs), or the node
+ * process itself (`NODE ENTRY hook <agent> --event E`, when the shell exec'd it).
  */
 export function isHookInvocation(exe: string | null, argv: string[]): boolean {
   if (
@@ -377,7 +378,7 @@ export function isHookInvocation(exe: string | null, argv: string[]): boolean {
     NODE_EXES.test(base(exe)) &&
     /^latch(\.cjs)?$/.test(base(argv[1]!)) &&
     argv[2] === 'hook' &&
-    argv[3] === 'codex' &&
+    /^[a-z]+$/.test(argv[3]!) &&
     argv[4] === '--event' &&
     /^[A-Za-z]+$/.test(argv[5]!)
   ) {

@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { AGENTS, agentByName } from '../../src/agents/index.js';
+import { AGENT_NAMES, isAgentName, loadAgent } from '../../src/agents/index.js';
 
 /** Names only Codex's formats use (issue 12): its tools, rollout record types and fields. */
 const CODEX_ONLY = [
@@ -62,11 +62,13 @@ test('the core imports no agent: only the port (src/agents/agent.ts), as types',
   assert.deepEqual(bad, []);
 });
 
-test('the registry names each agent once, by its own name', () => {
-  for (const [name, agent] of Object.entries(AGENTS)) {
-    assert.equal(agent.name, name);
-    assert.equal(agentByName(name), agent);
+test('the registry names each agent once, by its own name', async () => {
+  assert.deepEqual(AGENT_NAMES, ['codex', 'claude']);
+  for (const name of AGENT_NAMES) {
+    const agent = await loadAgent(name);
+    assert.equal(agent?.name, name);
+    assert.equal(await loadAgent(name), agent, 'loaded once');
   }
-  assert.equal(agentByName('toString'), null, 'no prototype key is an agent');
-  assert.equal(agentByName('claude-next'), null);
+  assert.equal(isAgentName('toString'), false, 'no prototype key is an agent');
+  assert.equal(await loadAgent('claude-next'), null);
 });

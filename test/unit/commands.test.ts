@@ -557,8 +557,8 @@ describe('cliMain', () => {
       assert.match(c.err(), new RegExp(`latch ${argv[0]}: .*\\nusage: latch ${argv[0]}`), argv.join(' '));
     }
     const c = io();
-    assert.equal(await cliMain(['setup', 'claude'], c.io), 2);
-    assert.match(c.err(), /only Codex is supported/);
+    assert.equal(await cliMain(['setup', 'cursor'], c.io), 2);
+    assert.match(c.err(), /usage: latch setup codex .*\| latch setup claude/);
   });
 
   test('`latch status --help` prints its usage and runs nothing', async () => {

@@ -6,6 +6,7 @@
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { failClosed, latchHookRun } from '../../src/commands/shared/hook-command.js';
 import {
   copyFileSync,
   chmodSync,
@@ -436,6 +437,29 @@ describe('hook invocations and agent processes', () => {
       isHookInvocation('/usr/bin/bash', ['bash', '-lc', "'/usr/bin/node' '/tmp/evil.js' hook codex --event Stop"]),
       false,
     );
+  });
+
+  test("Claude Code's hook commands (as `latch setup claude` writes them) are spared too", () => {
+    const node = '/usr/bin/node';
+    const entry = "/opt/it's/dist/latch.cjs";
+    for (const ev of [
+      'SessionStart',
+      'PreToolUse',
+      'PostToolUse',
+      'PostToolUseFailure',
+      'PreCompact',
+      'PostCompact',
+      'Stop',
+    ]) {
+      const run = latchHookRun('claude', ev, node, entry);
+      const text = ev === 'PreToolUse' ? failClosed(run) : run;
+      assert.equal(hookCommandText(ev, node, entry, 'claude'), text, ev);
+      // Claude Code runs a handler's command as `/bin/sh -c <command>`.
+      assert.equal(isHookInvocation('/usr/bin/dash', ['/bin/sh', '-c', text]), true, ev);
+      assert.equal(isHookInvocation('/usr/bin/dash', ['/bin/sh', '-c', `${text}; touch x`]), false, ev);
+    }
+    assert.equal(isHookInvocation(node, [node, '/x/dist/latch.cjs', 'hook', 'claude', '--event', 'Stop']), true);
+    assert.equal(isHookInvocation(node, [node, '/x/dist/latch.cjs', 'hook', 'Claude;rm', '--event', 'Stop']), false);
   });
 
   test('agent processes', () => {

@@ -1,0 +1,261 @@
+// Incremental scan of a Claude Code transcript (`transcript_path`:
+// $CLAUDE_CONFIG_DIR/projects/<mangled cwd>/<session>.jsonl) for compactions, tool results and brief
+// reads. Reads only the bytes appended since the last scan; consumes whole lines only.
+//
+// Claude Code 2.1.332 writes one JSON object per line: `user`, `assistant`, `attachment`, `system`
+// (`compact_boundary`, `stop_hook_summary`), and metadata records (`queue-operation`, `api-request*`,
+// `last-prompt`, `atis-latch`, `tools-used`, `cost-state`, `mode`, ...; unknown types are tolerated).
+// A compaction appends a `{"type":"system","subtype":"compact_boundary",...}` line (then the
+// `isCompactSummary` user line); it may reach the file only after PostCompact and the first tool call
+// after it, so the hooks are the first signal and this scan the second. A fork (`--fork-session`)
+// starts with copies of its parent's latest boundary: each boundary line counts, so the fork's first
+// scan finds it and trips (fail closed).
+import { closeSync, existsSync, fstatSync, openSync, readSync, statSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import type { ProtectedPath } from '../../guard/held.js';
+import {
+  EMPTY_SCAN,
+  type BriefOutput,
+  type ScanResult,
+  type ScanState,
+  type SessionMeta,
+  type TranscriptCompaction,
+} from '../../session/transcript.js';
+import { encodeToolResult } from './outputs.js';
+
+const CHUNK = 1 << 16;
+const NL = 0x0a;
+/** Lines this long or longer are not parsed for the session's identity (they are API snapshots). */
+const META_LINE_MAX = 16 << 10;
+
+const BOUNDARY_MARK = Buffer.from('"subtype":"compact_boundary"');
+const RESULT_MARK = Buffer.from('"type":"tool_result"');
+const BRIEF_MARK = '<<<LATCH-BRIEF';
+const LEAD_TYPE = Buffer.from('{"type":"');
+
+/** Scan `path` from `prev.offset`. Throws when the file cannot be read (callers fail closed). */
+export function scanClaudeTranscript(path: string, prev: ScanState): ScanResult {
+  const fd = openSync(path, 'r');
+  try {
+    const st = fstatSync(fd, { bigint: true });
+    if (!st.isFile()) throw new Error(`transcript ${path} is not a regular file`);
+    const dev = String(st.dev);
+    const ino = String(st.ino);
+    const size = Number(st.size);
+    let reset: string | null = null;
+    let start: ScanState = prev;
+    if (prev.dev !== null && (prev.dev !== dev || prev.ino !== ino)) {
+      reset = `transcript ${path} was replaced (device/inode changed)`;
+    } else if (size < prev.offset) {
+      reset = `transcript ${path} shrank from ${prev.offset} to ${size} bytes`;
+    }
+    if (reset) start = { ...EMPTY_SCAN };
+    const scanner = new LineScanner(start);
+    const bytesRead = scanner.run(fd, size);
+    const state: ScanState = {
+      offset: scanner.offset,
+      dev,
+      ino,
+      compactions: Math.max(scanner.count, reset ? prev.compactions : 0),
+      group: null,
+    };
+    // After a reset only compactions beyond what was already counted are new.
+    const compactions = reset ? scanner.found.filter((c) => c.index > prev.compactions) : scanner.found;
+    return {
+      state,
+      compactions,
+      outputs: scanner.outputs,
+      turnContext: null,
+      briefOutputs: scanner.briefOutputs,
+      meta: scanner.metaResult(),
+      reset,
+      badLines: scanner.badLines,
+      bytesRead,
+    };
+  } finally {
+    closeSync(fd);
+  }
+}
+
+class LineScanner {
+  offset: number;
+  count: number;
+  found: TranscriptCompaction[] = [];
+  outputs: string[] = [];
+  briefOutputs: BriefOutput[] = [];
+  badLines = 0;
+  private meta: { id: string | null; cliVersion: string | null; cwd: string | null } = {
+    id: null,
+    cliVersion: null,
+    cwd: null,
+  };
+
+  constructor(s: ScanState) {
+    this.offset = s.offset;
+    this.count = s.compactions;
+  }
+
+  metaResult(): SessionMeta | null {
+    const m = this.meta;
+    if (m.id === null && m.cliVersion === null && m.cwd === null) return null;
+    // A fork names its parent only inside copied content: there is no fork link to report.
+    return { ...m, forkedFrom: null };
+  }
+
+  run(fd: number, size: number): number {
+    let pos = this.offset;
+    let carry: Buffer | null = null;
+    let read = 0;
+    const buf = Buffer.allocUnsafe(CHUNK);
+    while (pos < size) {
+      const n = readSync(fd, buf, 0, Math.min(CHUNK, size - pos), pos);
+      if (n <= 0) break;
+      read += n;
+      pos += n;
+      const data: Buffer = carry ? Buffer.concat([carry, buf.subarray(0, n)]) : buf.subarray(0, n);
+      // Offset of data[0] in the file.
+      const base = pos - data.length;
+      let lineStart = 0;
+      for (;;) {
+        const nl = data.indexOf(NL, lineStart);
+        if (nl < 0) break;
+        this.line(data.subarray(lineStart, nl), base + nl + 1);
+        lineStart = nl + 1;
+      }
+      this.offset = base + lineStart;
+      carry = lineStart < data.length ? Buffer.from(data.subarray(lineStart)) : null;
+    }
+    return read;
+  }
+
+  private line(line: Buffer, end: number): void {
+    if (line.length === 0) return;
+    // Metadata records start with their type; conversation lines (user, assistant, attachment, system)
+    // start with parentUuid. Only `user` and `system` lines matter here.
+    const lead = leadType(line);
+    const wanted = lead === null || lead === 'user' || lead === 'system';
+    const boundary = wanted && line.indexOf(BOUNDARY_MARK) >= 0;
+    const result = wanted && !boundary && line.indexOf(RESULT_MARK) >= 0;
+    const needMeta = this.meta.id === null || this.meta.cliVersion === null || this.meta.cwd === null;
+    if (!boundary && !result && !(needMeta && line.length < META_LINE_MAX)) return;
+    let obj: Record<string, unknown>;
+    try {
+      const parsed: unknown = JSON.parse(line.toString('utf8'));
+      if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error('not an object');
+      obj = parsed as Record<string, unknown>;
+    } catch {
+      this.badLines++;
+      // A line with the boundary's bytes that cannot be read is counted as one (fail closed).
+      if (boundary) this.compaction(end);
+      return;
+    }
+    if (needMeta) this.readMeta(obj);
+    if (boundary && obj.type === 'system' && obj.subtype === 'compact_boundary') this.compaction(end);
+    else if (result && obj.type === 'user') this.toolResults(obj, end);
+  }
+
+  private compaction(end: number): void {
+    this.count++;
+    this.found.push({ index: this.count, endOffset: end, via: 'compact_boundary', summaryKind: null });
+  }
+
+  /** The tool_result blocks of a user line: their ids, and those that carry a brief page. */
+  private toolResults(obj: Record<string, unknown>, end: number): void {
+    const message = obj.message as { content?: unknown } | undefined;
+    const content = message?.content;
+    if (!Array.isArray(content)) return;
+    const blocks = content.filter(
+      (b): b is Record<string, unknown> =>
+        !!b && typeof b === 'object' && (b as Record<string, unknown>).type === 'tool_result',
+    );
+    for (const b of blocks) {
+      const id = typeof b.tool_use_id === 'string' ? b.tool_use_id : null;
+      if (!id) continue;
+      this.outputs.push(id);
+      if (!resultText(b.content).includes(BRIEF_MARK)) continue;
+      // The line's toolUseResult describes its one call; with several results it is not attributable.
+      const record = blocks.length === 1 ? obj.toolUseResult : undefined;
+      this.briefOutputs.push({
+        callId: id,
+        output: encodeToolResult(b, record),
+        compactionsBefore: this.count,
+        endOffset: end,
+      });
+    }
+  }
+
+  private readMeta(obj: Record<string, unknown>): void {
+    const m = this.meta;
+    if (m.id === null && typeof obj.sessionId === 'string') m.id = obj.sessionId;
+    if (m.cliVersion === null && typeof obj.version === 'string') m.cliVersion = obj.version;
+    if (m.cwd === null && typeof obj.cwd === 'string') m.cwd = obj.cwd;
+  }
+}
+
+/** The text of a tool_result's content: a string, or the text blocks of an array. */
+export function resultText(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) return '';
+  return content
+    .map((c) =>
+      c && typeof c === 'object' && typeof (c as { text?: unknown }).text === 'string'
+        ? (c as { text: string }).text
+        : '',
+    )
+    .join('\n');
+}
+
+/** The type of a line that starts with it (`{"type":"queue-operation",...`), else null. */
+export function leadType(line: Buffer): string | null {
+  if (line.length < LEAD_TYPE.length || line.compare(LEAD_TYPE, 0, LEAD_TYPE.length, 0, LEAD_TYPE.length) !== 0)
+    return null;
+  const e = line.indexOf(0x22, LEAD_TYPE.length);
+  if (e < 0 || e - LEAD_TYPE.length > 64) return null;
+  return line.toString('latin1', LEAD_TYPE.length, e);
+}
+
+/** The transcript of session `id` beside `near` (Claude Code keeps a project's sessions in one directory). */
+export function findClaudeTranscript(near: string, id: string): string | null {
+  if (!/^[A-Za-z0-9._-]+$/.test(id) || id === '.' || id === '..') return null;
+  const p = join(dirname(near), `${id}.jsonl`);
+  try {
+    return existsSync(p) && statSync(p).isFile() ? p : null;
+  } catch {
+    return null;
+  }
+}
+
+/** A fork's history is copied into its own file: nothing of the parent's file is inherited. */
+export function claudeInheritedEnd(_path: string): number | null {
+  return null;
+}
+
+/** Claude Code's user configuration directory: $CLAUDE_CONFIG_DIR, else ~/.claude. */
+export function claudeConfigDir(env: NodeJS.ProcessEnv): string {
+  return env.CLAUDE_CONFIG_DIR ? resolve(env.CLAUDE_CONFIG_DIR) : join(env.HOME || homedir(), '.claude');
+}
+
+/**
+ * Claude Code's hook registration and what can switch it off (`disableAllHooks`, a hook replaced),
+ * protected in every state: the user settings, the project's `.claude/` (settings.json,
+ * settings.local.json), the managed settings, and the shell snapshots Claude Code sources before every
+ * Bash call outside any wrapper.
+ */
+export function claudeRegistrationPaths(env: NodeJS.ProcessEnv, cwd: string): ProtectedPath[] {
+  const dir = claudeConfigDir(env);
+  return [
+    { path: join(dir, 'settings.json'), reason: 'the Claude Code hook registration (settings.json)' },
+    { path: join(dir, 'settings.local.json'), reason: 'the Claude Code user settings (settings.local.json)' },
+    { path: join(dir, 'cowork_settings.json'), reason: 'the Claude Code user settings (cowork_settings.json)' },
+    { path: join(resolve(cwd), '.claude'), reason: 'the project’s Claude Code settings (.claude/)' },
+    {
+      path: join(dir, 'shell-snapshots'),
+      reason: 'Claude Code’s shell snapshots (sourced before every Bash call)',
+    },
+    {
+      path: process.platform === 'darwin' ? '/Library/Application Support/ClaudeCode' : '/etc/claude-code',
+      reason: 'the Claude Code managed settings',
+    },
+  ];
+}

@@ -1,0 +1,72 @@
+// What every agent's `latch setup <agent>` shares: the bundled entry a hook runs, the hook command
+// line (absolute node and entry, quoted for sh), the fail-closed wrapper for the tool hook, and the
+// atomic write of a user's configuration file (through a symlink, keeping its mode).
+import {
+  chmodSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { builtEntry } from '../../base/paths.js';
+
+/** The bundled hook entry: dist/latch.cjs beside the running bundle, else in the package root. */
+export function defaultEntry(): string {
+  const here = dirname(fileURLToPath(import.meta.url));
+  if (existsSync(join(here, 'latch.cjs'))) return join(here, 'latch.cjs');
+  return builtEntry() ?? join(here, 'latch.cjs');
+}
+
+/** One shell word: `s` in single quotes (a `'` inside becomes `'\''`). */
+export function shq(s: string): string {
+  return `'${s.replace(/'/g, `'\\''`)}'`;
+}
+
+/** `'<node>' '<entry>' hook <agent> --event <event>`: what a handler runs. */
+export function latchHookRun(agent: string, event: string, node: string, entry: string): string {
+  return `${shq(node)} ${shq(entry)} hook ${agent} --event ${event}`;
+}
+
+/**
+ * `run` wrapped so that any exit other than 0 (allow, or a JSON reply) and 2 (deny) becomes exit 2
+ * with a reason on stderr: a missing node or entry (127), a crash (1), a kill by a signal. The agents
+ * read those as "the hook failed" and let the call through (fail open); exit 2 blocks it.
+ */
+export function failClosed(run: string): string {
+  const script =
+    `${run}; s=$?; if [ "$s" -ne 0 ] && [ "$s" -ne 2 ]; then ` +
+    `echo "Latch could not check this call (hook exited $s); blocking it. Run: latch doctor" >&2; exit 2; fi; exit "$s"`;
+  return `/bin/sh -c ${shq(script)}`;
+}
+
+/**
+ * Writes `file` atomically (a temporary file beside it, then a rename), through a symlink (to its
+ * target, so the link stays), keeping the existing mode (`newMode` for a new file). Missing parent
+ * directories are created with `dirMode` (default: the umask's).
+ */
+export function writeConfigAtomic(file: string, text: string, opts: { newMode?: number; dirMode?: number } = {}): void {
+  let target = file;
+  let mode = opts.newMode ?? 0o600;
+  try {
+    if (lstatSync(file).isSymbolicLink()) target = realpathSync(file);
+    mode = statSync(target).mode & 0o7777;
+  } catch {
+    /* a new file */
+  }
+  mkdirSync(dirname(target), { recursive: true, ...(opts.dirMode !== undefined ? { mode: opts.dirMode } : {}) });
+  const tmp = `${target}.latch-${process.pid}.tmp`;
+  try {
+    writeFileSync(tmp, text, { mode });
+    chmodSync(tmp, mode); // exactly the old mode, whatever the umask
+    renameSync(tmp, target);
+  } catch (err) {
+    rmSync(tmp, { force: true });
+    throw err;
+  }
+}
