@@ -144,6 +144,56 @@ if (want('pretool')) {
   rmSync(s.base, { recursive: true, force: true });
 }
 
+if (want('claude')) {
+  // The same unlatched PreToolUse for Claude Code: its payload shape and transcript (JSONL of
+  // user/assistant lines), hooks installed by `latch setup claude`.
+  const base = mkdtempSync(join(tmpdir(), 'latch-bench-claude-'));
+  const work = join(base, 'work');
+  mkdirSync(work);
+  spawnSync('git', ['init', '-q'], { cwd: work });
+  const transcript = join(base, 'session.jsonl');
+  const line = (n: number) =>
+    JSON.stringify({
+      type: 'assistant',
+      sessionId: 'C',
+      version: '2.1.332',
+      cwd: work,
+      message: {
+        role: 'assistant',
+        content: [{ type: 'tool_use', id: `toolu_${n}`, name: 'Bash', input: { command: 'echo' } }],
+      },
+    }) + '\n';
+  writeFileSync(transcript, line(0));
+  const env = { ...process.env, LATCH_HOME: join(base, 'state'), CLAUDE_CONFIG_DIR: join(base, 'claude') };
+  spawnSync(process.execPath, [LATCH, 'setup', 'claude'], { env });
+  let n = 0;
+  const payload = () => {
+    appendFileSync(transcript, line(++n));
+    return JSON.stringify({
+      session_id: 'C',
+      transcript_path: transcript,
+      cwd: work,
+      prompt_id: 'p',
+      permission_mode: 'bypassPermissions',
+      hook_event_name: 'PreToolUse',
+      tool_name: 'Bash',
+      tool_input: { command: `echo ${n} > a.txt`, description: 'write a' },
+      tool_use_id: `toolu_${n}`,
+    });
+  };
+  const r = measure(
+    () => time(process.execPath, [LATCH, 'hook', 'claude', '--event', 'PreToolUse'], payload(), env),
+    baseline,
+  );
+  results.push({
+    bench: 'Claude Code PreToolUse hook, unlatched (node dist/latch.cjs)',
+    runs: RUNS,
+    ...r,
+    goal: '<= 1.25',
+  });
+  rmSync(base, { recursive: true, force: true });
+}
+
 if (want('latched')) {
   // A latched read: the PreToolUse (which rewrites the call into the read-only sandbox) plus running
   // the rewritten `cat README.md` as Codex does (`bash -lc`), against `node -e 0`.
