@@ -2,6 +2,7 @@
 import { EXIT } from '../base/errors.js';
 import type { Db } from '../store/store.js';
 import { readsReport } from '../agents/codex/sandbox.js';
+import { claudeReadsReport } from '../agents/claude/sandbox.js';
 import { latchHome } from '../base/paths.js';
 import { registrationLines, registrationReport, RERECORD_FIX, type RegistrationReport } from '../guard/tamper.js';
 import { json, withStore, type Io } from './io.js';
@@ -20,7 +21,9 @@ export async function status(io: Io, opts: TargetOptions & { json?: boolean }): 
       const { workspace, sessions } = targetSessions(db, io, opts);
       const out = sessions.map((s) => sessionJson(db, s));
       const registration = safeRegistration(db, workspace);
-      const reads = readsReport(latchHome(io.env));
+      // What guards held reads for the agent of the sessions shown (the first one's; Codex by default).
+      const reads =
+        out[0]?.agent === 'claude' ? claudeReadsReport(latchHome(io.env), io.env) : readsReport(latchHome(io.env));
       if (opts.json) {
         json(io, { workspace, sessions: out, registration, reads });
         return EXIT.ok;

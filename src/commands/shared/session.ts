@@ -70,6 +70,7 @@ export function sessionJson(db: Db, row: SessionRow) {
   }[];
   return {
     session_id: row.session_id,
+    agent: row.agent,
     state: row.state,
     may_mutate: mayMutate(row.state) && held.length === 0,
     held_by: held.map((h) => h.session_id),
