@@ -6,7 +6,7 @@
 // $TMPDIR/latch-bench) by scripts/gen-rollout.ts and reused while its size matches.
 // The doctor is the real command, `node dist/latch.cjs doctor FILE --json` (build first: `npm run
 // bench` does), with an empty LATCH_HOME. Its peak RSS is read by /usr/bin/time -v, and reported by
-// itself through a small runner bundle of src/commands/transcript-doctor.ts. Prints one JSON line.
+// itself through a small runner bundle of src/agents/codex/fsck/command.ts. Prints one JSON line.
 // Run: node --import tsx bench/doctor.ts
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -51,7 +51,7 @@ async function bundleRunner(): Promise<string> {
   const entry = join(outDir, 'doctor-entry.ts');
   writeFileSync(
     entry,
-    `import { transcriptDoctor } from ${JSON.stringify(join(root, 'src', 'commands', 'transcript-doctor.ts'))};
+    `import { transcriptDoctor } from ${JSON.stringify(join(root, 'src', 'agents', 'codex', 'fsck', 'command.ts'))};
 import { processIo } from ${JSON.stringify(join(root, 'src', 'commands', 'io.ts'))};
 const args = process.argv.slice(2);
 transcriptDoctor(processIo(), { file: args[0]!, json: args.includes('--json'), progress: false }).then((code) => {
