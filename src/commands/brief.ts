@@ -2,15 +2,8 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import * as v from 'valibot';
-import {
-  amendBrief,
-  latestBrief,
-  pageText,
-  unescapeLine,
-  type Brief,
-  type BriefPatch,
-  type HumanField,
-} from '../continuity/brief.js';
+import { amendBrief, latestBrief } from '../continuity/brief-store.js';
+import { pageText, unescapeLine, type Brief, type BriefPatch, type HumanField } from '../continuity/brief.js';
 import { ExitError, EXIT, errorMessage } from '../base/errors.js';
 import { getSession, sessionsIn, type SessionRow } from '../session/records.js';
 import { openStore, type Db } from '../store/store.js';

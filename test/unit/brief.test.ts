@@ -7,19 +7,16 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
+import { amendBrief, latestBrief, ledgerFacts, recordAutoBrief } from '../../src/continuity/brief-store.js';
 import {
-  amendBrief,
   autoContent,
   buildBrief,
   emptyContent,
   fitContext,
-  latestBrief,
-  ledgerFacts,
   PAGE_CHARS,
   pageText,
   paginate,
   parsePages,
-  recordAutoBrief,
   render,
   sha256,
   verifyRead,
