@@ -1,0 +1,310 @@
+import { mayMutate, type AuthState } from '../session/authority.js';
+import type { ResolvedPolicy } from '../session/policy.js';
+import { errorMessage } from '../base/errors.js';
+import { classifyCommand, type ClassifyContext, type CommandVerdict } from '../shell/readonly.js';
+import { classifierContext, heldShell } from './held.js';
+import { recordDenial, sessionsIn, type SessionRow } from '../session/records.js';
+import { type Db } from '../store/store.js';
+import { summarizeCall, type Decision, type Observation, type Reason, type ToolCall } from './events.js';
+import type { ReadSandbox } from '../agents/agent.js';
+import { latchCommand, latchEntry, pageCommand } from '../base/command.js';
+import { type ScanResult } from '../session/transcript.js';
+import { childProcess } from '../base/lazy.js';
+import { latchReadArgs, replayCommand } from './read-shell.js';
+
+import type { GuardContext } from './context.js';
+
+export const allow = (reasons: Reason[] = [], state: AuthState | null = null): Decision => ({
+  verdict: 'allow',
+  reasons,
+  message: null,
+  state,
+});
+
+export function denyDecision(reasons: Reason[], state: AuthState | null = null): Decision {
+  return { verdict: 'deny', reasons, message: denialText(reasons), state };
+}
+
+export function denialText(reasons: Reason[]): string {
+  return `Latch blocked this call. ${reasons.map((r) => r.message).join(' ')}`;
+}
+
+/** Sessions whose latch covers `row`: itself, and workspace-scoped latches of other sessions. */
+export function blockers(db: Db, row: SessionRow): SessionRow[] {
+  const out: SessionRow[] = [];
+  if (!mayMutate(row.state)) out.push(row);
+  for (const other of sessionsIn(db, row.workspace)) {
+    if (other.session_id !== row.session_id && other.scope === 'workspace' && !mayMutate(other.state)) out.push(other);
+  }
+  return out;
+}
+
+export function decideTool(
+  ctx: GuardContext,
+  db: Db,
+  row: SessionRow,
+  obs: Observation,
+  call: ToolCall,
+  scan: TranscriptRead,
+  held: HeldRead,
+  now: string,
+): Decision {
+  const policy = JSON.parse(row.policy_json) as ResolvedPolicy;
+  const reasons: Reason[] = [];
+  const transcriptOptional = policy.transcript === 'optional' && !obs.transcriptPath;
+  if (scan.problem && !transcriptOptional) {
+    reasons.push({
+      code: 'transcript_unchecked',
+      message: `Latch cannot tell whether the context was compacted: ${scan.problem}.`,
+    });
+  }
+  for (const s of blockers(db, row)) reasons.push(latchReason(db, s, row));
+  if (reasons.length === 0) return allow([], row.state);
+  const readOnly = readOnlyCall(ctx, obs, call, policy);
+  if (readOnly && call.kind === 'shell') {
+    const d = sandboxedRead(call, readOnly, held, row.state);
+    if (d.verdict !== 'deny') return d;
+    // The classifier's read that the held-read rules still refuse (a Latch read not in its exact form).
+    reasons.push(...d.reasons);
+    recordDenial(
+      db,
+      {
+        session_id: row.session_id,
+        turn_id: obs.turnId,
+        tool_name: call.name,
+        tool_use_id: call.toolUseId,
+        summary: summarizeCall(call),
+        reasons,
+      },
+      now,
+    );
+    return { ...denyDecision(reasons, row.state), notice: denialNotice(db, row, call, reasons) };
+  }
+  if (readOnly) return allow([readOnly], row.state);
+  if (call.kind === 'unknown') {
+    reasons.push({
+      code: 'unknown_tool',
+      message: `Latch does not know the tool \`${call.name}\` (a newer agent release?); it is treated as able to change files.`,
+    });
+  }
+  if (call.kind === 'shell') {
+    // Tell the agent why this command is not one of the reads that stay allowed, so it can re-spell it.
+    const why = verdictOf(ctx, obs, call, true).reasons[0]?.replace(/\.$/, '');
+    if (why)
+      reasons.push({ code: 'not_read_only', message: `This command is not a read Latch allows while held: ${why}.` });
+  }
+  recordDenial(
+    db,
+    {
+      session_id: row.session_id,
+      turn_id: obs.turnId,
+      tool_name: call.name,
+      tool_use_id: call.toolUseId,
+      summary: summarizeCall(call),
+      reasons,
+    },
+    now,
+  );
+  return { ...denyDecision(reasons, row.state), notice: denialNotice(db, row, call, reasons) };
+}
+
+/** What the human is told at a trip (Codex shows `systemMessage` to the user, not the model). */
+export function tripNotice(db: Db, row: SessionRow, seq: number): string {
+  const cp = latestCheckpoint(db, row.session_id);
+  const how =
+    row.state === 'paused'
+      ? `run \`latch resume\` in ${row.workspace}`
+      : `review, then run \`latch verify\` in ${row.workspace}`;
+  return `Latch: context compaction #${seq} observed; session ${row.session_id} is ${row.state}${cp ? ` (checkpoint ${cp.id})` : ''}. Its writes are blocked until you ${how}.`;
+}
+
+/** What the human is told when a call is denied. */
+function denialNotice(db: Db, row: SessionRow, call: ToolCall, reasons: Reason[]): string {
+  const held = blockers(db, row);
+  const next = held.some((h) => h.state === 'latched')
+    ? `review, then run \`latch verify\` in ${row.workspace}`
+    : held.length > 0
+      ? `run \`latch resume\` in ${row.workspace}`
+      : 'run `latch doctor`';
+  return `Latch denied ${summarizeCall(call, 80)} (${reasons.map((r) => r.code).join(', ')}). To restore the session's authority: ${next}.`;
+}
+
+/** The sandbox for reads while held, or why there is none (then the classifier alone guards them). */
+export function readSandbox(ctx: GuardContext): ReadSandbox {
+  try {
+    return ctx.agent.readSandbox(ctx.home, ctx.env ?? process.env, (bin, args, env) => {
+      const r = childProcess().spawnSync(bin, args, {
+        env,
+        encoding: 'utf8',
+        stdio: ['ignore', 'ignore', 'pipe'],
+        timeout: 20_000,
+      });
+      return { status: r.status, stderr: r.stderr ?? String(r.error ?? '') };
+    });
+  } catch (err) {
+    return { ok: false, why: `the sandbox check failed (${errorMessage(err)})` };
+  }
+}
+
+/**
+ * A read the classifier admits while the session is held: rewritten to run inside the agent's
+ * read-only sandbox. Without a sandbox (none found, or LATCH_SANDBOX=off) it runs as sent, guarded by
+ * the classifier alone, and the reason says so.
+ */
+/**
+ * Latch's own reads (`latch status`, `latch brief --page N`) need the store, which a read-only sandbox
+ * cannot open (SQLite's WAL wants its shared-memory file): the hook runs them itself, before the write
+ * lock, with its own node and no shell; the agent's command becomes a printf of their output. Only
+ * the exact form `node <dist>/latch.cjs <read> <plain words>` that the classifier accepts as a read.
+ */
+export function latchReplay(ctx: GuardContext, obs: Observation, call: ToolCall): string | null {
+  const entry = latchEntry();
+  const args = entry ? latchReadArgs(call.command ?? '', entry) : null;
+  if (!entry || !args || !verdictOf(ctx, obs, call, true).readOnly) return null;
+  const r = childProcess().spawnSync(process.execPath, [entry, ...args], {
+    cwd: obs.cwd,
+    env: ctx.env ?? process.env,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+    timeout: 30_000,
+  });
+  return replayCommand((r.stdout ?? '') + (r.stderr ?? ''), r.status ?? 1);
+}
+
+/** What a held read needs, found before the write lock. */
+interface HeldRead {
+  sandbox: ReadSandbox | null;
+  /** Why the agent could not make a held read safe (Agent.prepareHeldRead): the read is denied. */
+  unsafe: string | null;
+  /** A Latch read the hook already ran: the command that replays its output. */
+  replay: string | null;
+  classify: ClassifyContext;
+}
+
+/**
+ * A read the classifier admits while the session is held, rewritten: inside the agent's read-only
+ * sandbox, in a clean shell (no startup file, no pager, no program from git's config). Without a
+ * sandbox (none found, or LATCH_SANDBOX=off) the same clean shell runs outside it, guarded by the
+ * classifier alone, and the reason says so.
+ */
+function sandboxedRead(call: ToolCall, readOnly: Reason, held: HeldRead, state: AuthState): Decision {
+  const input =
+    call.input && typeof call.input === 'object' && !Array.isArray(call.input)
+      ? (call.input as Record<string, unknown>)
+      : {};
+  if (held.replay !== null)
+    return {
+      ...allow([readOnly, { code: 'latch_read', message: 'Latch ran this read itself.' }], state),
+      updatedInput: { ...input, command: held.replay },
+    };
+  if (held.unsafe !== null) return denyDecision([{ code: 'read_unsafe', message: held.unsafe }], state);
+  const sb = held.sandbox;
+  // The same decision the adversarial corpus checks (src/guard/held.ts), on the verdict already made.
+  const run = heldShell(call.command ?? '', held.classify, sb?.ok ? sb.wrap : null);
+  if (!run.allow) return denyDecision([{ code: 'not_read_only', message: run.reasons[0] ?? 'not a read' }], state);
+  const how = run.sandboxed
+    ? { code: 'sandboxed', message: 'It runs inside the agent’s read-only sandbox.' }
+    : {
+        code: 'classifier_only',
+        message: `No read-only sandbox (${sb && !sb.ok ? sb.why : 'not checked'}): the classifier alone guards this read.`,
+      };
+  return { ...allow([readOnly, how], state), updatedInput: { ...input, command: run.command } };
+}
+
+export function classifyContextOf(ctx: GuardContext, obs: Observation): ClassifyContext {
+  const env = ctx.env ?? process.env;
+  return classifierContext({
+    latchHome: ctx.home,
+    cwd: obs.cwd,
+    latchEntry: latchEntry(),
+    env,
+    registration: ctx.agent.registrationPaths(env, obs.cwd),
+  });
+}
+
+const verdicts = new WeakMap<ToolCall, CommandVerdict>();
+const heldVerdicts = new WeakMap<ToolCall, CommandVerdict>();
+/**
+ * The classifier's verdict on a Bash call, computed once per call, with every path resolved against
+ * the payload's cwd and Latch's store, registration and installed files protected. `held`: the call
+ * would run with the held-read environment (src/guard/held.ts), which git's verdict relies on.
+ */
+export function verdictOf(ctx: GuardContext, obs: Observation, call: ToolCall, held = false): CommandVerdict {
+  const cache = held ? heldVerdicts : verdicts;
+  let v = cache.get(call);
+  if (!v) {
+    v = classifyCommand(call.command ?? '', { ...classifyContextOf(ctx, obs), gitEnvHardened: held });
+    cache.set(call, v);
+  }
+  return v;
+}
+
+/** Calls that stay allowed while latched: read-only shell inspection and read-only MCP servers. */
+function readOnlyCall(ctx: GuardContext, obs: Observation, call: ToolCall, policy: ResolvedPolicy): Reason | null {
+  if (call.kind === 'shell' && verdictOf(ctx, obs, call, true).readOnly) {
+    return { code: 'read_only', message: 'Read-only inspection is allowed while latched.' };
+  }
+  if (call.kind === 'mcp' && call.mcpServer && policy.readOnlyMcpServers.includes(call.mcpServer)) {
+    return { code: 'read_only_mcp', message: `MCP server ${call.mcpServer} is configured read-only.` };
+  }
+  return null;
+}
+
+function latestCheckpoint(
+  db: Db,
+  sessionId: string,
+): { id: string; created_at: string; compaction_seq: number } | undefined {
+  return db
+    .prepare(
+      'SELECT id, created_at, compaction_seq FROM checkpoints WHERE session_id = ? ORDER BY compaction_seq DESC, created_at DESC LIMIT 1',
+    )
+    .get(sessionId) as { id: string; created_at: string; compaction_seq: number } | undefined;
+}
+
+/** The reads that stay allowed while held, spelled as the classifier accepts them. */
+const READS_STILL_WORK = `reads still work (inside the agent’s read-only sandbox where it runs): ls, cat, head, tail, grep, rg, find, wc, \`git --no-pager status\`, \`git --no-pager log --oneline\`, \`git --no-pager diff --no-ext-diff --no-textconv\`, \`${latchCommand()} status\`.`;
+
+function latchReason(db: Db, holder: SessionRow, self: SessionRow): Reason {
+  const cp = latestCheckpoint(db, holder.session_id);
+  const cpText = cp ? `checkpoint ${cp.id} (compaction #${cp.compaction_seq}, ${cp.created_at})` : 'no checkpoint';
+  const whose =
+    holder.session_id === self.session_id ? 'This session' : `Session ${holder.session_id} (workspace-scoped latch)`;
+  if (holder.state === 'paused') {
+    return {
+      code: 'paused',
+      message: `${whose} is paused since its context was compacted (${cpText}). Writes stay blocked until a human runs \`latch resume\` in ${holder.workspace}. Until then, ${READS_STILL_WORK}`,
+    };
+  }
+  const release =
+    policyOf(holder).reverify === 'evidence'
+      ? `Read every page of the task brief (\`${pageCommand(holder.session_id, 'N')}\`); once all pages are read and the workspace still matches the checkpoint, authority returns by itself (or a human runs \`latch verify\` in ${holder.workspace}).`
+      : `A human must run \`latch verify\` in ${holder.workspace} to check the workspace against the checkpoint and restore authority.`;
+  return {
+    code: 'latched',
+    message: `${whose} is latched: its context was compacted (${cpText}), so its picture of the task may be incomplete and its authority to change files is revoked. Do not retry; ${READS_STILL_WORK} ${release}`,
+  };
+}
+
+/** What SessionStart tells the agent about its authority. */
+export function sessionContext(db: Db, row: SessionRow): string | null {
+  const held = blockers(db, row);
+  if (held.length === 0) return null;
+  const lines = [
+    'Latch: mutation authority for this session is revoked.',
+    ...held.map((s) => latchReason(db, s, row).message),
+  ];
+  lines.push('Until a human restores authority, only inspect (read-only commands) and report what you would do next.');
+  return lines.join('\n');
+}
+
+/** What reading the transcript gave this hook: the scan, or why it could not be checked. */
+export interface TranscriptRead {
+  result: ScanResult | null;
+  /** Why the transcript could not be checked (a tracked tool is then denied, unless policy allows). */
+  problem: string | null;
+}
+
+export function policyOf(row: SessionRow): ResolvedPolicy {
+  const p = JSON.parse(row.policy_json) as Partial<ResolvedPolicy>;
+  return { ...(p as ResolvedPolicy), reverify: p.reverify ?? 'human' };
+}
