@@ -39,7 +39,7 @@ const MAX_ROUNDS = 8;
 const CLK_TCK = 100n;
 
 /** Executable basenames that are a coding agent. */
-const AGENT_EXES = [/^codex$/, /^codex-(x86_64|aarch64)-[\w-]+$/, /^claude$/];
+const AGENT_EXES = [/^codex$/, /^codex-(x86_64|aarch64)-[\w-]+$/, /^claude$/, /^claude\.exe$/];
 /** Scripts that make a node/bun process an agent (argv[1]). */
 const AGENT_SCRIPTS = [
   /(^|\/)@openai\/codex\/bin\/codex\.js$/,

@@ -192,12 +192,12 @@ function sandboxedRead(call: ToolCall, readOnly: Reason, held: HeldRead, state: 
     call.input && typeof call.input === 'object' && !Array.isArray(call.input)
       ? (call.input as Record<string, unknown>)
       : {};
+  if (held.unsafe !== null) return denyDecision([{ code: 'read_unsafe', message: held.unsafe }], state);
   if (held.replay !== null)
     return {
       ...allow([readOnly, { code: 'latch_read', message: 'Latch ran this read itself.' }], state),
       updatedInput: { ...input, command: held.replay },
     };
-  if (held.unsafe !== null) return denyDecision([{ code: 'read_unsafe', message: held.unsafe }], state);
   const sb = held.sandbox;
   // The same decision the adversarial corpus checks (src/guard/held.ts), on the verdict already made.
   const run = heldShell(call.command ?? '', held.classify, sb?.ok ? sb.wrap : null);

@@ -226,7 +226,9 @@ async function handleWithDb(ctx: GuardContext, db: Db, obs: Observation, ev: Lat
   const heldRead = tracked && ev.call.kind === 'shell' && (scan.problem !== null || blockers(db, row).length > 0);
   const replay = heldRead ? latchReplay(ctx, obs, ev.call) : null;
   const reads = heldRead && replay === null ? readSandbox(ctx) : null;
-  const unsafe = heldRead && replay === null ? (ctx.agent.prepareHeldRead?.(ctx.env ?? process.env) ?? null) : null;
+  // Whatever the agent runs around the call (Claude Code's shell snapshots) is made safe for every
+  // held call it lets through, a replayed Latch read included: the replay runs in the agent's shell too.
+  const unsafe = heldRead ? (ctx.agent.prepareHeldRead?.(ctx.env ?? process.env) ?? null) : null;
 
   /** The Start written for this PreToolUse's call (nanoseconds), if any. */
   let startedNs: string | null = null;

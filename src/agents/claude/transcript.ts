@@ -135,7 +135,9 @@ class LineScanner {
     // start with parentUuid. Only `user` and `system` lines matter here.
     const lead = leadType(line);
     const wanted = lead === null || lead === 'user' || lead === 'system';
-    const boundary = wanted && line.indexOf(BOUNDARY_MARK) >= 0;
+    // The boundary's bytes are looked for in EVERY line: an unterminated line the agent left in the
+    // file joins the next line Claude Code appends, under the agent's lead type (fail closed below).
+    const boundary = line.indexOf(BOUNDARY_MARK) >= 0;
     const result = wanted && !boundary && line.indexOf(RESULT_MARK) >= 0;
     const needMeta = this.meta.id === null || this.meta.cliVersion === null || this.meta.cwd === null;
     if (!boundary && !result && !(needMeta && line.length < META_LINE_MAX)) return;
@@ -244,11 +246,32 @@ export function claudeConfigDir(env: NodeJS.ProcessEnv): string {
  */
 export function claudeRegistrationPaths(env: NodeJS.ProcessEnv, cwd: string): ProtectedPath[] {
   const dir = claudeConfigDir(env);
+  // Claude Code loads the project's `.claude/` and `.mcp.json` from the directory it was started in,
+  // which the payload's cwd no longer names after a `cd`: every ancestor of the cwd, and
+  // CLAUDE_PROJECT_DIR, are protected.
+  const projects = new Set<string>();
+  for (let d = resolve(cwd), i = 0; i < 64; i++) {
+    projects.add(d);
+    const up = dirname(d);
+    if (up === d) break;
+    d = up;
+  }
+  if (env.CLAUDE_PROJECT_DIR) projects.add(resolve(env.CLAUDE_PROJECT_DIR));
+  const home = env.HOME || homedir();
   return [
+    ...[...projects].flatMap((p) => [
+      { path: join(p, '.claude'), reason: `the project’s Claude Code settings (${join(p, '.claude')}/)` },
+      {
+        path: join(p, '.mcp.json'),
+        reason: `the project’s MCP servers (${join(p, '.mcp.json')}), started by Claude Code`,
+      },
+    ]),
+    { path: join(dir, '.claude.json'), reason: 'the Claude Code state and MCP servers (.claude.json)' },
+    { path: join(home, '.claude.json'), reason: 'the Claude Code state and MCP servers (~/.claude.json)' },
+    { path: join(dir, 'plugins'), reason: 'the Claude Code plugins (their hooks and MCP servers)' },
     { path: join(dir, 'settings.json'), reason: 'the Claude Code hook registration (settings.json)' },
     { path: join(dir, 'settings.local.json'), reason: 'the Claude Code user settings (settings.local.json)' },
     { path: join(dir, 'cowork_settings.json'), reason: 'the Claude Code user settings (cowork_settings.json)' },
-    { path: join(resolve(cwd), '.claude'), reason: 'the project’s Claude Code settings (.claude/)' },
     {
       path: join(dir, 'shell-snapshots'),
       reason: 'Claude Code’s shell snapshots (sourced before every Bash call)',

@@ -23,7 +23,10 @@ export function classifyTool(name: string, input: unknown, toolUseId: string | n
   }
   if (AGENT_TOOLS.has(name)) return { name, kind: 'agent', command, mcpServer: null, toolUseId };
   if (name.startsWith('mcp__')) {
-    const server = name.slice('mcp__'.length).split('__')[0] || null;
+    // mcp__<server>__<tool>: only an unambiguous name (one "__" after the prefix) names its server; with
+    // more (`mcp__ro__x__write`) the split is the agent's guess, and no read-only server is matched.
+    const parts = name.slice('mcp__'.length).split('__');
+    const server = parts.length === 2 && parts[0] ? parts[0] : null;
     return { name, kind: 'mcp', command, mcpServer: server, toolUseId };
   }
   if (READ_ONLY_TOOLS.has(name)) return { name, kind: null, command, mcpServer: null, toolUseId };
