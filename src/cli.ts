@@ -84,7 +84,7 @@ export const COMMANDS: Record<string, Command> = {
   doctor: {
     usage: 'latch doctor [FILE] [--agent codex|claude] [--codex-home DIR] [--project DIR] [--json] [--full]',
     summary:
-      "Without FILE: check the installation (hooks installed and trusted, binary, Codex version, store health; Claude Code's settings, hook command and version when Latch is in them, or with --agent claude; --agent codex: Codex only). With FILE: fsck a Codex rollout (.jsonl or .jsonl.zst) or a captured app-server stream, cross-checked with the Latch store. Exit codes with FILE: 0 healthy (no finding); 1 damage (an ERROR: the file is damaged or contradicts Latch's record; or a WARN: something a healthy Codex does not write); 2 unreadable; 3 healthy but written by a Codex release Latch has not qualified (NOTE findings only: age, not damage; `latch qualify codex VERSION` qualifies it). The most serious applies (2, 1, 3, 0).",
+      "Without FILE: check the installation (hooks installed and trusted, binary, Codex version, store health; Claude Code's settings, hook command and version when Latch is in them, or with --agent claude; --agent codex: Codex only). With FILE: fsck a Codex rollout (.jsonl or .jsonl.zst), a captured app-server stream or a Claude Code transcript (recognised from its first lines; --agent claude|codex chooses), cross-checked with the Latch store. Exit codes with FILE: 0 healthy (no finding); 1 damage (an ERROR: the file is damaged or contradicts Latch's record; or a WARN: something a healthy Codex does not write); 2 unreadable; 3 healthy but written by a Codex release Latch has not qualified (NOTE findings only: age, not damage; `latch qualify codex VERSION` qualifies it). The most serious applies (2, 1, 3, 0). A Claude Code transcript: 0, 1 or 2 (Latch qualifies no Claude Code release, so 3 does not apply).",
     options: { ...homeOpts, ...jsonOpt, full: { type: 'boolean' }, agent: { type: 'string' } },
     positionals: true,
     async run(io, v, p) {
@@ -93,6 +93,11 @@ export const COMMANDS: Record<string, Command> = {
         throw new ExitError(EXIT.usage, `--agent ${agent}: expected codex or claude`);
       if (p.length > 1) throw new ExitError(EXIT.usage, 'usage: latch doctor [FILE] [--json] [--full]');
       if (p.length === 1) {
+        // A Claude Code transcript (sniffed from its first lines, or --agent claude) has its own doctor.
+        const { claudeTranscriptDoctor, sniffTranscriptFormat } = await import('./agents/claude/doctor-file.js');
+        const file = resolve(io.cwd, p[0]!);
+        if (agent === 'claude' || (agent === undefined && sniffTranscriptFormat(file) === 'claude'))
+          return claudeTranscriptDoctor(io, { file, json: v.json === true });
         const { transcriptDoctor } = await import('./agents/codex/fsck/command.js');
         return transcriptDoctor(io, { file: p[0]!, json: v.json === true, full: v.full === true });
       }
@@ -260,13 +265,17 @@ export const COMMANDS: Record<string, Command> = {
     },
   },
   demo: {
-    usage: 'latch demo [--keep] [--json]',
+    usage: 'latch demo [codex|claude|all] [--keep] [--json]',
     summary:
-      'Run a real Codex session over a loopback fake model across an auto-compaction and show the latch at work.',
+      'Run a real agent session over a loopback fake model across an auto-compaction and show the latch at work: codex (`codex exec`), claude (`claude -p`), or all (the default: Codex, then Claude Code). An agent that is not installed is named with what to install (exit 1).',
     options: { keep: { type: 'boolean' }, ...jsonOpt },
-    async run(io, v) {
+    positionals: true,
+    async run(io, v, p) {
+      const agent = p[0] ?? 'all';
+      if (p.length > 1 || (agent !== 'codex' && agent !== 'claude' && agent !== 'all'))
+        throw new ExitError(EXIT.usage, 'usage: latch demo [codex|claude|all] [--keep] [--json]');
       const { demo } = await import('./commands/demo.js');
-      return demo(io, { keep: v.keep === true, json: v.json === true });
+      return demo(io, { agent, keep: v.keep === true, json: v.json === true });
     },
   },
 };

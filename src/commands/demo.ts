@@ -1,24 +1,35 @@
-// `latch demo`: a real Codex session over a loopback fake model crosses an auto-compaction; Latch
-// checkpoints, latches, denies the post-compaction writes, and a verify restores authority.
-import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+// `latch demo [codex|claude|all]`: a real agent session over a loopback fake model crosses an
+// auto-compaction; Latch checkpoints, latches, denies the post-compaction writes, and a verify restores
+// authority. `all` (the default) tells the Codex story, then Claude Code's (src/commands/demo-claude.ts).
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { codexCommandFor, codexVersion, resolveCodex, type CodexCommand } from '../agents/codex/app-server.js';
 import { resolveCodexBin, runCodex, writeCodexConfig } from '../agents/codex/driver.js';
-import { ExitError, EXIT } from '../base/errors.js';
-import { snapshotTree } from '../tree/snapshot.js';
+import { ExitError, EXIT, isLatchError } from '../base/errors.js';
 import { itemText, startFakeModel, type FakeStep } from '../agents/codex/fake-model.js';
+import { claudeDemoPart, demoClaude } from './demo-claude.js';
 import type { Io } from './io.js';
 import { setupCodex } from './setup.js';
-import { status } from './status.js';
-import { verify } from './verify.js';
+import {
+  capture,
+  conclusion,
+  type DemoOptions as PartOptions,
+  type DemoPart,
+  demoStatus,
+  initDemoWorkspace,
+  quoteDenial,
+  requireGit,
+  sessionStory,
+  teller,
+  verifyStep,
+} from './shared/demo.js';
 
-export interface DemoOptions {
-  keep?: boolean;
-  json?: boolean;
-  /** Where to build the demo (a fresh temp dir by default). */
-  dir?: string;
+export type DemoAgent = 'codex' | 'claude' | 'all';
+
+export interface DemoOptions extends PartOptions {
+  /** Which agent's story (default `all`: Codex, then Claude Code). */
+  agent?: DemoAgent;
 }
 
 const PATCH = '*** Begin Patch\n*** Add File: notes.md\n+# Notes written after compaction\n*** End Patch\n';
@@ -43,24 +54,12 @@ function script(): FakeStep[] {
   ];
 }
 
-function capture(io: Io): { io: Io; text: () => string } {
-  let buf = '';
-  return { io: { ...io, out: (t) => (buf += t), err: (t) => (buf += t), interactive: false }, text: () => buf };
-}
-
 /** The Codex the demo drives; pinned and tested: 0.171.0 (the package's devDependency). */
 const DEMO_CODEX = '0.171.0';
 
 /** What the demo needs besides Latch: git and the real Codex CLI. Checked before anything is created. */
 async function demoCodex(io: Io): Promise<{ path: string; version: string | null }> {
-  try {
-    execFileSync('git', ['--version'], { stdio: 'ignore' });
-  } catch {
-    throw new ExitError(
-      EXIT.failure,
-      'the demo builds a git workspace and needs `git` on the PATH; install git and run it again',
-    );
-  }
+  requireGit();
   // The pinned devDependency beside Latch first (a checkout's `npm run demo`), else `codex` on the PATH.
   let codex: CodexCommand | null;
   try {
@@ -90,8 +89,12 @@ async function demoCodex(io: Io): Promise<{ path: string; version: string | null
   }
 }
 
-export async function demo(io: Io, opts: DemoOptions): Promise<number> {
-  const codex = await demoCodex(io);
+/** The Codex story, on a Codex the caller found (demoCodex). */
+async function codexDemoPart(
+  io: Io,
+  opts: PartOptions,
+  codex: { path: string; version: string | null },
+): Promise<DemoPart> {
   const base = opts.dir ?? mkdtempSync(join(tmpdir(), 'latch-demo-'));
   const work = join(base, 'work');
   const codexHome = join(base, 'codex-home');
@@ -99,15 +102,10 @@ export async function demo(io: Io, opts: DemoOptions): Promise<number> {
   mkdirSync(work, { recursive: true });
   const env = { ...io.env, LATCH_HOME: latchHome };
   const sub: Io = { ...io, env, cwd: work };
-  const say = (t: string) => {
-    if (!opts.json) io.out(t + '\n');
-  };
+  const say = teller(io, opts);
   const fake = await startFakeModel({ steps: script(), summary: 'Summary: progress.txt has steps 1 and 2.' });
   try {
-    git(work, ['init', '-q', '-b', 'main']);
-    writeFileSync(join(work, 'README.md'), '# demo project\n');
-    git(work, ['add', '.']);
-    git(work, ['-c', 'user.name=demo', '-c', 'user.email=demo@example.invalid', 'commit', '-qm', 'init']);
+    initDemoWorkspace(work);
 
     say(`Latch demo in ${base}`);
     say(
@@ -131,45 +129,26 @@ export async function demo(io: Io, opts: DemoOptions): Promise<number> {
       io.err(
         `codex exec failed (exit ${first.code}${first.timedOut ? ', timed out' : ''}):\n${first.stderr.slice(-2000)}\n`,
       );
-      return EXIT.failure;
+      return { ok: false, json: { ok: false, dir: base, error: `codex exec failed (exit ${first.code})` } };
     }
     const compactions = fake.requests.filter((r) => r.isCompaction).length;
-    const st = capture(sub);
-    await status(st.io, { cwd: work, json: true });
-    const statusJson = JSON.parse(st.text()) as {
-      sessions: {
-        session_id: string;
-        state: string;
-        denials: number;
-        checkpoints: { id: string; observed_via: string[]; tree: { sha256: string; files: number } }[];
-        reason: string | null;
-      }[];
-    };
+    const statusJson = await demoStatus(sub, work);
     const session = statusJson.sessions[0];
-    const cp = session?.checkpoints[0];
-    const now = snapshotTree(work);
     const modelSaw = fake.requests
       .flatMap((r) => (r.body?.input ?? []) as unknown[])
       .map(itemText)
       .filter((t) => t.includes('Latch blocked'));
     say(`   compactions requested by Codex: ${compactions}`);
-    say(`   session ${session?.session_id}: ${session?.state}`);
-    say(`   checkpoint ${cp?.id} observed via ${cp?.observed_via.join(' + ')}`);
-    say(
-      `   tree at checkpoint ${cp?.tree.sha256.slice(0, 16)}… (${cp?.tree.files} files); now ${now.sha256.slice(0, 16)}… (${now.files} files): ${cp?.tree.sha256 === now.sha256 ? 'EQUAL' : 'DIFFERENT'}`,
-    );
+    const { equal, now } = sessionStory(say, session, work);
     say(
       `   denied after compaction: ${session?.denials ?? 0} call(s) (the read-only \`cat\` ran); the model received ${new Set(modelSaw).size} denial message(s), e.g.:`,
     );
-    if (modelSaw[0]) say(`     "${modelSaw[0].slice(0, 220).replace(/\s+/g, ' ')}…"`);
+    quoteDenial(say, modelSaw[0]);
     const briefDelivered = modelSawAll(fake).some((t) => t.includes('<<<LATCH-BRIEF'));
     say(`   task brief re-delivered to the model after the compaction: ${briefDelivered ? 'yes' : 'no'}`);
     say(`   progress.txt is still: ${JSON.stringify(readFileSync(join(work, 'progress.txt'), 'utf8'))}`);
 
-    say('3. A human runs `latch verify --yes`:');
-    const ver = capture(sub);
-    const verifyCode = await verify(ver.io, { cwd: work, yes: true });
-    for (const line of ver.text().trimEnd().split('\n')) say(`   ${line}`);
+    const verifyCode = await verifyStep(say, sub, work, 3);
 
     say('4. The session resumes (`codex exec resume`) and may write again:');
     const second = await runCodex({
@@ -184,47 +163,103 @@ export async function demo(io: Io, opts: DemoOptions): Promise<number> {
     const progress = readFileSync(join(work, 'progress.txt'), 'utf8');
     say(`   resume exit ${second.code}; progress.txt now:\n${progress.replace(/^/gm, '     ')}`);
     const ok =
-      compactions >= 1 &&
-      session?.state === 'latched' &&
-      cp?.tree.sha256 === now.sha256 &&
-      verifyCode === 0 &&
-      progress.includes('step 3');
-    if (opts.json) {
-      io.out(
-        JSON.stringify(
-          {
-            ok,
-            dir: base,
-            compactions,
-            status: statusJson,
-            tree_now: { sha256: now.sha256, files: now.files },
-            verify_exit: verifyCode,
-            denials_seen_by_model: modelSaw.length,
-            progress,
-          },
-          null,
-          2,
-        ) + '\n',
-      );
-    } else {
-      say(
-        ok
-          ? '\nThe latch held across the compaction and was released only by verification.'
-          : '\nDemo did NOT behave as expected (see above).',
-      );
-      if (opts.keep) say(`Kept ${base} (LATCH_HOME=${latchHome} latch status --cwd ${work}).`);
-    }
-    return ok ? EXIT.ok : EXIT.failure;
+      compactions >= 1 && session?.state === 'latched' && equal && verifyCode === 0 && progress.includes('step 3');
+    conclusion(say, ok, opts, base, `LATCH_HOME=${latchHome} latch status --cwd ${work}`);
+    return {
+      ok,
+      json: {
+        ok,
+        dir: base,
+        compactions,
+        status: statusJson,
+        tree_now: now,
+        verify_exit: verifyCode,
+        denials_seen_by_model: modelSaw.length,
+        progress,
+      },
+    };
   } finally {
     await fake.close();
     if (!opts.keep && !opts.dir) rmSync(base, { recursive: true, force: true });
   }
 }
 
-function modelSawAll(fake: { requests: { body?: { input?: unknown[] } }[] }): string[] {
-  return fake.requests.flatMap((r) => (r.body?.input ?? []) as unknown[]).map(itemText);
+/** The agent named in a missing-binary message, and that message, when its part cannot run. */
+interface Skipped {
+  agent: 'codex' | 'claude';
+  message: string;
 }
 
-function git(cwd: string, args: string[]): void {
-  execFileSync('git', args, { cwd, stdio: 'ignore' });
+/**
+ * `latch demo codex|claude` tells one story (an agent that is not installed: exit 1 with what to
+ * install). `latch demo` / `latch demo all` tells both, Codex first; an agent that is not installed is
+ * named with what to install and its part skipped, the other part still runs, and the exit is 1.
+ * With --json, `all` prints the Codex part's fields at the top level (as `latch demo --json` did before
+ * Claude Code), `ok` for both, and each part's outcome under `codex` and `claude`.
+ */
+export async function demo(io: Io, opts: DemoOptions): Promise<number> {
+  const agent = opts.agent ?? 'all';
+  const partOpts = (name: 'codex' | 'claude'): PartOptions => ({
+    ...opts,
+    dir: opts.dir && agent === 'all' ? join(opts.dir, name) : opts.dir,
+  });
+  const finishOne = (part: DemoPart): number => {
+    if (opts.json) io.out(JSON.stringify(part.json, null, 2) + '\n');
+    return part.ok ? EXIT.ok : EXIT.failure;
+  };
+  if (agent === 'codex') {
+    const codex = await demoCodex(io);
+    return finishOne(await codexDemoPart(io, partOpts('codex'), codex));
+  }
+  if (agent === 'claude') {
+    requireGit();
+    const claude = await demoClaude(io);
+    return finishOne(await claudeDemoPart(io, partOpts('claude'), claude));
+  }
+
+  // Both: every prerequisite is checked before anything is created.
+  requireGit();
+  const skipped: Skipped[] = [];
+  const found = async <T>(name: 'codex' | 'claude', find: () => Promise<T>): Promise<T | null> => {
+    try {
+      return await find();
+    } catch (err) {
+      if (!isLatchError(err, 'E_EXIT')) throw err;
+      io.err(`latch demo: ${err.message}\n`);
+      skipped.push({ agent: name, message: err.message });
+      return null;
+    }
+  };
+  const codex = await found('codex', () => demoCodex(io));
+  const claude = await found('claude', () => demoClaude(io));
+  const say = teller(io, opts);
+  const codexPart = codex ? await codexDemoPart(io, partOpts('codex'), codex) : null;
+  if (codexPart && claude) say('');
+  const claudePart = claude ? await claudeDemoPart(io, partOpts('claude'), claude) : null;
+  const ok = skipped.length === 0 && codexPart?.ok === true && claudePart?.ok === true;
+  const outcome = (part: DemoPart | null, name: 'codex' | 'claude') =>
+    part ? { ok: part.ok } : { ok: false, skipped: skipped.find((s) => s.agent === name)?.message ?? 'not run' };
+  if (opts.json) {
+    io.out(
+      JSON.stringify(
+        {
+          ...(codexPart?.json ?? {}),
+          ok,
+          codex: outcome(codexPart, 'codex'),
+          claude: claudePart ? claudePart.json : outcome(null, 'claude'),
+        },
+        null,
+        2,
+      ) + '\n',
+    );
+  } else {
+    const line = (part: DemoPart | null) =>
+      part ? (part.ok ? 'the latch held' : 'did NOT behave as expected') : 'not installed, skipped (see above)';
+    say(`\nCodex: ${line(codexPart)}. Claude Code: ${line(claudePart)}.`);
+  }
+  return ok ? EXIT.ok : EXIT.failure;
+}
+
+function modelSawAll(fake: { requests: { body?: { input?: unknown[] } }[] }): string[] {
+  return fake.requests.flatMap((r) => (r.body?.input ?? []) as unknown[]).map(itemText);
 }
