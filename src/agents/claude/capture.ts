@@ -2,7 +2,7 @@
 // (Claude Code's own injections skipped), the latest TodoWrite list as the plan, the last assistant
 // text. The compaction summary (an `isCompactSummary` user line) is never used.
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
-import type { CaptureOptions, TranscriptCapture } from '../../continuity/capture.js';
+import { emptyCapture, type CaptureOptions, type TranscriptCapture } from '../../continuity/capture.js';
 import { clip, MAX_ITEMS } from '../../continuity/brief.js';
 import { leadType } from './transcript.js';
 
@@ -35,18 +35,7 @@ const USER_MARK = Buffer.from('"type":"user"');
 const ASSISTANT_MARK = Buffer.from('"type":"assistant"');
 
 class Capturer {
-  c: TranscriptCapture = {
-    sessionId: null,
-    cwd: null,
-    forkedFrom: null,
-    requests: [],
-    requestCount: 0,
-    plan: null,
-    goal: null,
-    lastAssistant: null,
-    skippedLines: 0,
-    badLines: 0,
-  };
+  c: TranscriptCapture = emptyCapture();
   first: string | null = null;
   recent: string[] = [];
 
