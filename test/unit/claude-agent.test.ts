@@ -286,7 +286,7 @@ test('tool classification table', () => {
     ['Agent', { description: 'Write sub.txt', prompt: 'p', subagent_type: 'general-purpose' }, 'agent', {}],
     ['Task', { prompt: 'p' }, 'agent', {}],
     ['mcp__w__write_file', { path: 'x' }, 'mcp', { mcpServer: 'w' }],
-    ['mcp__my__server__tool', {}, 'mcp', { mcpServer: 'my' }],
+    ['mcp__my__server__tool', {}, 'mcp', { mcpServer: null }], // ambiguous: names no read-only server
     ['Read', { file_path: '/w/a' }, null, {}],
     ['Glob', {}, null, {}],
     ['Grep', {}, null, {}],
