@@ -368,9 +368,9 @@ function kindOfSig(sig: string): string {
 // ---------------------------------------------------------------------------------------------
 // hooks.json
 
-const MARK = / hook codex --event /;
+const MARK = / hook [a-z]+ --event /;
 
-/** A handler Latch wrote: its command runs `... hook codex --event NAME` of a `latch` entry. */
+/** A handler Latch wrote: its command runs `... hook <agent> --event NAME` of a `latch` entry. */
 export function isLatchHandler(h: unknown): boolean {
   if (!h || typeof h !== 'object') return false;
   const c = (h as { command?: unknown }).command;

@@ -482,9 +482,7 @@ test('a forged boundary cannot use up the sequence number of the next real compa
 // ---------------------------------------------------------------------------------------------
 // 4. Settings and registration
 
-test('a settings.json rewritten while mutable (by any program) is noticed: tamper evidence for Claude Code', {
-  todo: 'hole: `latch setup claude` records no registration fingerprint (recordRegistration is Codex-only); a mutable agent can drop the handlers, set disableAllHooks, or add `env` (LATCH_HOME, LATCH_SANDBOX=off, NODE_OPTIONS, PATH) and no hook ever notices',
-}, async (t) => {
+test('a settings.json rewritten while mutable (by any program) is noticed: tamper evidence for Claude Code', {}, async (t) => {
   const b = box();
   t.after(b.cleanup);
   const entry = join(b.base, 'latch.cjs');

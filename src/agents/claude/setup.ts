@@ -17,6 +17,8 @@ import { defaultEntry, failClosed, latchHookRun, writeConfigAtomic } from '../..
 import { editJsonText } from '../../commands/shared/json-text.js';
 import { openStore } from '../../store/store.js';
 import { claudeConfigDir } from './transcript.js';
+import { recordRegistration } from '../../guard/tamper.js';
+import { homedir } from 'node:os';
 
 /** The Claude Code release Latch is tested against (payloads, hook order, failure modes). */
 export const TESTED_CLAUDE_VERSION = '2.1.332';
@@ -314,8 +316,30 @@ export async function setupClaude(io: Io, opts: ClaudeSetupOptions): Promise<num
   const home = homeOf(io);
   if (!opts.dryRun) {
     // The store first: handlers written without a usable store would deny every tracked call.
-    openStore(home, { create: true }).close();
-    if (changed) writeConfigAtomic(file, text, opts.project ? {} : { dirMode: 0o700 });
+    const db = openStore(home, { create: true });
+    try {
+      if (changed) writeConfigAtomic(file, text, opts.project ? {} : { dirMode: 0o700 });
+      // Tamper evidence, as for Codex (src/guard/tamper.ts): this settings file, Latch's installed
+      // files, the shell startup files and PATH; every hook compares them, and a change latches.
+      const project = opts.project ? resolve(io.cwd, opts.project) : null;
+      recordRegistration(
+        db,
+        {
+          kind: project ? 'project' : 'user',
+          hooksFile: file,
+          configFiles: [],
+          project,
+          node,
+          entry,
+          home: io.env.HOME || homedir(),
+          pathVar: io.env.PATH,
+          version: VERSION,
+        },
+        io.now(),
+      );
+    } finally {
+      db.close();
+    }
   }
   const scope = scopeOf(opts);
   const project = opts.project ? resolve(io.cwd, opts.project) : null;
