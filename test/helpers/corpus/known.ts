@@ -42,6 +42,7 @@ export const KNOWN_LEAKS: ReadonlyArray<{ cause: string; keys: readonly string[]
       'a background job started while mutable, blocked on a FIFO, acts once an allowed read opens the FIFO (both modes; timing-dependent, both modes listed); in a real session containment kills the writer at the trip',
     keys: [
       'two-stage[fifo-excludes] "git --no-pager --no-optional-locks -c core.fsmonitor=false -c core.hooksPath=/dev/null ls-files -o --exclude-standard"|classifier',
+      'two-stage[fifo-excludes] "git --no-pager --no-optional-locks -c core.fsmonitor=false -c core.hooksPath=/dev/null ls-files -o --exclude-standard"|sandbox',
       'two-stage[fifo-excludes] "git --no-pager --no-optional-locks -c core.fsmonitor=false -c core.hooksPath=/dev/null status"|classifier',
       'two-stage[fifo-excludes] "git --no-pager --no-optional-locks -c core.fsmonitor=false -c core.hooksPath=/dev/null status"|sandbox',
       'two-stage[fifo-writer] "awk \'{print}\' fifo"|classifier',
