@@ -11,9 +11,10 @@
 //                                its writes, the post-compaction write denied
 //   app-server-latched.rollout.jsonl   that thread's rollout (what the checkpoint hashed)
 //   app-server-latched.store.db        the Latch store of that run (compacted like store.db)
-//   The committed app-server-latched fixtures name the checkout as `/repo/root/` instead of the
-//   capturing machine's path (same length, so byte offsets hold; the checkpoint's prefix hash in the
-//   store was recomputed for the rewritten rollout). Do the same after a new capture.
+//   The committed app-server-latched fixtures name the checkout by a path relative to the repo,
+//   `./././././/` (the capturing machine's checkout rewritten to a spelling of the same length, so
+//   byte offsets hold; the store's prefix and transcript-record hashes were recomputed for the
+//   rewritten rollout). Do the same after a new capture.
 //   damaged/*.jsonl.zst          hand-made damaged copies of hooked-session.jsonl (zstd, to stay small)
 // Run: npm run build && node --import tsx scripts/capture-doctor-fixtures.ts [session|app-server|app-server-latched|damaged]
 import { spawnSync } from 'node:child_process';
