@@ -1,13 +1,12 @@
 // The brief's capture from a Claude Code transcript (streaming, bounded memory): the user's requests
 // (Claude Code's own injections skipped), the latest TodoWrite list as the plan, the last assistant
 // text. The compaction summary (an `isCompactSummary` user line) is never used.
-import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import { readLines } from '../../base/lines.js';
 import { emptyCapture, type CaptureOptions, type TranscriptCapture } from '../../continuity/capture.js';
 import { clip, MAX_ITEMS } from '../../continuity/brief.js';
 import { leadType } from './transcript.js';
 
 const MAX_REQUESTS = 12;
-const CHUNK = 1 << 20;
 
 /**
  * User lines Claude Code writes itself (slash commands and their output, hook and system reminders,
@@ -122,48 +121,6 @@ function isBlock(b: unknown, type: string): b is Record<string, unknown> & { typ
   return !!b && typeof b === 'object' && (b as { type?: unknown }).type === type;
 }
 
-/** Reads a transcript line by line, skipping lines longer than maxLine; a final partial line is ignored. */
-function readLines(path: string, maxLine: number, onLine: (line: Buffer) => void, onSkip: () => void): void {
-  const fd = openSync(path, 'r');
-  try {
-    const size = Number(fstatSync(fd).size);
-    const buf = Buffer.allocUnsafe(CHUNK);
-    let carry: Buffer[] = [];
-    let carryLen = 0;
-    let skipping = false;
-    let pos = 0;
-    while (pos < size) {
-      const n = readSync(fd, buf, 0, Math.min(CHUNK, size - pos), pos);
-      if (n <= 0) break;
-      pos += n;
-      let start = 0;
-      for (;;) {
-        const nl = buf.indexOf(0x0a, start);
-        if (nl < 0 || nl >= n) break;
-        if (skipping) skipping = false;
-        else if (carryLen + (nl - start) > maxLine) onSkip();
-        else onLine(carryLen ? Buffer.concat([...carry, buf.subarray(start, nl)]) : buf.subarray(start, nl));
-        carry = [];
-        carryLen = 0;
-        start = nl + 1;
-      }
-      if (start < n && !skipping) {
-        if (carryLen + (n - start) > maxLine) {
-          onSkip();
-          skipping = true;
-          carry = [];
-          carryLen = 0;
-        } else {
-          carry.push(Buffer.from(buf.subarray(start, n)));
-          carryLen += n - start;
-        }
-      }
-    }
-  } finally {
-    closeSync(fd);
-  }
-}
-
 /**
  * What a Claude Code transcript says about the task: the user's requests, the latest TodoWrite list
  * (as the plan), the last assistant text. A fork's transcript holds the history it was given (from
@@ -174,6 +131,7 @@ export function captureFromTranscript(path: string, opts: CaptureOptions = {}): 
   const cap = new Capturer();
   readLines(
     path,
+    null,
     maxLine,
     (l) => cap.line(l),
     () => void cap.c.skippedLines++,

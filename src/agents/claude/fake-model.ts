@@ -6,9 +6,9 @@
 // from its last user message and answered with `summary` without consuming a turn; requests that
 // offer no tools (titles, other side calls) get a short text and consume nothing either. Every
 // request is recorded with what the model was told (tool results, system and context texts).
-// Zero dependencies beyond node:http.
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+// Zero dependencies beyond node:http (src/base/loopback.ts).
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { jsonBody, pathOf, readBody, sseEvent, startLoopback, startSse } from '../../base/loopback.js';
 
 export type ClaudeBlock =
   | { type: 'text'; text: string }
@@ -208,12 +208,8 @@ export async function startClaudeFakeModel(opts: ClaudeFakeOptions): Promise<Cla
       );
       return;
     }
-    res.writeHead(200, {
-      'content-type': 'text/event-stream',
-      'cache-control': 'no-cache',
-      'request-id': newId('req'),
-    });
-    const ev = (data: Record<string, unknown>) => res.write(`event: ${data.type}\ndata: ${JSON.stringify(data)}\n\n`);
+    startSse(res, { 'request-id': newId('req') });
+    const ev = (data: Record<string, unknown>) => sseEvent(res, data);
     ev({
       type: 'message_start',
       message: {
@@ -260,24 +256,11 @@ export async function startClaudeFakeModel(opts: ClaudeFakeOptions): Promise<Cla
   };
 
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    for await (const chunk of req) {
-      size += (chunk as Buffer).length;
-      if (size > maxBody) {
-        res.writeHead(413).end();
-        return;
-      }
-      chunks.push(chunk as Buffer);
-    }
+    const raw = await readBody(req, res, maxBody);
+    if (raw === null) return;
     const method = req.method ?? 'GET';
-    const path = (req.url ?? '/').split('?')[0] ?? '/';
-    let body: any;
-    try {
-      body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-    } catch {
-      body = undefined;
-    }
+    const path = pathOf(req);
+    const body = jsonBody(raw);
     const rec: ClaudeRequest = {
       index: requests.length,
       method,
@@ -324,39 +307,8 @@ export async function startClaudeFakeModel(opts: ClaudeFakeOptions): Promise<Cla
     }
   };
 
-  const sockets = new Set<Socket>();
-  const server = createServer((req, res) => {
-    handle(req, res).catch((err) => {
-      errors.push(err);
-      if (!res.headersSent) res.writeHead(500);
-      res.end();
-    });
-  });
-  server.keepAliveTimeout = 1000;
-  server.requestTimeout = 60_000;
-  server.on('connection', (s) => {
-    sockets.add(s);
-    s.on('close', () => sockets.delete(s));
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
-  });
-  const { port } = server.address() as AddressInfo;
-  let closing: Promise<void> | undefined;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    requests,
-    errors,
-    served: () => nextTurn,
-    close() {
-      closing ??= new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        for (const s of sockets) s.destroy();
-      });
-      return closing;
-    },
-  };
+  const server = await startLoopback(handle, { requestTimeoutMs: 60_000, onError: (err) => errors.push(err) });
+  return { url: `http://127.0.0.1:${server.port}`, requests, errors, served: () => nextTurn, close: server.close };
 }
 
 /** Every tool result the model was sent, first occurrence of each tool_use_id, in order. */

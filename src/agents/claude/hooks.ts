@@ -2,28 +2,30 @@
 // Shapes are those of Claude Code 2.1.332 (captured from the real binary: test/fixtures/claude/*.json;
 // the reply schema is the binary's own hook output schema, transcribed in test/unit/claude-agent.test.ts).
 import * as v from 'valibot';
-import type { Decision, LatchEvent, Observation, StartSource } from '../../guard/events.js';
+import type { Decision, LatchEvent, Observation } from '../../guard/events.js';
 import type { HookReply } from '../agent.js';
+import {
+  denyReply,
+  ModeFields,
+  noticeReply,
+  OptStr,
+  type PayloadRefusal,
+  parsePayload,
+  PostCompactFields,
+  PreCompactFields,
+  rewriteReply,
+  SessionFields,
+  SessionStartFields,
+  sessionStartEvent,
+  sessionStartReply,
+  silentReply,
+  Str,
+} from '../shared/hooks.js';
 import { classifyTool } from './tools.js';
-
-const KNOWN_SOURCES: ReadonlySet<string> = new Set(['startup', 'resume', 'clear', 'compact', 'fork']);
-
-const Str = v.string();
-const OptStr = v.optional(v.string());
-const NullableStr = v.nullable(v.string());
 
 // Claude Code payloads carry no turn id: `prompt_id` (one per user prompt) stands in for it. Calls
 // inside a sub-agent add `agent_id` / `agent_type` (and keep the root session's transcript_path).
-const Common = {
-  session_id: v.pipe(Str, v.minLength(1)),
-  cwd: v.pipe(Str, v.minLength(1)),
-  transcript_path: v.optional(NullableStr, null),
-  prompt_id: OptStr,
-  model: OptStr,
-  permission_mode: OptStr,
-  agent_id: OptStr,
-  agent_type: OptStr,
-};
+const Common = { ...SessionFields, prompt_id: OptStr, model: OptStr, ...ModeFields };
 
 const Tool = {
   tool_name: v.pipe(Str, v.minLength(1)),
@@ -69,47 +71,21 @@ export const ClaudePayload = v.variant('hook_event_name', [
   // 2.1.332 sends a call that failed (a Bash command exiting non-zero, a timeout) to PostToolUseFailure
   // instead of PostToolUse: it ran all the same, and may have changed files.
   v.looseObject({ ...Common, hook_event_name: v.picklist(['PostToolUse', 'PostToolUseFailure']), ...Tool }),
-  // Any source is accepted: one Latch does not know is handled as 'unknown' (full brief), never dropped.
-  v.looseObject({ ...Common, hook_event_name: v.literal('SessionStart'), source: v.pipe(Str, v.minLength(1)) }),
-  v.looseObject({ ...Common, hook_event_name: v.literal('PreCompact'), trigger: v.optional(NullableStr, null) }),
-  v.looseObject({ ...Common, hook_event_name: v.literal('PostCompact'), trigger: v.optional(NullableStr, null) }),
+  v.looseObject({ ...Common, ...SessionStartFields }),
+  v.looseObject({ ...Common, ...PreCompactFields }),
+  v.looseObject({ ...Common, ...PostCompactFields }),
   v.looseObject({ ...Common, hook_event_name: v.picklist(OTHER_EVENTS) }),
 ]);
 
 export type ClaudePayload = v.InferOutput<typeof ClaudePayload>;
 
-export type Parsed =
-  | { ok: true; payload: ClaudePayload; obs: Observation; event: LatchEvent | null }
-  | { ok: false; error: string; eventName: string | null; toolName: string | null };
+export type Parsed = { ok: true; payload: ClaudePayload; obs: Observation; event: LatchEvent | null } | PayloadRefusal;
 
 /** Parses and validates one hook payload. Never throws. */
 export function parseClaudePayload(text: string): Parsed {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(text);
-  } catch (err) {
-    return {
-      ok: false,
-      error: `hook payload is not JSON (${(err as Error).message})`,
-      eventName: null,
-      toolName: null,
-    };
-  }
-  const hint = raw && typeof raw === 'object' ? (raw as Record<string, unknown>) : {};
-  const eventName = typeof hint.hook_event_name === 'string' ? hint.hook_event_name : null;
-  const toolName = typeof hint.tool_name === 'string' ? hint.tool_name : null;
-  const r = v.safeParse(ClaudePayload, raw);
-  if (!r.success) {
-    const issue = r.issues[0];
-    const where = issue.path?.map((p: { key: unknown }) => String(p.key)).join('.') ?? '';
-    return {
-      ok: false,
-      error: `invalid hook payload: ${where ? where + ': ' : ''}${issue.message}`,
-      eventName,
-      toolName,
-    };
-  }
-  const p = r.output;
+  const r = parsePayload(ClaudePayload, text);
+  if (!r.ok) return r;
+  const p = r.payload;
   const obs: Observation = {
     sessionId: p.session_id,
     turnId: p.prompt_id || null,
@@ -130,9 +106,7 @@ function toEvent(p: ClaudePayload): LatchEvent | null {
     case 'PostToolUseFailure':
       return { type: 'post_tool', call: classifyTool(p.tool_name, p.tool_input, p.tool_use_id ?? null) };
     case 'SessionStart':
-      return KNOWN_SOURCES.has(p.source)
-        ? { type: 'session_start', source: p.source as StartSource }
-        : { type: 'session_start', source: 'unknown', raw: p.source };
+      return sessionStartEvent(p.source);
     case 'PreCompact':
       return { type: 'pre_compact', trigger: p.trigger ?? null };
     case 'PostCompact':
@@ -158,40 +132,23 @@ export type { HookReply };
  * `PreToolUse:<tool> hook error: <reason>`); `systemMessage` is shown to the human, not the model.
  */
 export function claudeDeny(reason: string, notice?: string): HookReply {
-  const out: Record<string, unknown> = {
-    hookSpecificOutput: { hookEventName: 'PreToolUse', permissionDecision: 'deny', permissionDecisionReason: reason },
-  };
-  if (notice) out.systemMessage = notice;
-  return { stdout: JSON.stringify(out), exitCode: 0 };
+  return denyReply(reason, notice);
 }
 
 /** Formats a Decision as Claude Code's reply for the given event. */
 export function claudeReply(eventName: string, d: Decision): HookReply {
   if (eventName === 'PreToolUse') {
     if (d.verdict === 'deny') return claudeDeny(d.message ?? 'Latch blocked this call.', d.notice);
-    if (d.updatedInput) {
-      // 2.1.332 runs the rewritten input, which REPLACES tool_input: the guard sends the full original
-      // input with only `command` changed.
-      const out: Record<string, unknown> = {
-        hookSpecificOutput: { hookEventName: 'PreToolUse', permissionDecision: 'allow', updatedInput: d.updatedInput },
-      };
-      if (d.notice) out.systemMessage = d.notice;
-      return { stdout: JSON.stringify(out), exitCode: 0 };
-    }
-    return d.notice
-      ? { stdout: JSON.stringify({ systemMessage: d.notice }), exitCode: 0 }
-      : { stdout: null, exitCode: 0 };
+    // 2.1.332 runs the rewritten input, which REPLACES tool_input: the guard sends the full original
+    // input with only `command` changed.
+    if (d.updatedInput) return rewriteReply(d.updatedInput, d.notice);
+    return d.notice ? noticeReply(d.notice) : silentReply();
   }
-  if (eventName === 'SessionStart' && (d.message || d.notice)) {
-    const out: Record<string, unknown> = {};
-    // Reaches the model's next request as "SessionStart hook additional context: <text>".
-    if (d.message) out.hookSpecificOutput = { hookEventName: 'SessionStart', additionalContext: d.message };
-    if (d.notice) out.systemMessage = d.notice;
-    return { stdout: JSON.stringify(out), exitCode: 0 };
-  }
+  // The message reaches the model's next request as "SessionStart hook additional context: <text>".
+  if (eventName === 'SessionStart' && (d.message || d.notice)) return sessionStartReply(d);
   // Every other event (PreCompact and PostCompact have no hookSpecificOutput in 2.1.332) takes only
   // the common fields: a notice for the human goes in systemMessage. Never `decision: "block"` or
   // `continue: false` (exit 2 on PreCompact makes the turn fail; on Stop it keeps the turn going).
-  if (d.notice) return { stdout: JSON.stringify({ systemMessage: d.notice }), exitCode: 0 };
-  return { stdout: null, exitCode: 0 };
+  if (d.notice) return noticeReply(d.notice);
+  return silentReply();
 }

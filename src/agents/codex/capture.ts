@@ -1,13 +1,12 @@
 // The brief's capture from a Codex rollout (streaming, bounded memory): the user's requests (Codex's
 // injected context skipped), the latest plan or goal, the last assistant message.
-import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import { readLines } from '../../base/lines.js';
 import { emptyCapture, type CaptureOptions, type TranscriptCapture } from '../../continuity/capture.js';
 import { clip, MAX_ITEMS } from '../../continuity/brief.js';
 import { findRollout } from './lineage.js';
 import { outputCallId, topLevelType } from './rollout.js';
 
 const MAX_REQUESTS = 12;
-const CHUNK = 1 << 20;
 
 /** Codex's own context injected as user messages (0.169 marks them with provenance "harness"). */
 const INJECTED_PREFIXES = [
@@ -200,58 +199,6 @@ function isInjected(p: Record<string, unknown>, text: string): boolean {
   }
   const t = text.trimStart();
   return INJECTED_PREFIXES.some((pre) => t.startsWith(pre));
-}
-
-/** Reads bytes [0, limit) of a rollout line by line, skipping lines longer than maxLine. */
-function readLines(
-  path: string,
-  limit: number | null,
-  maxLine: number,
-  onLine: (line: Buffer) => boolean | void,
-  onSkip: () => boolean | void,
-): void {
-  const fd = openSync(path, 'r');
-  try {
-    const size = Number(fstatSync(fd).size);
-    const end = limit === null ? size : Math.min(limit, size);
-    const buf = Buffer.allocUnsafe(CHUNK);
-    let carry: Buffer[] = [];
-    let carryLen = 0;
-    let skipping = false;
-    let pos = 0;
-    while (pos < end) {
-      const n = readSync(fd, buf, 0, Math.min(CHUNK, end - pos), pos);
-      if (n <= 0) break;
-      pos += n;
-      let start = 0;
-      for (;;) {
-        const nl = buf.indexOf(0x0a, start);
-        if (nl < 0 || nl >= n) break;
-        let stop: boolean | void = false;
-        if (skipping) skipping = false;
-        else if (carryLen + (nl - start) > maxLine) stop = onSkip();
-        else stop = onLine(carryLen ? Buffer.concat([...carry, buf.subarray(start, nl)]) : buf.subarray(start, nl));
-        if (stop === true) return;
-        carry = [];
-        carryLen = 0;
-        start = nl + 1;
-      }
-      if (start < n && !skipping) {
-        if (carryLen + (n - start) > maxLine) {
-          onSkip();
-          skipping = true;
-          carry = [];
-          carryLen = 0;
-        } else {
-          carry.push(Buffer.from(buf.subarray(start, n)));
-          carryLen += n - start;
-        }
-      }
-    }
-    // A final line without a newline is still being written: ignore it.
-  } finally {
-    closeSync(fd);
-  }
 }
 
 /**

@@ -2,9 +2,9 @@
 // POST <base>/responses is answered as SSE: response.created, one response.output_item.done per
 // item, response.completed (with usage.input_tokens, which drives Codex's auto-compaction).
 // Compaction requests are recognised from their input and answered with `summary` without
-// consuming a scripted step. Zero dependencies beyond node:http.
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+// consuming a scripted step. Zero dependencies beyond node:http (src/base/loopback.ts).
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { jsonBody, pathOf, readBody, sseEvent, startLoopback, startSse } from '../../base/loopback.js';
 
 export type FakeItem =
   | { type: 'bash'; cmd: string; workdir?: string }
@@ -125,8 +125,8 @@ export async function startFakeModel(opts: FakeModelOptions): Promise<FakeModel>
 
   const sendSse = (res: ServerResponse, items: unknown[], inputTokens: number) => {
     const responseId = newId('resp');
-    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'close' });
-    const send = (data: Record<string, unknown>) => res.write(`event: ${data.type}\ndata: ${JSON.stringify(data)}\n\n`);
+    startSse(res, { connection: 'close' });
+    const send = (data: Record<string, unknown>) => sseEvent(res, data);
     send({ type: 'response.created', response: { id: responseId } });
     items.forEach((item, output_index) => {
       send({ type: 'response.output_item.done', output_index, item });
@@ -149,27 +149,14 @@ export async function startFakeModel(opts: FakeModelOptions): Promise<FakeModel>
   };
 
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    for await (const chunk of req) {
-      size += (chunk as Buffer).length;
-      if (size > maxBody) {
-        res.writeHead(413).end();
-        return;
-      }
-      chunks.push(chunk as Buffer);
-    }
-    const path = (req.url ?? '/').split('?')[0] ?? '/';
+    const raw = await readBody(req, res, maxBody);
+    if (raw === null) return;
+    const path = pathOf(req);
     if (req.method !== 'POST' || !path.endsWith('/responses')) {
       res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":{"message":"not found"}}');
       return;
     }
-    let body: any;
-    try {
-      body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-    } catch {
-      body = undefined;
-    }
+    const body = jsonBody(raw);
     const rec: RecordedRequest = {
       index: requests.length,
       method: req.method,
@@ -191,36 +178,6 @@ export async function startFakeModel(opts: FakeModelOptions): Promise<FakeModel>
     sendSse(res, step.items.map(toOutputItem), step.inputTokens ?? 100);
   };
 
-  const sockets = new Set<Socket>();
-  const server = createServer((req, res) => {
-    handle(req, res).catch((err) => {
-      errors.push(err);
-      if (!res.headersSent) res.writeHead(500);
-      res.end();
-    });
-  });
-  server.keepAliveTimeout = 1000;
-  server.requestTimeout = 30_000;
-  server.on('connection', (s) => {
-    sockets.add(s);
-    s.on('close', () => sockets.delete(s));
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
-  });
-  const { port } = server.address() as AddressInfo;
-  let closing: Promise<void> | undefined;
-  return {
-    url: `http://127.0.0.1:${port}/v1`,
-    requests,
-    errors,
-    close() {
-      closing ??= new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        for (const s of sockets) s.destroy();
-      });
-      return closing;
-    },
-  };
+  const server = await startLoopback(handle, { requestTimeoutMs: 30_000, onError: (err) => errors.push(err) });
+  return { url: `http://127.0.0.1:${server.port}/v1`, requests, errors, close: server.close };
 }

@@ -1,0 +1,100 @@
+// Stopping and killing: contain() SIGSTOPs every candidate (so none can fork), rescans until no new
+// candidate appears (at most MAX_ROUNDS), then SIGKILLs them all. Each signal re-reads the process's
+// start time first (pid reuse); the remaining race between that read and kill(2) is microseconds
+// (Node has no pidfd).
+import { type AgentInfo, findAgent } from './match.js';
+import { bootNs, procSelfPid, procSupported, sameProcess, wallNs } from './proc.js';
+import {
+  type Candidate,
+  type ContainResult,
+  type Found,
+  NO_AGENT,
+  type ScanInput,
+  scanOnce,
+  toCandidate,
+  unsupported,
+} from './scan.js';
+
+const MAX_ROUNDS = 8;
+
+function signal(pid: number, startTicks: string, sig: NodeJS.Signals): 'ok' | 'gone' | string {
+  if (pid <= 1 || pid === process.pid || pid === procSelfPid()) return 'refused';
+  if (!sameProcess(pid, startTicks)) return 'gone';
+  try {
+    process.kill(pid, sig);
+    return 'ok';
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? String(err);
+    return code === 'ESRCH' ? 'gone' : code;
+  }
+}
+
+/** Stops, then kills, every candidate. Never throws; never signals this process, its ancestors, PID 1 or another uid. */
+export function contain(input: ScanInput): ContainResult {
+  const t0 = performance.now();
+  if (!procSupported()) return unsupported(t0);
+  const errors: string[] = [];
+  const notes: string[] = [];
+  const stopped = new Map<number, Found & { action: string }>();
+  let agent: AgentInfo | null = null;
+  let rounds = 0;
+  const spared = new Map<number, { pid: number; cmdline: string; why: string }>();
+  const result = (candidates: Candidate[], n: number): ContainResult => ({
+    supported: true,
+    notes,
+    agent,
+    candidates,
+    spared: [...spared.values()],
+    rounds: n,
+    ms: performance.now() - t0,
+    errors,
+  });
+  try {
+    const boot = bootNs();
+    const containStart = wallNs();
+    agent = input.agent !== undefined ? input.agent : findAgent(input.self ?? procSelfPid(), boot);
+    if (!agent) notes.push(NO_AGENT);
+    for (rounds = 1; rounds <= MAX_ROUNDS; rounds++) {
+      const { found } = scanOnce(input, agent, boot, containStart, spared);
+      let fresh = 0;
+      for (const f of found.values()) {
+        if (stopped.has(f.proc.pid)) continue;
+        fresh++;
+        // cmdline/exe are read before the stop (a stopped process's /proc entries stay readable anyway)
+        const r = signal(f.proc.pid, f.proc.startTicks, 'SIGSTOP');
+        stopped.set(f.proc.pid, { ...f, action: r === 'ok' ? 'stopped' : r === 'gone' ? 'gone' : `stop_failed: ${r}` });
+      }
+      if (fresh === 0) break;
+    }
+    if (rounds > MAX_ROUNDS) notes.push(`new candidates still appeared after ${MAX_ROUNDS} rounds`);
+    const candidates: Candidate[] = [];
+    for (const f of stopped.values()) {
+      const c = toCandidate(f, f.action);
+      if (f.action !== 'gone') {
+        const r = signal(f.proc.pid, f.proc.startTicks, 'SIGKILL');
+        c.action = r === 'ok' ? 'killed' : r === 'gone' ? 'gone' : `kill_failed: ${r}`;
+        if (r !== 'ok' && r !== 'gone') errors.push(`pid ${f.proc.pid}: SIGKILL failed (${r})`);
+      }
+      candidates.push(c);
+    }
+    return result(candidates, Math.min(rounds, MAX_ROUNDS));
+  } catch (err) {
+    // Whatever was stopped must not stay stopped half-way: kill it.
+    const candidates: Candidate[] = [];
+    for (const f of stopped.values()) {
+      const r = signal(f.proc.pid, f.proc.startTicks, 'SIGKILL');
+      candidates.push({
+        pid: f.proc.pid,
+        start_ticks: f.proc.startTicks,
+        start_ns: f.proc.startNs.toString(),
+        cmdline: '',
+        exe: null,
+        why: f.why,
+        attempt_id: f.attempt,
+        action: r === 'ok' ? 'killed' : r,
+      });
+    }
+    errors.push(String((err as Error)?.message ?? err));
+    return result(candidates, rounds);
+  }
+}

@@ -1,0 +1,225 @@
+// Recognising processes by executable and argv: coding agents (and the nearest one among a pid's
+// ancestors), their sandboxes, the reapers orphans are reparented to, terminal multiplexers, job
+// schedulers; and what containment spares: Latch's own hook invocations and workspace watchers.
+import { realpathSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { builtEntry } from '../../base/paths.js';
+import { ancestry, argvOf, baseName as base, bootNs, cmdlineText, environOf, exeOf, procSelfPid } from './proc.js';
+
+/** Executable basenames that are a coding agent. */
+const AGENT_EXES = [/^codex$/, /^codex-(x86_64|aarch64)-[\w-]+$/, /^claude$/, /^claude\.exe$/];
+/** Scripts that make a node/bun process an agent (argv[1]). */
+const AGENT_SCRIPTS = [
+  /(^|\/)@openai\/codex\/bin\/codex\.js$/,
+  /(^|\/)codex\.js$/,
+  /(^|\/)@anthropic-ai\/claude-code\/cli\.js$/,
+  /(^|\/)claude$/,
+];
+const NODE_EXES = /^(node|nodejs|bun)$/;
+/** Sandboxes an agent runs its commands in. */
+const SANDBOX_EXES = /^(bwrap|codex-linux-sandbox|codex-sandbox)$/;
+/** Processes orphans are reparented to (besides PID 1). */
+const REAPER_EXES = /^(systemd|init|tini|tini-static|dumb-init|catatonit|s6-svscan|runsvdir)$/;
+/** Terminal multiplexer servers: a child started in an attempt window came from a tool call. */
+const MULTIPLEXER_EXES = /^(tmux|tmux: server|screen|SCREEN|zellij|abduco|dtach)$/;
+/** Job schedulers: a job they start was registered by someone earlier. */
+const SCHEDULER_EXES = /^(cron|crond|atd|anacron|incrond|fcron)$/;
+const HOOK_SHELLS = /^(sh|dash|bash|zsh|ksh|mksh|ash|busybox)$/;
+/** Environment variables that change what a hook's shell or node runs. */
+const HOOK_ENV_DANGER = [
+  'NODE_OPTIONS',
+  'NODE_PATH',
+  'LD_PRELOAD',
+  'LD_LIBRARY_PATH',
+  'LD_AUDIT',
+  'BASH_ENV',
+  'ENV',
+  'SHELLOPTS',
+  'BASHOPTS',
+  'PS4',
+  'IFS',
+  'GCONV_PATH',
+];
+
+export interface AgentInfo {
+  pid: number;
+  start_ticks: string;
+  exe: string | null;
+  cmdline: string;
+}
+
+/** Is this process a coding agent (Codex, Claude Code)? */
+export function isAgentProcess(exe: string | null, argv: string[]): boolean {
+  const b = base(exe);
+  if (AGENT_EXES.some((r) => r.test(b))) return true;
+  if (exe && /\/claude\/versions\/[^/]+$/.test(exe)) return true; // Claude Code's native installer
+  if (NODE_EXES.test(b)) {
+    const script = argv.slice(1).find((a) => !a.startsWith('-'));
+    if (script && AGENT_SCRIPTS.some((r) => r.test(script))) return true;
+  }
+  return false;
+}
+
+export function isSandboxProcess(exe: string | null): boolean {
+  return SANDBOX_EXES.test(base(exe));
+}
+
+/** A process orphans are reparented to (besides PID 1: systemd, tini, ...). */
+export function isReaperExe(exe: string | null): boolean {
+  return REAPER_EXES.test(base(exe));
+}
+
+/** A terminal multiplexer's server (tmux, screen, ...). */
+export function isMultiplexerExe(exe: string | null): boolean {
+  return MULTIPLEXER_EXES.test(base(exe));
+}
+
+/** A job scheduler (cron, atd, ...). */
+export function isSchedulerExe(exe: string | null): boolean {
+  return SCHEDULER_EXES.test(base(exe));
+}
+
+/** The nearest agent process among pid's ancestors (pid itself excluded). */
+export function findAgent(pid: number = procSelfPid(), boot: bigint = bootNs()): AgentInfo | null {
+  for (const p of ancestry(pid, boot).slice(1)) {
+    const exe = exeOf(p.pid);
+    const argv = argvOf(p.pid);
+    if (isAgentProcess(exe, argv)) return { pid: p.pid, start_ticks: p.startTicks, exe, cmdline: cmdlineText(argv) };
+  }
+  return null;
+}
+
+// ---------------------------------------------------------------------------
+// Hook invocations (spared): the exact command text `latch setup <agent>` writes
+// (src/commands/shared/hook-command.ts; test/unit/contain.test.ts checks the two agree), for any agent
+// name Latch has (a plain word: the hook entry refuses any other).
+
+function shq(s: string): string {
+  return `'${s.replace(/'/g, `'\\''`)}'`;
+}
+
+export function hookCommandText(event: string, node: string, entry: string, agent = 'codex'): string {
+  const run = `${shq(node)} ${shq(entry)} hook ${agent} --event ${event}`;
+  if (event !== 'PreToolUse') return run;
+  const script =
+    `${run}; s=$?; if [ "$s" -ne 0 ] && [ "$s" -ne 2 ]; then ` +
+    `echo "Latch could not check this call (hook exited $s); blocking it. Run: latch doctor" >&2; exit 2; fi; exit "$s"`;
+  return `/bin/sh -c ${shq(script)}`;
+}
+
+const RUN_RE = /^'((?:[^']|'\\'')*)' '((?:[^']|'\\'')*)' hook ([a-z]+) --event ([A-Za-z]+)/;
+const WORD_RE = /^'((?:[^']|'\\'')*)'$/;
+const unq = (s: string): string => s.replace(/'\\''/g, "'");
+
+/** The event, node and entry of a hook command text, when it is exactly what setup writes. */
+export function parseHookText(text: string): { event: string; node: string; entry: string; agent: string } | null {
+  let inner = text;
+  if (text.startsWith('/bin/sh -c ')) {
+    const w = WORD_RE.exec(text.slice('/bin/sh -c '.length));
+    if (!w) return null;
+    inner = unq(w[1]!);
+  }
+  const m = RUN_RE.exec(inner);
+  if (!m) return null;
+  const r = { event: m[4]!, node: unq(m[1]!), entry: unq(m[2]!), agent: m[3]! };
+  return hookCommandText(r.event, r.node, r.entry, r.agent) === text ? r : null;
+}
+
+/**
+ * argv is exactly a hook invocation of Latch: `SHELL -c|-lc TEXT` where TEXT is the command text
+ * setup writes for some agent, event, node and entry (entry named latch / latch.cjs), or the node
+ * process itself (`NODE ENTRY hook <agent> --event E`, when the shell exec'd it).
+ */
+export function isHookInvocation(exe: string | null, argv: string[]): boolean {
+  if (
+    argv.length === 3 &&
+    HOOK_SHELLS.test(base(argv[0] ?? '')) &&
+    HOOK_SHELLS.test(base(exe)) &&
+    (argv[1] === '-c' || argv[1] === '-lc')
+  ) {
+    const h = parseHookText(argv[2]!);
+    return h !== null && /^latch(\.cjs)?$/.test(base(h.entry));
+  }
+  if (
+    argv.length === 6 &&
+    NODE_EXES.test(base(exe)) &&
+    /^latch(\.cjs)?$/.test(base(argv[1]!)) &&
+    argv[2] === 'hook' &&
+    /^[a-z]+$/.test(argv[3]!) &&
+    argv[4] === '--event' &&
+    /^[A-Za-z]+$/.test(argv[5]!)
+  ) {
+    return true;
+  }
+  return false;
+}
+
+/** A hook-shaped process whose environment differs from the agent's in a variable that changes what it runs is not spared. */
+export function sameDangerEnv(pid: number, agentPid: number): boolean {
+  const a = environOf(agentPid);
+  const h = environOf(pid);
+  if (!a || !h) return false;
+  return HOOK_ENV_DANGER.every((k) => a.get(k) === h.get(k));
+}
+
+/** Realpaths of the Latch entries a watcher may run: dist/latch.cjs beside this process's entry. */
+export function latchEntries(): Set<string> {
+  const out = new Set<string>();
+  // As src/watch/client.ts finds it: beside this bundle (dist/), or dist/ from the sources.
+  try {
+    const here = dirname(fileURLToPath(import.meta.url));
+    for (const p of [join(here, 'latch.cjs'), builtEntry()].filter((x): x is string => x !== null)) {
+      try {
+        out.add(realpathSync(p));
+      } catch {
+        /* not there */
+      }
+    }
+  } catch {
+    /* no module URL */
+  }
+  try {
+    const main = process.argv[1];
+    if (main) {
+      const d = dirname(realpathSync(main));
+      for (const p of [
+        join(d, 'latch.cjs'),
+        join(d, '..', '..', 'dist', 'latch.cjs'),
+        join(d, '..', 'dist', 'latch.cjs'),
+      ]) {
+        try {
+          out.add(realpathSync(p));
+        } catch {
+          /* not there */
+        }
+      }
+    }
+  } catch {
+    /* no entry */
+  }
+  return out;
+}
+
+/**
+ * A Latch workspace watcher (src/watch/client.ts startWatcher): node --max-semi-space-size=1 ENTRY
+ * __watch ROOT, ENTRY being this installation's latch.cjs, with the same code-changing environment
+ * as this process. Spared even when its row is in another store (tests, a second LATCH_HOME).
+ */
+export function isLatchWatcher(pid: number, entries: ReadonlySet<string>): boolean {
+  const argv = argvOf(pid);
+  if (
+    argv.length !== 5 ||
+    argv[1] !== '--max-semi-space-size=1' ||
+    argv[3] !== '__watch' ||
+    !NODE_EXES.test(base(exeOf(pid)))
+  )
+    return false;
+  try {
+    if (!entries.has(realpathSync(argv[2]!))) return false;
+  } catch {
+    return false;
+  }
+  const env = environOf(pid);
+  return !!env && HOOK_ENV_DANGER.every((k) => env.get(k) === process.env[k]);
+}

@@ -1,0 +1,246 @@
+// The candidate scan: which processes containment would stop (the agent's descendants but its hooks
+// and helpers, orphans started inside an attempt window, with their trees), and the result types.
+// listCandidates() lists them without signalling anything.
+import {
+  type AgentInfo,
+  findAgent,
+  isHookInvocation,
+  isLatchWatcher,
+  isReaperExe,
+  latchEntries,
+  sameDangerEnv,
+} from './match.js';
+import {
+  ancestry,
+  argvOf,
+  bootNs,
+  cmdlineText,
+  exeOf,
+  procSelfPid,
+  procSupported,
+  type Proc,
+  type Snapshot,
+  snapshot,
+} from './proc.js';
+import { type AttemptWindow, windowOf } from './windows.js';
+
+export type Why = 'agent_descendant' | 'orphan_of_attempt' | 'orphan_during_containment';
+
+export interface Candidate {
+  pid: number;
+  start_ticks: string;
+  start_ns: string;
+  cmdline: string;
+  exe: string | null;
+  why: Why;
+  attempt_id: string | null;
+  /** stopped | killed | gone (exited before a signal) | stop_failed | kill_failed | listed */
+  action: string;
+}
+
+export interface ContainResult {
+  supported: boolean;
+  /** 'unsupported: …' on other platforms; the agent's absence; errors. */
+  notes: string[];
+  agent: AgentInfo | null;
+  candidates: Candidate[];
+  /** Processes deliberately not signalled and why (hooks, helpers, watchers), for the record. */
+  spared: { pid: number; cmdline: string; why: string }[];
+  rounds: number;
+  ms: number;
+  errors: string[];
+}
+
+/** The note when no agent process is among the ancestors. */
+export const NO_AGENT = 'no agent process among the ancestors: only orphans of attempt windows are candidates';
+
+/** The result on a platform without /proc. */
+export function unsupported(t0: number): ContainResult {
+  return {
+    supported: false,
+    notes: [
+      `unsupported: process containment needs Linux /proc (platform ${process.platform}); processes started before the latch were not stopped`,
+    ],
+    agent: null,
+    candidates: [],
+    spared: [],
+    rounds: 0,
+    ms: performance.now() - t0,
+    errors: [],
+  };
+}
+
+/** The result when the scan itself failed: nothing listed or signalled, the error as data. */
+export function failed(t0: number, err: unknown): ContainResult {
+  return {
+    supported: true,
+    notes: [],
+    agent: null,
+    candidates: [],
+    spared: [],
+    rounds: 0,
+    ms: performance.now() - t0,
+    errors: [String((err as Error)?.message ?? err)],
+  };
+}
+
+export interface ScanInput {
+  /** Process to start from (default: this process). Its ancestors are never candidates. */
+  self?: number;
+  windows: readonly AttemptWindow[];
+  /** `pid:start_ticks` of Latch's own watcher processes. */
+  watchers?: ReadonlySet<string>;
+  /** Override the agent (tests); default: findAgent(self). null = no agent. */
+  agent?: AgentInfo | null;
+  /** Tests only: which orphans may be candidates (concurrent tests' processes are not theirs to kill). */
+  orphanFilter?: (p: Proc) => boolean;
+}
+
+export interface Found {
+  proc: Proc;
+  why: Why;
+  attempt: string | null;
+}
+
+export function scanOnce(
+  input: ScanInput,
+  agent: AgentInfo | null,
+  boot: bigint,
+  containStartNs: bigint | null,
+  spared: Map<number, { pid: number; cmdline: string; why: string }>,
+): { found: Map<number, Found>; snap: Snapshot } {
+  const self = input.self ?? procSelfPid();
+  const snap = snapshot(boot);
+  const uid = process.getuid?.() ?? -1;
+  const protectedPids = new Set<number>([1, 0, 2]);
+  for (const p of ancestry(self, boot)) protectedPids.add(p.pid);
+  if (agent) protectedPids.add(agent.pid);
+  // this process's own descendants (it may have started a watcher or git); an agent among them
+  // (tests start one) keeps its own subtree
+  const own = new Set<number>();
+  const stackOwn = [self];
+  while (stackOwn.length) {
+    const x = stackOwn.pop()!;
+    for (const c of snap.children.get(x) ?? []) if (!own.has(c) && c !== agent?.pid) own.add(c), stackOwn.push(c);
+  }
+  const isWatcher = (p: Proc) => input.watchers?.has(`${p.pid}:${p.startTicks}`) ?? false;
+  const eligible = (p: Proc) =>
+    p.uid === uid &&
+    !protectedPids.has(p.pid) &&
+    !own.has(p.pid) &&
+    p.ppid !== 2 &&
+    p.state !== 'Z' &&
+    p.state !== 'X' &&
+    !isWatcher(p);
+  const found = new Map<number, Found>();
+  let entries: Set<string> | null = null;
+  const addTree = (root: Proc, why: Why, attempt: string | null) => {
+    const stack = [root];
+    while (stack.length) {
+      const p = stack.pop()!;
+      if (found.has(p.pid) || !eligible(p)) continue;
+      if (isLatchWatcher(p.pid, (entries ??= latchEntries()))) {
+        spared.set(p.pid, { pid: p.pid, cmdline: cmdlineText(argvOf(p.pid)), why: "Latch's workspace watcher" });
+        continue;
+      }
+      found.set(p.pid, { proc: p, why, attempt });
+      for (const c of snap.children.get(p.pid) ?? []) {
+        const cp = snap.procs.get(c);
+        if (cp) stack.push(cp);
+      }
+    }
+  };
+
+  // (b) the agent's descendants
+  const agentProc = agent ? snap.procs.get(agent.pid) : undefined;
+  if (agent && agentProc && agentProc.startTicks === agent.start_ticks) {
+    for (const c of snap.children.get(agent.pid) ?? []) {
+      const p = snap.procs.get(c);
+      if (!p || !eligible(p)) continue;
+      const exe = exeOf(c);
+      const argv = argvOf(c);
+      if (isHookInvocation(exe, argv) && sameDangerEnv(c, agent.pid)) {
+        spared.set(c, { pid: c, cmdline: cmdlineText(argv), why: 'hook invocation (and its subtree)' });
+        continue;
+      }
+      if (!windowOf(input.windows, p.startNs)) {
+        // Started outside every attempt window: the agent's own helper (an MCP server, …). What it
+        // started inside a window is still a candidate.
+        spared.set(c, {
+          pid: c,
+          cmdline: cmdlineText(argv),
+          why: 'agent helper: a direct child started outside every attempt window',
+        });
+        const stack = [...(snap.children.get(c) ?? [])];
+        while (stack.length) {
+          const g = snap.procs.get(stack.pop()!);
+          if (!g) continue;
+          if (windowOf(input.windows, g.startNs))
+            addTree(g, 'agent_descendant', windowOf(input.windows, g.startNs)!.id);
+          else stack.push(...(snap.children.get(g.pid) ?? []));
+        }
+        continue;
+      }
+      addTree(p, 'agent_descendant', null);
+    }
+  }
+
+  // (c) orphans started inside an attempt window (or during this containment), with their trees
+  const reaper = new Map<number, boolean>();
+  const isReaper = (pid: number): boolean => {
+    if (pid === 1) return true;
+    let r = reaper.get(pid);
+    if (r === undefined) {
+      r = isReaperExe(exeOf(pid));
+      reaper.set(pid, r);
+    }
+    return r;
+  };
+  for (const p of snap.procs.values()) {
+    if (found.has(p.pid) || !eligible(p) || !isReaper(p.ppid)) continue;
+    if (input.orphanFilter && !input.orphanFilter(p)) continue;
+    const w = windowOf(input.windows, p.startNs);
+    if (w) addTree(p, 'orphan_of_attempt', w.id);
+    else if (containStartNs !== null && p.startNs >= containStartNs - 20_000_000n)
+      addTree(p, 'orphan_during_containment', null);
+  }
+  return { found, snap };
+}
+
+export function toCandidate(f: Found, action: string): Candidate {
+  const argv = argvOf(f.proc.pid);
+  return {
+    pid: f.proc.pid,
+    start_ticks: f.proc.startTicks,
+    start_ns: f.proc.startNs.toString(),
+    cmdline: cmdlineText(argv),
+    exe: exeOf(f.proc.pid),
+    why: f.why,
+    attempt_id: f.attempt,
+    action,
+  };
+}
+
+/** The candidates, without signalling anything (for `latch status` and tests). */
+export function listCandidates(input: ScanInput): ContainResult {
+  const t0 = performance.now();
+  if (!procSupported()) return unsupported(t0);
+  try {
+    const boot = bootNs();
+    const agent = input.agent !== undefined ? input.agent : findAgent(input.self ?? procSelfPid(), boot);
+    const spared = new Map<number, { pid: number; cmdline: string; why: string }>();
+    const { found } = scanOnce(input, agent, boot, null, spared);
+    return {
+      supported: true,
+      notes: agent ? [] : [NO_AGENT],
+      agent,
+      candidates: [...found.values()].map((f) => toCandidate(f, 'listed')),
+      spared: [...spared.values()],
+      rounds: 1,
+      ms: performance.now() - t0,
+      errors: [],
+    };
+  } catch (err) {
+    return failed(t0, err);
+  }
+}
