@@ -4,7 +4,7 @@ import { spawnSync } from 'node:child_process';
 import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { hookCommand } from '../src/commands/setup.js';
+import { hookCommand } from '../src/agents/codex/setup.js';
 
 const LATCH = resolve('dist', 'latch.cjs');
 const RUNS = Number(process.env.BENCH_RUNS ?? 41);

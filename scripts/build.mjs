@@ -35,6 +35,10 @@ const lazySlow = {
   setup(b) {
     b.onResolve({ filter: /\/slow\.js$/ }, () => ({ path: './slow.cjs', external: true }));
     b.onResolve({ filter: /\/observer\.js$/ }, () => ({ path: './observer.cjs', external: true }));
+    // An agent's commands part (setup, uninstall, doctor checks) lives in the commands' bundle.
+    b.onResolve({ filter: /^\.\/commands\.js$/ }, (a) =>
+      /[\\/]src[\\/]agents[\\/][^\\/]+$/.test(a.resolveDir) ? { path: './cli.cjs', external: true } : undefined,
+    );
   },
 };
 

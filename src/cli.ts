@@ -5,6 +5,14 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { ExitError, EXIT, isLatchError } from './base/errors.js';
 import { processIo, type Io } from './commands/io.js';
 import { packageRoot } from './base/paths.js';
+import type { AgentCommandOptions, AgentCommands } from './agents/agent.js';
+import { AGENT_NAMES, isAgentName, loadAgent } from './agents/index.js';
+
+// The agents' commands parts (light: each loads its module on first use), exported by the commands'
+// bundle as src/slow.ts exports their slow parts: where the hook bundle does not carry an agent's
+// `commands()` (scripts/build.mjs), it loads them from dist/cli.cjs.
+export { codexCommands } from './agents/codex/commands.js';
+export { claudeCommands } from './agents/claude/commands.js';
 
 type Options = NonNullable<ParseArgsConfig['options']>;
 
@@ -23,21 +31,38 @@ const homeOpts = { 'codex-home': { type: 'string' }, project: { type: 'string' }
 
 const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
 
-/** The agent a setup/uninstall is for (`codex` or `claude`), with only the options that agent takes. */
-function setupAgent(
+/** `unknown agent`: the names Latch has, for a message. */
+const knownAgents = () => AGENT_NAMES.join(' or ');
+
+/**
+ * The commands of the agent a setup/uninstall is for (`latch setup <agent>`), loaded through the
+ * registry, with only the options that agent takes.
+ */
+async function setupAgent(
   positionals: string[],
   values: Record<string, string | boolean | undefined>,
   cmd: string,
-): 'codex' | 'claude' {
-  const usage = COMMANDS[cmd]!.usage;
-  const agent = positionals[0];
-  if (positionals.length !== 1 || (agent !== 'codex' && agent !== 'claude'))
-    throw new ExitError(EXIT.usage, `usage: ${usage}`);
-  const only = agent === 'codex' ? ['json'] : ['codex-home', 'trust'];
-  const wrong = only.find((o) => values[o] !== undefined);
+): Promise<AgentCommands> {
+  const { usage, options } = COMMANDS[cmd]!;
+  if (positionals.length !== 1) throw new ExitError(EXIT.usage, `usage: ${usage}`);
+  const agent = await loadAgent(positionals[0]);
+  if (!agent)
+    throw new ExitError(EXIT.usage, `unknown agent \`${positionals[0]}\`: expected ${knownAgents()}\nusage: ${usage}`);
+  const commands = await agent.commands();
+  const wrong = Object.keys(options).find((o) => values[o] !== undefined && !commands.setupFlags.includes(o));
   if (wrong)
-    throw new ExitError(EXIT.usage, `--${wrong} is not an option of \`latch ${cmd} ${agent}\`\nusage: ${usage}`);
-  return agent;
+    throw new ExitError(EXIT.usage, `--${wrong} is not an option of \`latch ${cmd} ${agent.name}\`\nusage: ${usage}`);
+  return commands;
+}
+
+/** What `latch setup|uninstall <agent>` hands the agent: the shared options; its own by name. */
+function setupOptions(values: Record<string, string | boolean | undefined>): AgentCommandOptions {
+  return {
+    project: str(values.project),
+    dryRun: values['dry-run'] === true,
+    json: values.json === true,
+    flags: values,
+  };
 }
 
 export const COMMANDS: Record<string, Command> = {
@@ -49,17 +74,7 @@ export const COMMANDS: Record<string, Command> = {
     options: { ...homeOpts, ...jsonOpt, 'dry-run': { type: 'boolean' }, trust: { type: 'boolean' } },
     positionals: true,
     async run(io, v, p) {
-      if (setupAgent(p, v, 'setup') === 'claude') {
-        const { setupClaude } = await import('./agents/claude/setup.js');
-        return setupClaude(io, { project: str(v.project), dryRun: v['dry-run'] === true, json: v.json === true });
-      }
-      const { setupCodex } = await import('./commands/setup.js');
-      return setupCodex(io, {
-        codexHome: str(v['codex-home']),
-        project: str(v.project),
-        dryRun: v['dry-run'] === true,
-        trust: v.trust === true,
-      });
+      return (await setupAgent(p, v, 'setup')).setup(io, setupOptions(v));
     },
   },
   uninstall: {
@@ -69,16 +84,7 @@ export const COMMANDS: Record<string, Command> = {
     options: { ...homeOpts, ...jsonOpt, 'dry-run': { type: 'boolean' } },
     positionals: true,
     async run(io, v, p) {
-      if (setupAgent(p, v, 'uninstall') === 'claude') {
-        const { uninstallClaude } = await import('./agents/claude/setup.js');
-        return uninstallClaude(io, { project: str(v.project), dryRun: v['dry-run'] === true, json: v.json === true });
-      }
-      const { uninstallCodex } = await import('./commands/setup.js');
-      return uninstallCodex(io, {
-        codexHome: str(v['codex-home']),
-        project: str(v.project),
-        dryRun: v['dry-run'] === true,
-      });
+      return (await setupAgent(p, v, 'uninstall')).uninstall(io, setupOptions(v));
     },
   },
   doctor: {
@@ -89,8 +95,8 @@ export const COMMANDS: Record<string, Command> = {
     positionals: true,
     async run(io, v, p) {
       const agent = str(v.agent);
-      if (agent !== undefined && agent !== 'codex' && agent !== 'claude')
-        throw new ExitError(EXIT.usage, `--agent ${agent}: expected codex or claude`);
+      if (agent !== undefined && !isAgentName(agent))
+        throw new ExitError(EXIT.usage, `--agent ${agent}: expected ${knownAgents()}`);
       if (p.length > 1) throw new ExitError(EXIT.usage, 'usage: latch doctor [FILE] [--json] [--full]');
       if (p.length === 1) {
         // A Claude Code transcript (sniffed from its first lines, or --agent claude) has its own doctor.

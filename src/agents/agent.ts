@@ -4,7 +4,10 @@
 //
 // Hot parts (payloads, replies, tools, the transcript scan, the sandbox) are plain members: they run in
 // every hook. Slow parts (brief capture, resume qualification, unwrapping a tool output) load on first use
-// through `slow()`, so the hook bundle stays small.
+// through `slow()`, and the commands' parts (setup, uninstall, doctor checks) through `commands()`, so
+// the hook bundle stays small.
+import type { Io } from '../commands/io.js';
+import type { Check } from '../commands/shared/checks.js';
 import type { Decision, LatchEvent, Observation, ToolCall } from '../guard/events.js';
 import type { ProtectedPath } from '../guard/held.js';
 import type { TranscriptReader } from '../session/transcript.js';
@@ -53,6 +56,47 @@ export interface AgentSlow {
 /** What continuity needs of an agent: its slow parts, loaded. */
 export type AgentParts = AgentSlow;
 
+/** What `latch setup|uninstall <agent>` and `latch doctor` hand an agent. */
+export interface AgentCommandOptions {
+  /** --project DIR: the project's configuration instead of the user's. */
+  project?: string;
+  /** --dry-run (setup, uninstall): show what would be written; write nothing. */
+  dryRun?: boolean;
+  /** --json (setup, uninstall), for an agent that takes it. */
+  json?: boolean;
+  /** Bound for each child process a doctor check runs. */
+  timeoutMs?: number;
+  /**
+   * The agent's own options, by name (Codex: `codex-home`, `trust`; Claude Code: `claude-managed-settings`,
+   * for tests). Each agent reads only its own, and checks their types.
+   */
+  flags?: Readonly<Record<string, string | boolean | undefined>>;
+}
+
+/** An agent's part of `latch doctor` (without FILE): its configuration read, its checks not yet run. */
+export interface AgentDoctor {
+  /** Latch is in the agent's configuration (checked by default, without --agent). */
+  readonly installed: boolean;
+  /** The command that installs Latch for the agent: the fix the shared checks name. */
+  readonly setupFix: string;
+  /** The agent's own checks (its handlers, hook command, trust, version). */
+  checks(): Promise<Check[]>;
+  /**
+   * When the agent leads the report: its checks after the shared store and watcher checks (Codex:
+   * reads while held, the registration fingerprint).
+   */
+  afterShared(): Promise<Check[]>;
+}
+
+/** The agent's commands: `latch setup|uninstall <agent>` and its `latch doctor` checks. */
+export interface AgentCommands {
+  /** The options of `latch setup|uninstall <agent>` it takes, by command-line name; any other is refused. */
+  readonly setupFlags: readonly string[];
+  setup(io: Io, opts: AgentCommandOptions): Promise<number>;
+  uninstall(io: Io, opts: AgentCommandOptions): Promise<number>;
+  doctor(io: Io, opts: AgentCommandOptions): Promise<AgentDoctor>;
+}
+
 export interface Agent {
   readonly name: AgentName;
   /** As people write it: `Codex`. */
@@ -82,4 +126,6 @@ export interface Agent {
   readonly transcript: TranscriptReader;
   /** The slow parts, loaded on first use. */
   slow(): Promise<AgentSlow>;
+  /** The commands' parts (setup, uninstall, doctor checks), loaded on first use; never by a hook. */
+  commands(): Promise<AgentCommands>;
 }

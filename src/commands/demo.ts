@@ -10,7 +10,7 @@ import { ExitError, EXIT, isLatchError } from '../base/errors.js';
 import { itemText, startFakeModel, type FakeStep } from '../agents/codex/fake-model.js';
 import { claudeDemoPart, demoClaude } from './demo-claude.js';
 import type { Io } from './io.js';
-import { setupCodex } from './setup.js';
+import { setupCodex } from '../agents/codex/setup.js';
 import {
   capture,
   conclusion,

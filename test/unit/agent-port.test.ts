@@ -72,3 +72,35 @@ test('the registry names each agent once, by its own name', async () => {
   assert.equal(isAgentName('toString'), false, 'no prototype key is an agent');
   assert.equal(await loadAgent('claude-next'), null);
 });
+
+test('every agent provides its commands through the port: setup, uninstall, doctor, the flags it takes', async () => {
+  for (const name of AGENT_NAMES) {
+    const agent = (await loadAgent(name))!;
+    const commands = await agent.commands();
+    for (const m of ['setup', 'uninstall', 'doctor'] as const)
+      assert.equal(typeof commands[m], 'function', `${name}: commands().${m}`);
+    assert.ok(commands.setupFlags.includes('project') && commands.setupFlags.includes('dry-run'), name);
+    assert.equal(await agent.commands(), commands, `${name}: loaded once`);
+  }
+});
+
+/** The static imports of a file (`import ... from`, `export ... from`; not `import()`). */
+const staticImports = (p: string) =>
+  [...readFileSync(p, 'utf8').matchAll(/^(?:import|export)\b[^;]*?from '([^']+)'/gms)].map((m) => m[1]!);
+
+test("an agent's index (the hook path) imports its commands' modules only lazily, through commands()", () => {
+  const bad: string[] = [];
+  for (const p of SRC.filter((f) => /^src\/agents\/[^/]+\/index\.ts$/.test(f)))
+    for (const spec of staticImports(p))
+      if (/\/(setup|doctor|commands|doctor-file)\.js$/.test(spec)) bad.push(`${p}: ${spec}`);
+  assert.deepEqual(bad, []);
+});
+
+test("Codex's setup and doctor modules are reached through the port outside src/agents/codex/", () => {
+  // The demo (a command, which may import an agent's modules) installs Latch into its own CODEX_HOME.
+  const allowed = new Set(['src/commands/demo.ts']);
+  const bad: string[] = [];
+  for (const p of SRC.filter((f) => !f.startsWith('src/agents/codex/') && !allowed.has(f)))
+    for (const spec of staticImports(p)) if (/agents\/codex\/(setup|doctor)\.js$/.test(spec)) bad.push(`${p}: ${spec}`);
+  assert.deepEqual(bad, []);
+});

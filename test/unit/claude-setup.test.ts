@@ -34,7 +34,7 @@ import {
   uninstallClaude,
   type ClaudeSettings,
 } from '../../src/agents/claude/setup.js';
-import { hookCommand, mergeLatchHooks } from '../../src/commands/setup.js';
+import { hookCommand, mergeLatchHooks } from '../../src/agents/codex/setup.js';
 import { runChecks, type Check } from '../../src/commands/doctor.js';
 import { editJsonText, editJsonTextExact } from '../../src/commands/shared/json-text.js';
 import { openStore } from '../../src/store/store.js';

@@ -22,7 +22,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { randomUUID } from 'node:crypto';
-import { hookCommand } from '../../src/commands/setup.js';
+import { hookCommand } from '../../src/agents/codex/setup.js';
 import {
   attemptWindows,
   contain,

@@ -28,7 +28,7 @@ import {
   removeLatchHooks,
   setupCodex,
   uninstallCodex,
-} from '../../src/commands/setup.js';
+} from '../../src/agents/codex/setup.js';
 import { listCodexHooks, resolveCodex } from '../../src/agents/codex/app-server.js';
 import { TRACKED_TOOL_MATCHER } from '../../src/agents/codex/tools.js';
 import { openStore } from '../../src/store/store.js';

@@ -22,7 +22,7 @@ import { createRequire, syncBuiltinESMExports } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Io } from '../../src/commands/io.js';
-import { setupCodex, uninstallCodex } from '../../src/commands/setup.js';
+import { setupCodex, uninstallCodex } from '../../src/agents/codex/setup.js';
 import { status } from '../../src/commands/status.js';
 import { openStore, type Db } from '../../src/store/store.js';
 import { getSession } from '../../src/session/records.js';

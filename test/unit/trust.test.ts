@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { parse as parseToml } from 'smol-toml';
 import { runChecks, type Check } from '../../src/commands/doctor.js';
 import type { Io } from '../../src/commands/io.js';
-import { LATCH_EVENTS, setupCodex, withTrustEntries } from '../../src/commands/setup.js';
+import { LATCH_EVENTS, setupCodex, withTrustEntries } from '../../src/agents/codex/setup.js';
 import { listCodexHooks, resolveCodex, type CodexHookInfo } from '../../src/agents/codex/app-server.js';
 import { resolveCodexBin } from '../../src/agents/codex/driver.js';
 import { openStore } from '../../src/store/store.js';

@@ -1,6 +1,6 @@
 // Claude Code as a Latch agent. Hot parts are imported here (they run in every hook); the brief's
-// capture and the tool-output rule load through slow() into dist/slow.cjs; setup and doctor belong to
-// the commands (src/commands/*), which import them directly.
+// capture and the tool-output rule load through slow() into dist/slow.cjs; setup, uninstall and the
+// doctor checks through commands() (./commands.ts, for the commands only).
 import type { Agent } from '../agent.js';
 import { claudeDeny, claudeReply, parseClaudePayload } from './hooks.js';
 import { claudeReadSandbox, isClaudeRewrittenRead, prepareClaudeHeldRead } from './sandbox.js';
@@ -28,4 +28,5 @@ export const claude: Agent = {
   prepareHeldRead: prepareClaudeHeldRead,
   transcript: { scan: scanClaudeTranscript, find: findClaudeTranscript, inheritedEnd: claudeInheritedEnd },
   slow: () => import('./slow.js').then((m) => m.claudeSlow),
+  commands: () => import('./commands.js').then((m) => m.claudeCommands),
 };

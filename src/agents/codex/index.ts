@@ -1,6 +1,7 @@
 // OpenAI Codex as a Latch agent. Hot parts are imported here (they run in every hook); the brief's
-// capture and resume qualification load through slow() into dist/slow.cjs; setup, doctor and fsck
-// belong to the commands (src/commands/*), which import them directly.
+// capture and resume qualification load through slow() into dist/slow.cjs; setup, uninstall and the
+// doctor checks through commands() (./commands.ts, for the commands only). The fsck (`latch doctor
+// FILE`) and qualification belong to their commands, which import them directly.
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Agent } from '../agent.js';
@@ -37,4 +38,5 @@ export const codex: Agent = {
   isRewrittenRead: isWrapped,
   transcript: { scan: scanTranscript, find: findRollout, inheritedEnd: historyBaseEnd },
   slow: () => import('./slow.js').then((m) => m.codexSlow),
+  commands: () => import('./commands.js').then((m) => m.codexCommands),
 };

@@ -35,7 +35,7 @@ import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { codexDeny, codexReply } from '../hooks.js';
 import { findRollout, listRollouts, runCodex, writeCodexConfig, type RunCodexResult } from '../driver.js';
-import { defaultEntry, LATCH_EVENTS } from '../../../commands/setup.js';
+import { defaultEntry, LATCH_EVENTS } from '../setup.js';
 import { itemText, startFakeModel, type FakeItem, type FakeStep, type RecordedRequest } from '../fake-model.js';
 import { fsckFile } from '../fsck/fsck.js';
 import { openStore } from '../../../store/store.js';

@@ -1,19 +1,14 @@
 // `latch setup codex` / `latch uninstall codex`: merge Latch's handlers into a Codex hooks.json; with
 // `--trust`, also record Codex's trust for exactly those handlers (the hash the real Codex reports).
+// Reached through the agent port (`codex.commands()`, ./commands.ts); Codex's own modules import it directly.
 import { existsSync, mkdirSync, readFileSync, realpathSync, renameSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { parse as parseToml } from 'smol-toml';
-import {
-  isolatedCodexHome,
-  listCodexHooks,
-  resolveCodex,
-  type CodexCommand,
-  type CodexHookInfo,
-} from '../agents/codex/app-server.js';
-import { errorMessage, ExitError, EXIT } from '../base/errors.js';
-import { openStore } from '../store/store.js';
+import { errorMessage, ExitError, EXIT } from '../../base/errors.js';
+import { homeOf, type Io } from '../../commands/io.js';
+import { defaultEntry, failClosed, latchHookRun, writeConfigAtomic } from '../../commands/shared/hook-command.js';
 import {
   extraCodexConfigs,
   forgetRegistration,
@@ -22,10 +17,16 @@ import {
   recordRegistration,
   rerecordCodeCachesAtExit,
   runningFrom,
-} from '../guard/tamper.js';
-import { TRACKED_TOOL_MATCHER } from '../agents/codex/tools.js';
-import { homeOf, type Io } from './io.js';
-import { defaultEntry, failClosed, latchHookRun, writeConfigAtomic } from './shared/hook-command.js';
+} from '../../guard/tamper.js';
+import { openStore } from '../../store/store.js';
+import {
+  isolatedCodexHome,
+  listCodexHooks,
+  resolveCodex,
+  type CodexCommand,
+  type CodexHookInfo,
+} from './app-server.js';
+import { TRACKED_TOOL_MATCHER } from './tools.js';
 
 export interface SetupOptions {
   codexHome?: string;
