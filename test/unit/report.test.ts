@@ -3,7 +3,7 @@
 // HTML (self-contained, escaped, semantic) and the Markdown tables are checked.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Io } from '../../src/commands/io.js';
@@ -12,7 +12,8 @@ import { esc } from '../../src/commands/report/html.js';
 import { mdCode, mdText } from '../../src/commands/report/markdown.js';
 import { verify } from '../../src/commands/verify.js';
 import { ExitError } from '../../src/base/errors.js';
-import { runCodexHook } from '../../src/hook.js';
+import { claude } from '../../src/agents/claude/index.js';
+import { runCodexHook, runHook } from '../../src/hook.js';
 import { appendCompaction, appendModelTurn, bash, payload, sandbox, type Sandbox } from '../helpers/workspace.js';
 
 /** Clear of the attribution's 20 ms window-edge margin (src/ledger/observe.ts). */
@@ -169,6 +170,7 @@ describe('latch report', () => {
     const header = html.slice(html.indexOf('<header>'), html.indexOf('</header>'));
     assert.ok(header.includes(esc(sb.work)), 'workspace');
     assert.match(header, /<dt>Sessions<\/dt><dd><code>S<\/code>/);
+    assert.match(header, /<dt>Agent<\/dt><dd>Codex<\/dd>/);
     assert.match(header, /<dt>Policy<\/dt><dd>fail_closed \(session\)<\/dd>/);
     assert.match(header, /<dt>Current state<\/dt><dd>mutable/);
     assert.ok(header.includes(`<time datetime="${NOW}">`), 'generated time');
@@ -264,13 +266,23 @@ describe('latch report', () => {
     assert.match(md, /^## Latch evidence summary\n/);
     assert.ok(md.includes(`Workspace \`${sb.work}\``));
     assert.ok(md.includes(`Generated ${mdText(NOW)} by Latch`));
+    assert.ok(md.includes('. Agent: Codex. Current state:'), 'the agent in the summary line');
     const t = tables(md);
     const one = (name: string) => {
       const list = t.get(name);
       assert.ok(list && list.length >= 1, `a table under ${name}: ${[...t.keys()].join(', ')}`);
       return list![0]!;
     };
-    assert.deepEqual(one('Sessions').rows, [['`S`', '`fail_closed`', '`session`', '`mutable`', '1', '1']]);
+    assert.deepEqual(one('Sessions').head, [
+      'Session',
+      'Agent',
+      'Policy',
+      'Scope',
+      'State',
+      'Compactions',
+      'Denied calls',
+    ]);
+    assert.deepEqual(one('Sessions').rows, [['`S`', 'Codex', '`fail_closed`', '`session`', '`mutable`', '1', '1']]);
 
     const comp = one('Compactions');
     assert.equal(comp.rows.length, 1);
@@ -344,6 +356,63 @@ describe('latch report', () => {
     } finally {
       empty.cleanup();
     }
+  });
+});
+
+describe('latch report names the agent of each session', () => {
+  let sb: Sandbox;
+  const NOW = '2030-01-02T03:04:05.678Z';
+
+  before(async () => {
+    sb = sandbox();
+    // A Codex session S and a Claude Code session C in the same workspace (SessionStart records each).
+    await hook(sb, payload('session-start-startup', sb));
+    const config = join(sb.base, 'claude-config');
+    const projects = join(config, 'projects', 'proj');
+    mkdirSync(projects, { recursive: true });
+    const start = {
+      session_id: 'C',
+      transcript_path: join(projects, 'C.jsonl'),
+      cwd: sb.work,
+      hook_event_name: 'SessionStart',
+      source: 'startup',
+    };
+    const r = await runHook(claude, JSON.stringify(start), 'SessionStart', { ...sb.env, CLAUDE_CONFIG_DIR: config });
+    assert.equal(r.exitCode, 0, r.stderr ?? '');
+  });
+  after(() => sb?.cleanup());
+
+  test('Markdown: the summary line and an Agent column in the sessions table', async () => {
+    const c = capture(sb, NOW);
+    assert.equal(await report(c.io, { markdown: true }), 0, c.err());
+    assert.ok(c.out().includes('. Agent: Codex, Claude Code. Current state:'), c.out());
+    const sessions = tables(c.out()).get('Sessions')![0]!;
+    assert.equal(sessions.head[1], 'Agent');
+    assert.deepEqual(sessions.rows.map((r) => [r[0], r[1]]).sort(), [
+      ['`C`', 'Claude Code'],
+      ['`S`', 'Codex'],
+    ]);
+    const one = capture(sb, NOW);
+    assert.equal(await report(one.io, { markdown: true, session: 'C' }), 0, one.err());
+    assert.ok(one.out().includes('. Agent: Claude Code. Current state:'), 'only the selected session’s agent');
+  });
+
+  test('HTML: the header lists the agents; each session row names its agent', async () => {
+    const c = capture(sb, NOW);
+    assert.equal(await report(c.io, { html: 'agents.html' }), 0, c.err());
+    const page = readFileSync(join(sb.work, 'agents.html'), 'utf8');
+    const header = page.slice(page.indexOf('<header>'), page.indexOf('</header>'));
+    assert.match(header, /<dt>Agent<\/dt><dd>Codex, Claude Code<\/dd>/);
+    const table = page.slice(page.indexOf('<table class="sessions">'), page.indexOf('</table>'));
+    assert.match(
+      table,
+      /<thead><tr><th scope="col">Session<\/th><th scope="col">Agent<\/th><th scope="col">Policy<\/th>/,
+    );
+    const rows = [...table.matchAll(/<tr><td><code>([^<]+)<\/code><\/td><td>([^<]+)<\/td>/g)].map((m) => [m[1], m[2]]);
+    assert.deepEqual(rows.sort(), [
+      ['C', 'Claude Code'],
+      ['S', 'Codex'],
+    ]);
   });
 });
 

@@ -74,6 +74,8 @@ export interface ReportData {
   version: string;
   /** Null: the whole workspace; otherwise the selected session ids. */
   selected: string[] | null;
+  /** The agents the sessions in scope belong to (sessions.agent, e.g. `codex`, `claude`), first seen first. */
+  agents: string[];
   sessions: SessionInfo[];
   entries: Entry[];
   transitions: TransitionInfo[];
@@ -167,6 +169,7 @@ export function collectReport(db: Db, io: Io, opts: { cwd?: string; session?: st
     generated_at: io.now(),
     version: VERSION,
     selected,
+    agents: [...new Set(infos.map((s) => s.agent))],
     sessions: infos,
     entries,
     transitions,
@@ -192,6 +195,10 @@ function parseArray(text: string): string[] {
     return [];
   }
 }
+
+/** How the report names an agent (src/agents/index.ts); a name this Latch does not know shows as stored. */
+const AGENT_LABELS: Readonly<Record<string, string>> = { codex: 'Codex', claude: 'Claude Code' };
+export const agentLabel = (name: string): string => (Object.hasOwn(AGENT_LABELS, name) ? AGENT_LABELS[name]! : name);
 
 export const verifyEvidence = (ev: Record<string, unknown> | undefined): VerifyEvidence => (ev ?? {}) as VerifyEvidence;
 export const isTrip = (t: { event: string; from: string; to: string }) => t.from === 'mutable' && t.to !== 'mutable';

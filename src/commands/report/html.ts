@@ -7,6 +7,7 @@
 import { createHash } from 'node:crypto';
 import type { ChangeJson, LogEntry } from '../shared/timeline.js';
 import {
+  agentLabel,
   callText,
   distinct,
   fileSummaries,
@@ -205,10 +206,10 @@ function sessionsHtml(d: ReportData): string {
   const rows = d.sessions
     .map(
       (s) =>
-        `<tr><td>${code(s.session_id)}</td><td>${esc(s.policy)}</td><td>${esc(s.scope)}</td><td>${badge(s.state, `state state-${token(s.state)}`)}</td><td>${s.may_mutate ? 'yes' : '<strong>no</strong>'}</td><td>${esc(s.compactions)}</td><td>${esc(s.denials)}</td><td>${s.parent_session_id ? code(s.parent_session_id) : '<span class="muted">-</span>'}</td><td>${s.reason ? esc(s.reason) : '<span class="muted">-</span>'}</td></tr>`,
+        `<tr><td>${code(s.session_id)}</td><td>${esc(agentLabel(s.agent))}</td><td>${esc(s.policy)}</td><td>${esc(s.scope)}</td><td>${badge(s.state, `state state-${token(s.state)}`)}</td><td>${s.may_mutate ? 'yes' : '<strong>no</strong>'}</td><td>${esc(s.compactions)}</td><td>${esc(s.denials)}</td><td>${s.parent_session_id ? code(s.parent_session_id) : '<span class="muted">-</span>'}</td><td>${s.reason ? esc(s.reason) : '<span class="muted">-</span>'}</td></tr>`,
     )
     .join('\n');
-  return `<table class="sessions"><thead><tr><th scope="col">Session</th><th scope="col">Policy</th><th scope="col">Scope</th><th scope="col">State</th><th scope="col">May mutate</th><th scope="col">Compactions</th><th scope="col">Denied calls</th><th scope="col">Parent</th><th scope="col">Reason</th></tr></thead><tbody>\n${rows}\n</tbody></table>`;
+  return `<table class="sessions"><thead><tr><th scope="col">Session</th><th scope="col">Agent</th><th scope="col">Policy</th><th scope="col">Scope</th><th scope="col">State</th><th scope="col">May mutate</th><th scope="col">Compactions</th><th scope="col">Denied calls</th><th scope="col">Parent</th><th scope="col">Reason</th></tr></thead><tbody>\n${rows}\n</tbody></table>`;
 }
 
 function countsHtml(d: ReportData): string {
@@ -357,6 +358,7 @@ export function renderHtml(d: ReportData): string {
 <dl class="meta">
 <dt>Workspace</dt><dd>${code(d.workspace)}</dd>
 <dt>Sessions</dt><dd>${d.sessions.length === 0 ? '<span class="muted">none recorded</span>' : d.sessions.map((s) => code(s.session_id)).join(' ')}${d.selected ? ' <span class="muted">(selected)</span>' : ''}</dd>
+<dt>Agent</dt><dd>${esc(distinct(d.agents.map(agentLabel)))}</dd>
 <dt>Policy</dt><dd>${esc(policies)}</dd>
 <dt>Current state</dt><dd>${esc(overallState(d))}</dd>
 <dt>Generated</dt><dd>${time(d.generated_at)}</dd>

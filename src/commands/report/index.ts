@@ -1,11 +1,12 @@
 // `latch report`: what the store knows about a workspace (or some of its sessions), for people.
-//   --html FILE   one self-contained HTML file: header, sessions, the interleaved timeline (turns, tool
-//                 calls with the files they changed, compactions, latch trips, denials, verifications with
-//                 their evidence, outside edits) and a per-file view (every change, newest first, who made
-//                 it). Semantic HTML that reads without JavaScript; an inline script only adds filters
-//                 and expand/collapse. No external resource of any kind: inline CSS and JS, no fonts or
-//                 images, and a Content-Security-Policy that admits only this file's own style and script
-//                 (by hash), so even a record that escaped escaping could not run or load anything.
+//   --html FILE   one self-contained HTML file: header, sessions (each with its agent), the interleaved
+//                 timeline (turns, tool calls with the files they changed, compactions, latch trips,
+//                 denials, verifications with their evidence, outside edits) and a per-file view (every
+//                 change, newest first, who made it). Semantic HTML that reads without JavaScript; an
+//                 inline script only adds filters and expand/collapse. No external resource of any kind:
+//                 inline CSS and JS, no fonts or images, and a Content-Security-Policy that admits only
+//                 this file's own style and script (by hash), so even a record that escaped escaping
+//                 could not run or load anything.
 //   --markdown    the evidence summary as Markdown tables for a pull request (stdout, or --out FILE).
 // Everything shown comes from the records (timeline() of shared/timeline.ts, sessionJson() of
 // shared/session.ts and the transitions' evidence); every record-derived string is escaped for its

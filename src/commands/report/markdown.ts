@@ -2,8 +2,10 @@
 // record-derived string goes through mdText (free text) or mdCode (identifiers, paths, commands).
 import type { LogEntry } from '../shared/timeline.js';
 import {
+  agentLabel,
   callText,
   compactionWindows,
+  distinct,
   fileSummaries,
   overallState,
   short,
@@ -48,15 +50,16 @@ export function renderMarkdown(d: ReportData): string {
   const out: string[] = [];
   out.push('## Latch evidence summary\n');
   out.push(
-    `Workspace ${mdCode(d.workspace)}${d.selected ? `, session(s) ${d.selected.map(mdCode).join(', ')}` : ''}. Current state: ${mdText(overallState(d))}. Generated ${mdText(d.generated_at)} by Latch ${mdText(d.version)}.\n`,
+    `Workspace ${mdCode(d.workspace)}${d.selected ? `, session(s) ${d.selected.map(mdCode).join(', ')}` : ''}. Agent: ${mdText(distinct(d.agents.map(agentLabel)))}. Current state: ${mdText(overallState(d))}. Generated ${mdText(d.generated_at)} by Latch ${mdText(d.version)}.\n`,
   );
 
   out.push('### Sessions\n');
   out.push(
     mdTable(
-      ['Session', 'Policy', 'Scope', 'State', 'Compactions', 'Denied calls'],
+      ['Session', 'Agent', 'Policy', 'Scope', 'State', 'Compactions', 'Denied calls'],
       d.sessions.map((s) => [
         mdCode(s.session_id),
+        mdText(agentLabel(s.agent)),
         mdCode(s.policy),
         mdCode(s.scope),
         mdCode(s.state),
