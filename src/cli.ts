@@ -216,12 +216,18 @@ export const COMMANDS: Record<string, Command> = {
     },
   },
   report: {
-    usage: 'latch report [--cwd DIR] [--session ID] (--html FILE | --markdown [--out FILE])',
+    usage: 'latch report [--cwd DIR] [--session ID] (--html FILE | --markdown [--out FILE] | --json)',
     summary:
-      'The evidence for people: one self-contained HTML file (timeline, per-file view), or Markdown tables for a pull request.',
+      'The evidence for people: one self-contained HTML file (timeline, per-file view), or Markdown tables for a pull request. ' +
+      '--json: the same data for programs, one JSON object on stdout, every key always present: {format: "latch/report@1", workspace, generated_at, version, ' +
+      'selected: [session id] or null (the whole workspace), agents: [agent name ("codex", "claude"), first seen first], ' +
+      'sessions: [as `latch status --json`, each with its agent], entries: [the timeline as `latch log --json`, a transition with its evidence], ' +
+      'transitions: [{session_id, at, event, from, to, evidence}], checkpoints: [{id, session_id, compaction_seq, created_at, tree_sha256, tree_files, git_head, git_branch}], ' +
+      'files: [every recorded change, newest first, as `latch blame --json` plus id]}.',
     options: {
       ...cwdOpt,
       ...sessionOpt,
+      ...jsonOpt,
       html: { type: 'string' },
       markdown: { type: 'boolean' },
       out: { type: 'string', short: 'o' },
@@ -234,6 +240,7 @@ export const COMMANDS: Record<string, Command> = {
         html: str(v.html),
         markdown: v.markdown === true,
         out: str(v.out),
+        json: v.json === true,
       });
     },
   },

@@ -82,8 +82,9 @@ export interface AgentDoctor {
   /** The agent's own checks (its handlers, hook command, trust, version). */
   checks(): Promise<Check[]>;
   /**
-   * When the agent leads the report: its checks after the shared store and watcher checks (Codex:
-   * reads while held, the registration fingerprint).
+   * Its checks after the shared store and watcher checks (reads while held, the registration
+   * fingerprint). When another agent leads the report, they follow this agent's own checks, and a
+   * name already in the report is left out.
    */
   afterShared(): Promise<Check[]>;
 }

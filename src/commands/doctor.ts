@@ -215,8 +215,11 @@ export function registrationStatus(c: Check): string {
 
 /**
  * The report: the leading agent's checks, the store and the watchers, what the leading agent checks
- * after them, then the other agents' checks. Without --agent, the agents checked are those whose
- * configuration holds Latch (in registry order, the first leads), or the first agent when none does.
+ * after them, then each other agent's checks and what it checks after the shared ones but a check the
+ * report has already (the registration fingerprint is one for every agent: the leader's stands). So
+ * Claude Code's reads while held are shown when Codex leads. Without --agent, the agents checked are
+ * those whose configuration holds Latch (in registry order, the first leads), or the first agent when
+ * none does.
  */
 export async function runChecks(io: Io, opts: DoctorOptions): Promise<Check[]> {
   const timeoutMs = opts.timeoutMs ?? 10_000;
@@ -240,7 +243,11 @@ export async function runChecks(io: Io, opts: DoctorOptions): Promise<Check[]> {
   checks.push(store);
   checks.push(checkWatchers(io));
   checks.push(...(await lead.afterShared()));
-  for (const p of others) checks.push(...(await p.checks()));
+  for (const p of others) {
+    checks.push(...(await p.checks()));
+    const seen = new Set(checks.map((c) => c.name));
+    checks.push(...(await p.afterShared()).filter((c) => !seen.has(c.name)));
+  }
   return checks;
 }
 

@@ -612,6 +612,8 @@ describe('latch doctor: Claude Code', () => {
       'claude version',
       'store',
       'watchers',
+      'claude reads while held',
+      'registration',
     ]);
     for (const n of ['claude hooks installed (user)', 'claude hooks enabled', 'claude version', 'store'])
       assert.equal(byName(checks, n).status, 'ok', `${n}: ${byName(checks, n).detail}`);

@@ -1,6 +1,6 @@
-// `latch report --html / --markdown`: records produced as in hook.test.ts and commands.test.ts (real
+// `latch report --html / --markdown / --json`: records produced as in hook.test.ts and commands.test.ts (real
 // payloads through runCodexHook, a compaction, a denied call, `latch verify`, an outside edit), then the
-// HTML (self-contained, escaped, semantic) and the Markdown tables are checked.
+// HTML (self-contained, escaped, semantic), the Markdown tables and the JSON (its stable shape) are checked.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -14,7 +14,11 @@ import { verify } from '../../src/commands/verify.js';
 import { ExitError } from '../../src/base/errors.js';
 import { claude } from '../../src/agents/claude/index.js';
 import { runCodexHook, runHook } from '../../src/hook.js';
+import { cliMain } from '../../src/cli.js';
 import { appendCompaction, appendModelTurn, bash, payload, sandbox, type Sandbox } from '../helpers/workspace.js';
+
+// biome-ignore lint/suspicious/noExplicitAny: parsed JSON, read field by field
+type Json = any;
 
 /** Clear of the attribution's 20 ms window-edge margin (src/ledger/observe.ts). */
 const GAP = 60;
@@ -341,6 +345,104 @@ describe('latch report', () => {
     assert.equal(readFileSync(join(sb.work, 'both.html'), 'utf8'), html);
   });
 
+  test('JSON: the report data, every key in a fixed order, the same on every run', async () => {
+    const c = capture(sb, NOW);
+    assert.equal(await report(c.io, { json: true }), 0, c.err());
+    assert.equal(c.err(), '');
+    const j = JSON.parse(c.out()) as Json;
+    assert.deepEqual(Object.keys(j), [
+      'format',
+      'workspace',
+      'generated_at',
+      'version',
+      'selected',
+      'agents',
+      'sessions',
+      'entries',
+      'transitions',
+      'checkpoints',
+      'files',
+    ]);
+    assert.equal(j.format, 'latch/report@1');
+    assert.equal(j.workspace, sb.work);
+    assert.equal(j.generated_at, NOW);
+    assert.match(j.version, /^[0-9]/);
+    assert.equal(j.selected, null);
+    assert.deepEqual(j.agents, ['codex']);
+    assert.deepEqual(
+      j.sessions.map((x: Json) => [x.session_id, x.agent, x.policy, x.state]),
+      [['S', 'codex', 'fail_closed', 'mutable']],
+    );
+    // The timeline: the kinds the HTML shows, a transition with its evidence attached.
+    const kinds = new Set(j.entries.map((e: Json) => e.kind));
+    for (const k of ['attempt', 'change', 'compaction', 'transition', 'denial']) assert.ok(kinds.has(k), k);
+    const trip = j.entries.find((e: Json) => e.kind === 'transition' && e.from === 'mutable' && e.to === 'latched');
+    assert.ok(trip && typeof trip.evidence === 'object' && trip.evidence !== null, JSON.stringify(trip));
+    const verified = j.transitions.find((t: Json) => t.event === 'verify');
+    assert.equal(verified.session_id, 'S');
+    assert.equal(verified.to, 'mutable');
+    assert.ok(Array.isArray(verified.evidence.checks), 'the verification evidence');
+    const denial = j.entries.find((e: Json) => e.kind === 'denial');
+    assert.ok(denial.summary.includes('tee copy.txt'), 'record text as recorded (JSON escapes it)');
+    // Checkpoints: an array (the data's map), each with its session.
+    assert.ok(Array.isArray(j.checkpoints) && j.checkpoints.length >= 1);
+    for (const cp of j.checkpoints) {
+      assert.equal(cp.session_id, 'S');
+      assert.match(cp.tree_sha256, /^[0-9a-f]{64}$/);
+    }
+    // Files: every change, newest first, with who made it.
+    const ids = j.files.map((f: Json) => f.id);
+    assert.deepEqual(
+      ids,
+      [...ids].sort((a: number, b: number) => b - a),
+    );
+    const weird = j.files.find((f: Json) => f.path === WEIRD);
+    assert.equal(weird.attribution, 'attempt');
+    assert.equal(weird.tool, 'Bash');
+    assert.equal(weird.session_id, 'S');
+    const hand = j.files.find((f: Json) => f.path === 'notes.txt' && f.attribution === 'outside');
+    assert.ok(hand, 'the hand edit, attributed outside');
+    assert.equal(hand.tool, null);
+    // Stable: the same records give the same bytes.
+    const again = capture(sb, NOW);
+    assert.equal(await report(again.io, { json: true }), 0);
+    assert.equal(again.out(), c.out());
+  });
+
+  test('JSON with the other formats: files written, stdout holds the JSON alone; --markdown to stdout is refused', async () => {
+    const c = capture(sb, NOW);
+    assert.equal(await report(c.io, { json: true, html: 'j.html', markdown: true, out: 'j.md' }), 0);
+    assert.equal(JSON.parse(c.out()).format, 'latch/report@1');
+    assert.match(c.err(), /^Wrote .*j\.md\.\n$/);
+    assert.equal(readFileSync(join(sb.work, 'j.html'), 'utf8'), html);
+    assert.equal(readFileSync(join(sb.work, 'j.md'), 'utf8'), md);
+    await assert.rejects(
+      report(capture(sb).io, { json: true, markdown: true }),
+      (e: unknown) => e instanceof ExitError && e.exitCode === 2 && /both print on stdout/.test(e.message),
+    );
+  });
+
+  test('JSON through the CLI; --help documents the shape', async () => {
+    const c = capture(sb, NOW);
+    assert.equal(await cliMain(['report', '--json', '--session', 'S'], c.io), 0, c.err());
+    const j = JSON.parse(c.out()) as Json;
+    assert.deepEqual(j.selected, ['S']);
+    assert.deepEqual(j.agents, ['codex']);
+    const h = capture(sb);
+    assert.equal(await cliMain(['report', '--help'], h.io), 0);
+    assert.match(h.out(), /--json\)/);
+    for (const word of [
+      'latch/report@1',
+      'agents',
+      'sessions',
+      'each with its agent',
+      'entries',
+      'checkpoints',
+      'files',
+    ])
+      assert.ok(h.out().includes(word), word);
+  });
+
   test('--session limits the report; a workspace with no records still renders', async () => {
     const c = capture(sb, NOW);
     assert.equal(await report(c.io, { session: 'S', markdown: true }), 0);
@@ -395,6 +497,26 @@ describe('latch report names the agent of each session', () => {
     const one = capture(sb, NOW);
     assert.equal(await report(one.io, { markdown: true, session: 'C' }), 0, one.err());
     assert.ok(one.out().includes('. Agent: Claude Code. Current state:'), 'only the selected session’s agent');
+  });
+
+  test('JSON: agents, and each session with its agent', async () => {
+    const c = capture(sb, NOW);
+    assert.equal(await report(c.io, { json: true }), 0, c.err());
+    const j = JSON.parse(c.out()) as Json;
+    assert.deepEqual(j.agents, ['codex', 'claude']);
+    assert.deepEqual(j.sessions.map((x: Json) => [x.session_id, x.agent]).sort(), [
+      ['C', 'claude'],
+      ['S', 'codex'],
+    ]);
+    const one = capture(sb, NOW);
+    assert.equal(await report(one.io, { json: true, session: 'C' }), 0, one.err());
+    const k = JSON.parse(one.out()) as Json;
+    assert.deepEqual(k.selected, ['C']);
+    assert.deepEqual(k.agents, ['claude']);
+    assert.deepEqual(
+      k.sessions.map((x: Json) => x.agent),
+      ['claude'],
+    );
   });
 
   test('HTML: the header lists the agents; each session row names its agent', async () => {

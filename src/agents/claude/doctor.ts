@@ -1,20 +1,24 @@
 // `latch doctor`'s Claude Code checks: Latch's handlers in Claude Code's settings files (written by
 // ./setup.ts; installed in the form setup writes), nothing turning the hooks off, the hook command
 // (its node and entry exist, it is what setup writes for this installation, and it fails closed end to
-// end), and the Claude Code version. Reached through the agent port (`claude.commands()`,
-// ./commands.ts); the generic checks (store, watchers) are src/commands/doctor.ts's. A handler's
-// command is compared as text, never run; the probe runs the command Latch builds itself.
+// end), and the Claude Code version; after the generic checks (store, watchers, src/commands/doctor.ts),
+// what guards reads while a session is held (./sandbox.ts: bubblewrap + the pinned seccomp helper, as
+// the hooks' probe found them) and the registration fingerprint (src/guard/tamper.ts). Reached through
+// the agent port (`claude.commands()`, ./commands.ts). A handler's command is compared as text, never
+// run; the probe runs the command Latch builds itself; nothing here runs the sandbox probe.
 import { constants, existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { errorMessage } from '../../base/errors.js';
 import { packageRoot } from '../../base/paths.js';
-import type { Io } from '../../commands/io.js';
+import { homeOf, type Io } from '../../commands/io.js';
 import {
+  checkRegistration,
   fileProblem,
   oneLine,
   probePreToolUse,
   projectDirOf,
   realOrSelf,
+  registrationOf,
   thisInstallation,
   whichOnPath,
   type Check,
@@ -24,6 +28,7 @@ import {
 } from '../../commands/shared/checks.js';
 import type { AgentDoctor } from '../agent.js';
 import { runBounded } from '../codex/app-server.js';
+import { claudeReadsReport } from './sandbox.js';
 import {
   CLAUDE_EVENTS,
   claudeHookCommand,
@@ -42,7 +47,11 @@ export interface ClaudeDoctorOptions {
   managedSettings?: string;
   /** Bound for each child process (`claude --version`, the hook probe). */
   timeoutMs: number;
+  /** Where the read sandbox's parts are looked for (bubblewrap, sandbox-runtime); tests only. */
+  sandboxPaths?: ClaudeSandboxPaths;
 }
+
+type ClaudeSandboxPaths = NonNullable<Parameters<typeof claudeReadsReport>[2]>;
 
 const CLAUDE_SETUP_FIX = 'latch setup claude';
 
@@ -119,6 +128,8 @@ function claudeManagedSettingsPath(opts: ClaudeDoctorOptions): string {
 interface ClaudeScans {
   scans: ClaudeScan[];
   managed: ClaudeScan;
+  /** The project whose settings were read (--project, else the cwd when it has .claude/), or null. */
+  projectDir: string | null;
 }
 
 /** The user settings, and the project's (--project, else the cwd when it has a .claude/ directory). */
@@ -131,7 +142,7 @@ function claudeScans(io: Io, opts: ClaudeDoctorOptions): ClaudeScans {
     if (realOrSelf(shared) !== realOrSelf(user)) scans.push(scanClaudeSettings(shared, 'project'));
     scans.push(scanClaudeSettings(join(projectDir, '.claude', 'settings.local.json'), 'project local'));
   }
-  return { scans, managed: scanClaudeSettings(claudeManagedSettingsPath(opts), 'user') };
+  return { scans, managed: scanClaudeSettings(claudeManagedSettingsPath(opts), 'user'), projectDir };
 }
 
 function claudeFixFor(scan: ClaudeScan): string {
@@ -341,6 +352,48 @@ async function checkClaudeVersion(io: Io, timeoutMs: number): Promise<Check> {
   };
 }
 
+// ---------------------------------------------------------------------------------------------
+// what guards reads while a session is held
+
+const READS = 'claude reads while held';
+
+/**
+ * What guards Claude Code's held reads on this machine (./sandbox.ts's report, from the probe a hook
+ * remembered; runs nothing): bubblewrap + seccomp, or Codex's sandbox lent, is ok (so is "not probed
+ * yet": the first held read probes); the classifier alone is a warning, with what would give a sandbox.
+ */
+function checkClaudeReads(io: Io, paths: ClaudeSandboxPaths = {}): Check {
+  const r = claudeReadsReport(homeOf(io), io.env, paths);
+  if (r.guard !== 'classifier_only') return { name: READS, status: 'ok', detail: r.detail };
+  return { name: READS, status: 'warn', detail: r.detail, fix: claudeReadsFix(io, r.detail) };
+}
+
+/** What would put the held reads back in a sandbox, from the reason the report gives. */
+function claudeReadsFix(io: Io, detail: string): string {
+  if (io.env.LATCH_SANDBOX === 'off') return 'leave LATCH_SANDBOX unset (LATCH_SANDBOX=off turns the sandbox off)';
+  if (/Linux x64 only/.test(detail))
+    return 'none on this system: the read-only sandbox for Claude Code (bubblewrap + seccomp) runs on Linux x64 only';
+  const probe = join(homeOf(io), 'sandbox', 'claude-probe.json');
+  const steps: string[] = [];
+  if (/bubblewrap \(bwrap\) is not installed/.test(detail))
+    steps.push('install bubblewrap (`sudo apt-get install bubblewrap`, `sudo dnf install bubblewrap`: /usr/bin/bwrap)');
+  if (/sandbox-runtime|seccomp helper/.test(detail))
+    steps.push(
+      'reinstall Latch (`npm install -g agent-latch`): it runs the seccomp helper of the @anthropic-ai/sandbox-runtime release it pins',
+    );
+  if (/does not run here/.test(detail))
+    steps.push(
+      `let bubblewrap create user namespaces here (Ubuntu 24.04+ restricts them through AppArmor: an AppArmor profile for bwrap, or \`sudo sysctl kernel.apparmor_restrict_unprivileged_userns=0\`; in a container, allow unprivileged user namespaces), then remove ${probe} so the next held read probes again`,
+    );
+  if (/let a write through/.test(detail))
+    steps.push(`check the bubblewrap installation (it let a write through), then remove ${probe} to probe again`);
+  if (steps.length === 0)
+    steps.push(
+      'install bubblewrap (bwrap) and keep the @anthropic-ai/sandbox-runtime release Latch pins, and leave LATCH_SANDBOX unset',
+    );
+  return steps.join('; ');
+}
+
 async function claudeChecks(io: Io, c: ClaudeScans, timeoutMs: number): Promise<Check[]> {
   const installed = c.scans.filter((s) => s.handlers.length > 0);
   const checks: Check[] = installed.length
@@ -364,7 +417,8 @@ async function claudeChecks(io: Io, c: ClaudeScans, timeoutMs: number): Promise<
  * Claude Code's part of `latch doctor`: the settings files are read now (the user's; the project's
  * shared and local ones: --project, else the cwd when it has .claude/; the managed settings); the
  * checks run when asked. Latch counts as installed for Claude Code when a settings file holds a
- * Latch handler.
+ * Latch handler. After the shared checks, as Codex's: what guards reads while held, then the
+ * registration fingerprint (the project's settings layers when a project was read, else the cwd's).
  */
 export function claudeDoctor(io: Io, opts: ClaudeDoctorOptions): AgentDoctor {
   const c = claudeScans(io, opts);
@@ -372,6 +426,9 @@ export function claudeDoctor(io: Io, opts: ClaudeDoctorOptions): AgentDoctor {
     installed: c.scans.some((s) => s.handlers.length > 0),
     setupFix: CLAUDE_SETUP_FIX,
     checks: () => claudeChecks(io, c, opts.timeoutMs),
-    afterShared: async () => [],
+    afterShared: async () => [
+      checkClaudeReads(io, opts.sandboxPaths),
+      checkRegistration(registrationOf(io, c.projectDir ?? io.cwd), CLAUDE_SETUP_FIX),
+    ],
   };
 }

@@ -8,15 +8,18 @@
 //                 this file's own style and script (by hash), so even a record that escaped escaping
 //                 could not run or load anything.
 //   --markdown    the evidence summary as Markdown tables for a pull request (stdout, or --out FILE).
+//   --json        the same data for programs, one JSON object on stdout (its shape: json.ts). With
+//                 --html or --markdown --out FILE too, the "Wrote" lines go to stderr.
 // Everything shown comes from the records (timeline() of shared/timeline.ts, sessionJson() of
 // shared/session.ts and the transitions' evidence); every record-derived string is escaped for its
-// output format. The data is read in data.ts; markdown.ts and html.ts render it.
+// output format. The data is read in data.ts; markdown.ts, html.ts and json.ts render it.
 import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { EXIT, ExitError } from '../../base/errors.js';
 import { withStore, type Io } from '../io.js';
 import { collectReport } from './data.js';
 import { renderHtml } from './html.js';
+import { renderJson } from './json.js';
 import { renderMarkdown } from './markdown.js';
 
 export interface ReportOptions {
@@ -25,32 +28,43 @@ export interface ReportOptions {
   html?: string;
   markdown?: boolean;
   out?: string;
+  /** The report's data as JSON on stdout (json.ts). */
+  json?: boolean;
 }
 
-export const REPORT_USAGE = 'usage: latch report [--cwd DIR] [--session ID] (--html FILE | --markdown [--out FILE])';
+export const REPORT_USAGE =
+  'usage: latch report [--cwd DIR] [--session ID] (--html FILE | --markdown [--out FILE] | --json)';
 
 export async function report(io: Io, opts: ReportOptions): Promise<number> {
-  if (!opts.html && !opts.markdown) {
-    io.err(`latch report: choose --html FILE or --markdown\n${REPORT_USAGE}\n`);
+  if (!opts.html && !opts.markdown && !opts.json) {
+    io.err(`latch report: choose --html FILE or --markdown (or --json)\n${REPORT_USAGE}\n`);
     return EXIT.usage;
   }
   if (opts.html === '' || opts.out === '') throw new ExitError(EXIT.usage, REPORT_USAGE);
   if (opts.out && !opts.markdown)
     throw new ExitError(EXIT.usage, `--out is the Markdown destination; add --markdown\n${REPORT_USAGE}`);
+  if (opts.json && opts.markdown && !opts.out)
+    throw new ExitError(
+      EXIT.usage,
+      `--json and --markdown both print on stdout; write the Markdown with --out FILE\n${REPORT_USAGE}`,
+    );
   const data = withStore(io, (db) => collectReport(db, io, opts));
+  // With --json, stdout holds the JSON alone.
+  const note = opts.json ? io.err : io.out;
   if (opts.html) {
     const file = resolve(io.cwd, opts.html);
     writeFileSync(file, renderHtml(data));
     if (!opts.markdown)
-      io.out(`Wrote ${file} (${data.entries.length} timeline entries, ${data.files.length} file changes).\n`);
+      note(`Wrote ${file} (${data.entries.length} timeline entries, ${data.files.length} file changes).\n`);
   }
   if (opts.markdown) {
     const md = renderMarkdown(data);
     if (opts.out) {
       const file = resolve(io.cwd, opts.out);
       writeFileSync(file, md);
-      io.out(`Wrote ${file}.\n`);
+      note(`Wrote ${file}.\n`);
     } else io.out(md);
   }
+  if (opts.json) io.out(renderJson(data));
   return EXIT.ok;
 }

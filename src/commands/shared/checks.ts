@@ -15,7 +15,7 @@ import {
   type Stats,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { basename, join, resolve } from 'node:path';
 import { runBounded } from '../../agents/codex/app-server.js';
 import { errorMessage } from '../../base/errors.js';
 import { dbPath } from '../../base/paths.js';
@@ -217,6 +217,24 @@ export function registrationOf(io: Io, workspace: string | null): RegistrationRe
   }
 }
 
+/** The setup commands of the registrations recorded (Claude Code's settings.json, Codex's hooks.json). */
+function registrationAgents(report: RegistrationReport): ('claude' | 'codex')[] {
+  const agents = new Set(report.registrations.map((r) => (basename(r.scope) === 'settings.json' ? 'claude' : 'codex')));
+  return [...agents].sort();
+}
+
+/**
+ * What to do about a changed registration: re-run the setup that recorded it. Codex's text is the
+ * fingerprint's own (RERECORD_FIX); a Claude Code registration names `latch setup claude`.
+ */
+function rerecordFix(report: RegistrationReport): string {
+  const agents = registrationAgents(report);
+  if (!agents.includes('claude')) return RERECORD_FIX;
+  const setup = agents.map((a) => `\`latch setup ${a}\``).join(' or ');
+  const which = agents.length > 1 ? ' (the one whose registration changed)' : '';
+  return `check each change; if it is yours, re-run ${setup}${which} (with --project DIR for a project install) to record the fingerprint again, then \`latch verify\` in each latched workspace`;
+}
+
 /** The `registration` check; `setupFix` records a fingerprint where none is. */
 export function checkRegistration(report: RegistrationReport | { error: string }, setupFix: string): Check {
   const name = 'registration';
@@ -231,6 +249,6 @@ export function checkRegistration(report: RegistrationReport | { error: string }
   const detail = [first ?? '', ...rest].join('\n');
   if (report.status === 'unrecorded') return { name, status: 'warn', detail, fix: setupFix, findings: report.findings };
   if (report.status === 'changed')
-    return { name, status: 'fail', detail, fix: RERECORD_FIX, findings: report.findings };
+    return { name, status: 'fail', detail, fix: rerecordFix(report), findings: report.findings };
   return { name, status: report.findings.length ? 'warn' : 'ok', detail, findings: report.findings };
 }
