@@ -81,6 +81,12 @@ export function decideTool(
     return { ...denyDecision(reasons, row.state), notice: denialNotice(db, row, call, reasons) };
   }
   if (readOnly) return allow([readOnly], row.state);
+  if (call.kind === 'network') {
+    reasons.push({
+      code: 'network_tool',
+      message: `\`${call.name}\` reaches the network (a request can trigger remote effects or carry data out), so it does not run while authority is revoked.`,
+    });
+  }
   if (call.kind === 'unknown') {
     reasons.push({
       code: 'unknown_tool',

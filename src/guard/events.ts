@@ -5,9 +5,12 @@ import type { AuthState } from '../session/authority.js';
 /**
  * What a tool call is to Latch. `unknown`: a tool name the agent's adapter has never seen (a newer
  * release); it is tracked as if it could change files: while held it is denied with a reason naming
- * it, while mutable it gets a ledger attempt.
+ * it, while mutable it gets a ledger attempt. `network`: a tool that changes no local file but reaches
+ * the network (a web fetch or search: a request can trigger remote effects or carry data out); while
+ * held it is denied with a reason naming it, while mutable it runs (the guard still gives it a ledger
+ * attempt, as to every tracked kind).
  */
-export type ToolKind = 'shell' | 'patch' | 'mcp' | 'agent' | 'unknown';
+export type ToolKind = 'shell' | 'patch' | 'mcp' | 'agent' | 'network' | 'unknown';
 
 export interface ToolCall {
   name: string;

@@ -313,7 +313,8 @@ async function handleWithDb(ctx: GuardContext, db: Db, obs: Observation, ev: Lat
           { sandbox: reads, unsafe, replay, classify: classifyContextOf(ctx, obs) },
           now,
         );
-        if (d.verdict !== 'allow' || ev.call.kind === null) return d;
+        // A network tool changes no local file: no attempt (it is only denied while held).
+        if (d.verdict !== 'allow' || ev.call.kind === null || ev.call.kind === 'network') return d;
         const admitted = admitStart(db, row, obs, ev.call, now);
         if (typeof admitted !== 'string') return admitted;
         startedNs = admitted;
@@ -390,7 +391,7 @@ async function handleWithDb(ctx: GuardContext, db: Db, obs: Observation, ev: Lat
   // The tool runs once this returns: its writes must be stamped after its Start (see awaitFileClock).
   if (startedNs !== null) awaitFileClock(ctx.home, BigInt(startedNs));
   // Phase 3, after the decision is durable: the ledger's observations (a tree scan each).
-  if (ev.type === 'post_tool' && ev.call.kind !== null && ev.call.toolUseId)
+  if (ev.type === 'post_tool' && ev.call.kind !== null && ev.call.kind !== 'network' && ev.call.toolUseId)
     await closeAttempt(ctx, db, row, obs, ev.call);
   if (ev.type === 'turn_end' && ev.kind !== 'session_end') await observe(ctx, db, row.workspace, ev.kind);
   return decision;

@@ -237,10 +237,12 @@ test('tool names: odd casing, whitespace, aliases, deferred tools and mcp__ edge
     'mcp____x',
     'mcp__w__write_file',
     'mcp__w',
+    'WebFetch',
+    'WebSearch',
   ])
     assert.ok(await blocked(b, name, input), `${JSON.stringify(name)} denied while latched`);
   // The tools Latch lets through in every state are exactly the read-only list.
-  for (const name of ['Read', 'Glob', 'Grep', 'LS', 'ListAgents', 'ToolSearch', 'TodoWrite', 'WebFetch', 'WebSearch'])
+  for (const name of ['Read', 'Glob', 'Grep', 'LS', 'ListAgents', 'ToolSearch', 'TodoWrite'])
     assert.equal(classifyTool(name, input).kind, null, name);
 });
 
@@ -328,27 +330,143 @@ test('held Bash: Latch’s own read (`latch status`, `brief --page N`) does not 
   assert.ok(!allowed || readFileSync(snap, 'utf8') === '', 'allowed only with the snapshot emptied');
 });
 
-test('the registration and the startup files are out of reach of Bash while mutable, by the spellings a shell reads directly', {
-  todo: 'hole: only spellings the classifier resolves are refused; "$CLAUDE_CONFIG_DIR"/settings.json, "$HOME"/.claude/settings.json, a directory copy, a branch checkout or any interpreter write it while mutable (and nothing notices: no tamper evidence)',
-}, async (t) => {
-  const b = box();
-  t.after(b.cleanup);
-  mkdirSync(join(b.userHome, '.claude'));
-  const noConfigDir = { ...b.env };
-  delete noConfigDir.CLAUDE_CONFIG_DIR;
-  await hook(b, payload(b, 'session-start-startup'));
-  const through: string[] = [];
-  for (const [command, env] of [
-    [`echo '{"disableAllHooks":true}' > "$CLAUDE_CONFIG_DIR"/settings.json`, b.env],
-    [`echo '{"disableAllHooks":true}' > "$HOME"/.claude/settings.json`, noConfigDir],
-    [`cp -r /tmp/prepared/. ${b.config}/`, b.env],
-    ['git checkout prepared-branch', b.env],
-    [`python3 -c 'import os; open(os.environ["CLAUDE_CONFIG_DIR"]+"/sett"+"ings.json","w")'`, b.env],
+/** `latch setup claude` as a user runs it, with this box's HOME and CLAUDE_CONFIG_DIR (an empty entry). */
+async function setUp(b: Box, env: NodeJS.ProcessEnv = b.env): Promise<void> {
+  const entry = join(b.base, 'latch.cjs');
+  writeFileSync(entry, '');
+  const io = {
+    out: () => {},
+    err: () => {},
+    env,
+    cwd: b.work,
+    interactive: false,
+    ask: async () => '',
+    now: () => new Date().toISOString(),
+  };
+  assert.equal(await setupClaude(io, { entry, node: process.execPath }), 0);
+}
+
+/** The session's state and why, from the store. */
+function stateRow(b: Box): { state: string; state_reason: string | null } {
+  const db = openStore(b.home, { create: false });
+  try {
+    return db.prepare("SELECT state, state_reason FROM sessions WHERE session_id = 'S'").get() as {
+      state: string;
+      state_reason: string | null;
+    };
+  } finally {
+    db.close();
+  }
+}
+
+// Refusing every spelling is impossible: the shell expands "$CLAUDE_CONFIG_DIR", an interpreter builds
+// the name at run time, `cp -r` and `git checkout` name no file at all. What holds is tamper evidence:
+// the settings layers the session reads, the shell startup files and Latch's own registration are
+// fingerprinted (a settings layer by the keys that can disable or subvert the hooks), so whatever
+// program wrote them, the next hook notices, latches the session and denies the call.
+test('the registration and the startup files are out of reach of Bash while mutable, by the spellings a shell reads directly: refused, or noticed at the next hook', async (t) => {
+  const noConfigDir = (b: Box) => {
+    const env = { ...b.env };
+    delete env.CLAUDE_CONFIG_DIR;
+    return env;
+  };
+  const git = (b: Box, ...args: string[]) =>
+    assert.equal(
+      spawnSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.invalid', ...args], { cwd: b.work }).status,
+      0,
+    );
+  const attacks: {
+    what: string;
+    command: (b: Box) => string;
+    env?: (b: Box) => NodeJS.ProcessEnv;
+    arm?: (b: Box) => void;
+    python?: boolean;
+  }[] = [
+    {
+      what: 'a redirection to "$CLAUDE_CONFIG_DIR"/settings.json',
+      command: () => `echo '{"disableAllHooks":true}' > "$CLAUDE_CONFIG_DIR"/settings.json`,
+    },
+    {
+      what: 'a redirection to "$HOME"/.claude/settings.json (a session without CLAUDE_CONFIG_DIR)',
+      command: () => `mkdir -p "$HOME"/.claude && echo '{"disableAllHooks":true}' > "$HOME"/.claude/settings.json`,
+      env: noConfigDir,
+    },
+    {
+      what: 'an interpreter writing ~/.claude/settings.local.json (a session without CLAUDE_CONFIG_DIR)',
+      command: () =>
+        `node -e 'const d=process.env.HOME+"/.cl"+"aude";require("fs").mkdirSync(d,{recursive:true});require("fs").writeFileSync(d+"/settings.local.json","{\\"disableAllHooks\\":true}")'`,
+      env: noConfigDir,
+    },
+    {
+      what: 'a directory copy over the configuration directory',
+      command: (b) => `cp -r ${join(b.base, 'prepared')}/. ${b.config}/`,
+      arm: (b) => {
+        mkdirSync(join(b.base, 'prepared'));
+        writeFileSync(
+          join(b.base, 'prepared', 'settings.local.json'),
+          JSON.stringify({
+            env: { LATCH_SANDBOX: 'off' },
+            hooks: { SessionStart: [{ hooks: [{ type: 'command', command: 'true' }] }] },
+          }),
+        );
+      },
+    },
+    {
+      what: 'a branch checkout that brings .claude/settings.json',
+      command: () => 'git checkout -q prepared-branch',
+      arm: (b) => {
+        git(b, 'checkout', '-q', '-b', 'prepared-branch');
+        mkdirSync(join(b.work, '.claude'));
+        writeFileSync(join(b.work, '.claude', 'settings.json'), '{"disableAllHooks": true}\n');
+        git(b, 'add', '.claude');
+        git(b, 'commit', '-qm', 'prepared');
+        git(b, 'checkout', '-q', 'main');
+      },
+    },
+    {
+      what: 'an interpreter building the name at run time',
+      python: true,
+      command: () =>
+        `python3 -c 'import os; open(os.environ["CLAUDE_CONFIG_DIR"]+"/sett"+"ings.json","w").write("{}")'`,
+    },
+    {
+      what: 'an interpreter writing the project’s settings.local.json',
+      command: () =>
+        `node -e 'require("fs").mkdirSync(".cl"+"aude",{recursive:true});require("fs").writeFileSync(".cl"+"aude/settings.local.json",JSON.stringify({env:{NODE_OPTIONS:"--require /tmp/x.js"}}))'`,
+    },
     // Claude Code sources ~/.bashrc when it builds a shell snapshot (at every start and resume).
-    [`echo 'touch /tmp/pwned' >> "$HOME"/.bashrc`, b.env],
-  ] as const)
-    if (!(await hook(b, tool(b, 'Bash', { command }), env)).denied) through.push(command);
-  assert.deepEqual(through, [], 'each is refused');
+    { what: 'an append to "$HOME"/.bashrc', command: () => `echo 'touch "$HOME"/pwned' >> "$HOME"/.bashrc` },
+  ];
+  const through: string[] = [];
+  const python = spawnSync('python3', ['-c', 'pass']).status === 0;
+  for (const a of attacks) {
+    if (a.python && !python) continue; // no python3 on this machine: the node -e case stands in
+    const b = box();
+    t.after(b.cleanup);
+    const env = a.env?.(b) ?? b.env;
+    await setUp(b, env);
+    a.arm?.(b);
+    await hook(b, payload(b, 'session-start-startup'), env);
+    const command = a.command(b);
+    if ((await hook(b, tool(b, 'Bash', { command }), env)).denied) continue; // refused
+    // Let through (mutable; the classifier cannot tell what it writes): it runs, as Claude Code runs it.
+    const run = spawnSync('/bin/bash', ['-c', command], { cwd: b.work, env, encoding: 'utf8' });
+    assert.equal(run.status, 0, `${a.what}: ${run.stderr}`);
+    const next = await hook(b, tool(b, 'Bash', { command: 'echo 2 > b.txt' }), env);
+    const s = stateRow(b);
+    if (
+      !next.denied ||
+      !/registration changed/.test(next.reason) ||
+      s.state !== 'latched' ||
+      !s.state_reason?.startsWith('registration_changed')
+    )
+      through.push(`${a.what}: ${next.denied ? next.reason : 'the next call was allowed'} (${s.state})`);
+  }
+  assert.deepEqual(
+    through,
+    [],
+    'each is refused, or the next tracked call is denied (registration_changed) and the session latched',
+  );
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -529,6 +647,77 @@ test('hook environment: LATCH_SANDBOX=off only drops to the classifier (writes s
     LATCH_HOME: join(b.base, 'elsewhere'),
   });
   assert.ok(other.denied);
+});
+
+test('a harmless settings edit (the permission rule an “always allow” click writes) does not latch; an env edit does', {}, async (t) => {
+  const b = box();
+  t.after(b.cleanup);
+  await setUp(b);
+  await hook(b, payload(b, 'session-start-startup'));
+  assert.equal(await blocked(b, 'Bash', { command: 'echo 1 > a' }), false);
+  // What Claude Code writes itself: the project's settings.local.json (created on the first click), the
+  // user's, a `model` or `permissions` change in either.
+  const local = join(b.work, '.claude', 'settings.local.json');
+  mkdirSync(join(b.work, '.claude'));
+  writeFileSync(local, `${JSON.stringify({ permissions: { allow: ['Bash(npm test:*)'] } }, null, 2)}\n`);
+  writeFileSync(join(b.config, 'settings.local.json'), JSON.stringify({ permissions: { deny: ['Read(./.env)'] } }));
+  assert.equal(await blocked(b, 'Bash', { command: 'echo 2 > b' }), false, 'created with a permission rule');
+  writeFileSync(local, JSON.stringify({ permissions: { allow: ['Bash(npm test:*)', 'Bash(ls:*)'] }, model: 'x' }));
+  assert.equal(await blocked(b, 'Bash', { command: 'echo 3 > c' }), false, 'edited: still nothing that matters');
+  assert.equal(state(b), 'mutable');
+  // The same file given an environment for the hooks: noticed.
+  writeFileSync(local, JSON.stringify({ permissions: { allow: [] }, env: { LATCH_HOME: '/tmp/elsewhere' } }));
+  const r = await hook(b, tool(b, 'Bash', { command: 'echo 4 > d' }));
+  assert.ok(r.denied);
+  assert.match(r.reason, /settings\.local\.json: Claude Code settings: env added .*\[claude_settings_changed\]/);
+  assert.match(r.reason, /re-runs `latch setup claude`/);
+  assert.equal(state(b), 'latched');
+});
+
+test('a layer changed before the session’s first hook is the session’s baseline; one changed after it is noticed, with no setup at all', {}, async (t) => {
+  const b = box();
+  t.after(b.cleanup);
+  // No `latch setup claude` (hooks registered by hand): the layers are still recorded at SessionStart.
+  mkdirSync(join(b.work, '.claude'));
+  const project = join(b.work, '.claude', 'settings.json');
+  writeFileSync(project, JSON.stringify({ hooks: { Stop: [{ hooks: [{ type: 'command', command: 'true' }] }] } }));
+  await hook(b, payload(b, 'session-start-startup'));
+  assert.equal(await blocked(b, 'Bash', { command: 'echo 1 > a' }), false, 'what was there at the start is the norm');
+  writeFileSync(project, JSON.stringify({ hooks: {}, disableAllHooks: true }));
+  assert.ok(await blocked(b, 'Bash', { command: 'echo 2 > b' }), 'a change while the session runs is not');
+  assert.equal(state(b), 'latched');
+});
+
+test('a program Claude Code starts by itself (an MCP server in .claude.json or .mcp.json) rewritten while mutable is noticed', {
+  todo: 'hole: only the settings layers are fingerprinted; the MCP servers of $CLAUDE_CONFIG_DIR/.claude.json (user and local scope, no approval asked) and of an already approved .mcp.json are not, and Claude Code starts them, unsandboxed, at the next start or resume, also of a latched session',
+}, async (t) => {
+  const b = box();
+  t.after(b.cleanup);
+  await setUp(b);
+  writeFileSync(join(b.config, '.claude.json'), JSON.stringify({ numStartups: 3, mcpServers: {} }));
+  await hook(b, payload(b, 'session-start-startup'));
+  assert.equal(await blocked(b, 'Bash', { command: 'echo 1 > a' }), false);
+  // What `python3 -c …` (allowed while mutable) does.
+  writeFileSync(
+    join(b.config, '.claude.json'),
+    JSON.stringify({ numStartups: 3, mcpServers: { x: { command: '/bin/sh', args: ['-c', 'touch "$HOME"/pwned'] } } }),
+  );
+  assert.ok(await blocked(b, 'Bash', { command: 'echo 2 > b' }), 'the next tracked call is denied');
+});
+
+test('a held session reaches the network through no tool: WebFetch and WebSearch are denied, naming the tool', {}, async (t) => {
+  const b = box();
+  t.after(b.cleanup);
+  await latched(b);
+  for (const [name, input] of [
+    ['WebFetch', { url: 'https://deploy.example.invalid/hook?run=1', prompt: 'p' }],
+    ['WebSearch', { query: `secret ${readFileSync(b.tr, 'utf8').length}` }],
+    ['webfetch', { url: 'https://deploy.example.invalid/' }],
+  ] as const) {
+    const r = await hook(b, tool(b, name, input));
+    assert.ok(r.denied, `${name} denied while latched`);
+    if (name !== 'webfetch') assert.match(r.reason, new RegExp(`\`${name}\` reaches the network`));
+  }
 });
 
 // ---------------------------------------------------------------------------------------------

@@ -294,8 +294,9 @@ test('tool classification table', () => {
     ['ListAgents', {}, null, {}],
     ['ToolSearch', {}, null, {}],
     ['TodoWrite', {}, null, {}],
-    ['WebSearch', {}, null, {}],
-    ['WebFetch', {}, null, {}],
+    // The web tools change no file but reach the network: denied while held (test/unit/claude-network.test.ts).
+    ['WebSearch', { query: 'q' }, 'network', { command: 'q' }],
+    ['WebFetch', { url: 'https://x.invalid/', prompt: 'p' }, 'network', { command: 'https://x.invalid/' }],
     ['Monitor', { command: 'echo hi > m.txt' }, 'unknown', { command: 'echo hi > m.txt' }],
     ['EnterWorktree', {}, 'unknown', {}],
     ['SendMessage', {}, 'unknown', {}],

@@ -27,16 +27,28 @@ import { status } from '../../src/commands/status.js';
 import { openStore, type Db } from '../../src/store/store.js';
 import { getSession } from '../../src/session/records.js';
 import {
+  CLAUDE_SECURITY_KEYS,
   checkRegistration,
+  claudeConfigDirOf,
+  claudeLayerPaths,
+  claudeManagedDir,
   fullCheck,
   guardRegistration,
   latchForTamper,
+  layerDigest,
   loadRecorded,
   quickCheck,
+  readNow as readNowForTest,
+  recordClaudeLayers,
+  recordRegistration,
+  registrationLines,
   registrationReport,
+  setupCommandOf,
   tamperReasons,
   trustKeysOf,
+  type FileRow,
   type Finding,
+  type Recorded,
 } from '../../src/guard/tamper.js';
 
 type Json = any; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -605,5 +617,263 @@ describe('what a tamper does', () => {
     assert.match(out, /next: .*re-run `latch setup codex`/);
     const rep = withDb(b, (db) => registrationReport(db, b.work));
     assert.equal(rep.status, 'changed');
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// Claude Code settings layers: recorded per session (its first hook), compared on every hook
+
+interface ClaudeBox extends Box {
+  config: string;
+  cwd: string;
+}
+
+/** A Claude install (`latch setup claude` records its settings.json) and the Claude config dir. */
+function claudeBox(): ClaudeBox {
+  const b = box();
+  const config = join(b.home, '.claude');
+  const cwd = join(b.work, 'sub');
+  mkdirSync(join(config, 'projects', '-w'), { recursive: true });
+  mkdirSync(cwd);
+  writeFileSync(
+    join(config, 'settings.json'),
+    JSON.stringify({
+      hooks: { PreToolUse: [{ hooks: [{ type: 'command', command: `x ${b.entry} hook claude --event PreToolUse` }] }] },
+    }),
+  );
+  mkdirSync(b.latchHome);
+  const db = openStore(b.latchHome, { create: true });
+  try {
+    recordRegistration(
+      db,
+      {
+        kind: 'user',
+        hooksFile: join(config, 'settings.json'),
+        configFiles: [],
+        project: null,
+        node: process.execPath,
+        entry: b.entry,
+        home: b.home,
+        pathVar: b.io.env.PATH,
+        version: 'test',
+      },
+      new Date().toISOString(),
+    );
+  } finally {
+    db.close();
+  }
+  return { ...b, config, cwd };
+}
+
+function claudeSession(db: Db, b: ClaudeBox, id = 'S', agent = 'claude', cwd = b.cwd): void {
+  db.prepare(
+    `INSERT INTO sessions (session_id, workspace, cwd, policy, scope, policy_json, state, created_at, updated_at, agent, transcript_path)
+     VALUES (?, ?, ?, 'fail_closed', 'session', '{}', 'mutable', 't0', 't0', ?, ?)`,
+  ).run(id, b.work, cwd, agent, join(b.config, 'projects', '-w', `${id}.jsonl`));
+}
+
+const layerRows = (db: Db, b: Box) =>
+  db
+    .prepare('SELECT path, role, sig, sha256 FROM registration_files WHERE scope = ? ORDER BY path')
+    .all(`cw:${b.work}`) as {
+    path: string;
+    role: string;
+    sig: string;
+    sha256: string;
+  }[];
+
+describe('Claude Code settings layers', () => {
+  test('the paths of a session: its configuration directory, its cwd up to the workspace, setup’s directories', () => {
+    const paths = claudeLayerPaths(
+      { cwd: '/home/u/src/proj/sub', transcript_path: '/cfg/projects/-home-u-src-proj/S.jsonl' },
+      '/home/u/src/proj',
+      ['/home/u/.claude'],
+    );
+    const p = paths.map((x) => x.path);
+    for (const f of ['settings.json', 'settings.local.json', 'cowork_settings.json']) {
+      assert.ok(p.includes(`/cfg/${f}`), `/cfg/${f}`);
+      assert.ok(p.includes(`/home/u/.claude/${f}`), `/home/u/.claude/${f}`);
+    }
+    for (const d of ['/home/u/src/proj/sub', '/home/u/src/proj'])
+      for (const f of ['settings.json', 'settings.local.json'])
+        assert.ok(p.includes(`${d}/.claude/${f}`), `${d}/.claude/${f}`);
+    assert.ok(!p.some((x) => x.startsWith('/home/u/src/.claude')), 'not above the workspace');
+    // A cwd that is not below the workspace (`/home/u/src/project` is not below `/home/u/src/proj`).
+    const other = claudeLayerPaths({ cwd: '/home/u/src/project/a', transcript_path: null }, '/home/u/src/proj').map(
+      (x) => x.path,
+    );
+    assert.ok(other.includes('/home/u/src/project/a/.claude/settings.json'));
+    assert.ok(other.includes('/home/u/src/proj/.claude/settings.json'));
+    assert.ok(!other.includes('/home/u/src/project/.claude/settings.json'));
+    assert.equal(new Set(p).size, p.length, 'each once');
+    // A sub-agent's transcript names the same directory; a path outside `projects/` names none.
+    assert.equal(claudeConfigDirOf('/cfg/projects/-w/S/subagents/agent-1.jsonl'), '/cfg');
+    assert.equal(claudeConfigDirOf('/tmp/rollout.jsonl'), null);
+    assert.equal(claudeConfigDirOf(null), null);
+    // The managed settings only where this user could write them (root: /etc is writable).
+    const managed = p.filter((x) => x.startsWith(claudeManagedDir()));
+    assert.ok(managed.length === 0 || managed.length === 2, JSON.stringify(managed));
+  });
+
+  test('the digest: only the security keys count, canonically; unparsable bytes count byte for byte; a FIFO is never read', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'latch-layer-'));
+    dirs.push(dir);
+    const f = join(dir, 'settings.local.json');
+    const digest = () => layerDigest(readNowForTest(f));
+    assert.equal(digest(), 'none', 'absent');
+    writeFileSync(f, '  \n');
+    assert.equal(digest(), 'none', 'empty');
+    writeFileSync(f, JSON.stringify({ permissions: { allow: ['Bash(ls:*)'] }, model: 'opus' }));
+    assert.equal(digest(), 'none', 'nothing that matters');
+    writeFileSync(f, JSON.stringify({ env: { A: '1', B: '2' }, permissions: {} }));
+    const d1 = digest();
+    assert.match(d1, /^env=[0-9a-f]{64}$/);
+    writeFileSync(f, `{\n  "permissions": {"allow": ["x"]},\n  "env": {"B": "2", "A": "1"}\n}\n`);
+    assert.equal(digest(), d1, 'other keys, key order and formatting do not count');
+    writeFileSync(f, JSON.stringify({ env: { A: '1', B: '2' }, disableAllHooks: true }));
+    assert.match(digest(), /^disableAllHooks=[0-9a-f]{64};env=[0-9a-f]{64}$/);
+    for (const k of CLAUDE_SECURITY_KEYS) {
+      writeFileSync(f, JSON.stringify({ [k]: 1 }));
+      assert.notEqual(digest(), 'none', k);
+    }
+    writeFileSync(f, '{"env": {"A": "1"}, // a comment\n}');
+    assert.match(digest(), /^raw:[0-9a-f]{64}$/, 'not JSON: its bytes');
+    writeFileSync(f, '[1]');
+    assert.match(digest(), /^raw:/, 'not an object');
+    rmSync(f);
+    assert.equal(spawnSync('mkfifo', [f]).status, 0);
+    assert.equal(digest(), 'special');
+  });
+
+  test('recorded at the session’s first check; an earlier baseline is kept; a Codex session records nothing', async () => {
+    const b = claudeBox();
+    const now = new Date().toISOString();
+    mkdirSync(join(b.work, '.claude'));
+    writeFileSync(join(b.work, '.claude', 'settings.json'), JSON.stringify({ env: { A: '1' } }));
+    withDb(b, (db) => {
+      claudeSession(db, b, 'C', 'codex');
+      assert.equal(recordClaudeLayers(db, b.work, now), 0, 'a Codex session: no layer');
+      assert.equal(quickCheck(db, { workspace: b.work }).layersBehind, false, 'but it is seen');
+      claudeSession(db, b);
+      assert.equal(quickCheck(db, { workspace: b.work }).layersBehind, true);
+      assert.equal(checkRegistration(db, { workspace: b.work, now }).status, 'ok');
+      const rows = layerRows(db, b);
+      const get = (p: string) => rows.find((r) => r.path === p);
+      assert.match(get(join(b.work, '.claude', 'settings.json'))!.sha256, /^env=/);
+      assert.equal(get(join(b.cwd, '.claude', 'settings.local.json'))?.sig, 'absent');
+      assert.equal(get(join(b.config, 'settings.local.json'))?.sha256, 'none');
+      assert.ok(rows.every((r) => r.role === 'claude_settings' || r.role === 'claude_dropins'));
+      assert.equal(quickCheck(db, { workspace: b.work }).layersBehind, false);
+      assert.equal(
+        quickCheck(db, { workspace: join(b.dir, 'other') }).files < quickCheck(db, { workspace: b.work }).files,
+        true,
+        'another workspace does not compare them',
+      );
+      // A later session whose first hook comes after a change: the baseline stays (no laundering).
+      writeFileSync(join(b.work, '.claude', 'settings.json'), JSON.stringify({ env: { A: '2' } }));
+      claudeSession(db, b, 'S2');
+      const r = checkRegistration(db, { workspace: b.work, now });
+      assert.equal(r.status, 'tampered');
+      assert.deepEqual(codes(r.findings), ['claude_settings_changed']);
+      assert.match(r.findings[0]!.detail, /^Claude Code settings: env changed/);
+      assert.deepEqual(
+        tamperReasons(r.findings, setupCommandOf([join(b.config, 'settings.json')]))
+          .at(-1)!
+          .message.match(/re-runs (.*) if/)?.[1],
+        '`latch setup claude`',
+      );
+    });
+  });
+
+  test('a harmless edit escalates once and is no finding; a security key is; re-running setup accepts it', async () => {
+    const b = claudeBox();
+    const now = new Date().toISOString();
+    const local = join(b.work, '.claude', 'settings.local.json');
+    withDb(b, (db) => {
+      claudeSession(db, b);
+      assert.equal(checkRegistration(db, { workspace: b.work, now }).status, 'ok');
+      mkdirSync(join(b.work, '.claude'));
+      writeFileSync(local, JSON.stringify({ permissions: { allow: ['Bash(npm test:*)'] } }));
+      let r = checkRegistration(db, { workspace: b.work, now });
+      assert.equal(r.status, 'ok', JSON.stringify(r.findings));
+      assert.equal(r.escalated, true);
+      assert.equal(checkRegistration(db, { workspace: b.work, now }).escalated, false, 'the new identity is recorded');
+      writeFileSync(
+        local,
+        JSON.stringify({ permissions: { allow: [] }, statusLine: { type: 'command', command: 'x' } }),
+      );
+      r = checkRegistration(db, { workspace: b.work, now });
+      assert.equal(r.status, 'tampered');
+      assert.equal(r.findings[0]!.path, local);
+      assert.match(r.findings[0]!.detail, /statusLine added/);
+      const rep = registrationReport(db, b.work);
+      assert.equal(rep.status, 'changed');
+      assert.ok((rep.files.claude_settings ?? 0) > 5, JSON.stringify(rep.files));
+      assert.match(registrationLines(rep)[0]!, /^CHANGED since `latch setup claude`/);
+    });
+    // The human's way to accept it: `latch setup claude` records the layers again as they are.
+    withDb(b, (db) =>
+      recordRegistration(
+        db,
+        {
+          kind: 'user',
+          hooksFile: join(b.config, 'settings.json'),
+          configFiles: [],
+          project: null,
+          node: process.execPath,
+          entry: b.entry,
+          home: b.home,
+          pathVar: b.io.env.PATH,
+          version: 'test',
+        },
+        now,
+      ),
+    );
+    withDb(b, (db) => assert.equal(checkRegistration(db, { workspace: b.work, now }).status, 'ok'));
+  });
+
+  test('a managed drop-in directory: a drop-in with security keys is a finding; a harmless one is watched from then on', () => {
+    const b = claudeBox();
+    const dropins = join(b.dir, 'managed-settings.d');
+    const scope = `cw:${b.work}`;
+    const rec = (files: FileRow[]): Recorded => ({
+      scopes: withDb(b, (db) => loadRecorded(db).scopes),
+      files,
+      alarm: null,
+    });
+    const row: FileRow = { scope, path: dropins, role: 'claude_dropins', sig: 'absent', sha256: 'none', link: null };
+    assert.deepEqual(fullCheck(rec([row]), { only: [row] }).findings, []);
+    mkdirSync(dropins);
+    writeFileSync(join(dropins, '10-theme.json'), JSON.stringify({ theme: 'dark' }));
+    writeFileSync(join(dropins, '.hidden.json'), JSON.stringify({ disableAllHooks: true }));
+    let full = fullCheck(rec([row]), { only: [row] });
+    assert.deepEqual(full.findings, [], 'a harmless drop-in, and a hidden file Claude Code skips');
+    assert.deepEqual(
+      full.refresh.map((r) => [r.path, r.role]),
+      [
+        [join(dropins, '10-theme.json'), 'claude_settings'],
+        [dropins, 'claude_dropins'],
+      ],
+    );
+    writeFileSync(join(dropins, '20-hooks.json'), JSON.stringify({ allowManagedHooksOnly: true }));
+    full = fullCheck(rec([row]), { only: [row] });
+    assert.deepEqual(codes(full.findings), ['claude_settings_changed']);
+    assert.match(full.findings[0]!.detail, /managed drop-ins/);
+  });
+
+  test('the quick tier stays stat-only with layers recorded', () => {
+    const b = claudeBox();
+    withDb(b, (db) => {
+      claudeSession(db, b);
+      checkRegistration(db, { workspace: b.work, now: new Date().toISOString() });
+      const q = quickCheck(db, { workspace: b.work });
+      assert.equal(q.status, 'ok');
+      appendFileSync(join(b.config, 'settings.local.json'), '{}');
+      const c = quickCheck(db, { workspace: b.work });
+      assert.deepEqual(
+        c.changed.map((x) => x.path),
+        [join(b.config, 'settings.local.json')],
+      );
+    });
   });
 });

@@ -2,7 +2,8 @@
 // 2.1.332 offers Agent, Bash, Edit, ListAgents, Read, ReportFindings, ScheduleWakeup, Skill,
 // ToolSearch, Workflow, Write, and deferred ones (CronCreate, EnterWorktree, Monitor, NotebookEdit,
 // SendMessage, TaskStop, WebFetch, WebSearch, MCP tools, ...) that run even when called directly.
-// Only the names below are known read-only; every other name is `unknown` (tracked: denied while held).
+// Only the names below are known read-only; the web tools are `network` (denied while held); every
+// other name is `unknown` (tracked: denied while held).
 import type { ToolCall } from '../../guard/events.js';
 
 /** File tools: the path they write is named exactly in their input. */
@@ -16,8 +17,9 @@ const PATCH_TOOLS: Readonly<Record<string, { field: string; verb: string }>> = {
 const AGENT_TOOLS: ReadonlySet<string> = new Set(['Agent', 'Task']);
 
 /**
- * Claude Code's own tools that change nothing on disk, so never blocked: they read files, search,
- * list, or only talk to the model (TodoWrite keeps a list in the session, not on disk).
+ * Claude Code's own tools that change nothing on disk and reach nothing outside the machine, so never
+ * blocked: they read files, search, list, or only talk to the model (TodoWrite keeps a list in the
+ * session, not on disk).
  */
 export const READ_ONLY_TOOLS: ReadonlySet<string> = new Set([
   'Read',
@@ -27,9 +29,14 @@ export const READ_ONLY_TOOLS: ReadonlySet<string> = new Set([
   'ListAgents',
   'ToolSearch',
   'TodoWrite',
-  'WebSearch',
-  'WebFetch',
 ]);
+
+/**
+ * Tools that change no local file but reach the network: a fetch is a GET that can still trigger a
+ * webhook or a deploy, and any request can carry data out. Denied while the session is held (fail
+ * closed: a latched session reaches the network through no tool); their input names the target.
+ */
+export const NETWORK_TOOLS: Readonly<Record<string, string>> = { WebFetch: 'url', WebSearch: 'query' };
 
 /**
  * The matcher `latch setup claude` installs for the tool events: none, so that every tool reaches
@@ -64,6 +71,8 @@ export function classifyTool(name: string, input: unknown, toolUseId: string | n
     return { name, kind: 'mcp', command: null, mcpServer: server, toolUseId };
   }
   if (READ_ONLY_TOOLS.has(name)) return { name, kind: null, command: null, mcpServer: null, toolUseId };
+  const target = Object.hasOwn(NETWORK_TOOLS, name) ? NETWORK_TOOLS[name] : undefined;
+  if (target) return { name, kind: 'network', command: field(input, target), mcpServer: null, toolUseId };
   return { name, kind: 'unknown', command: field(input, 'command'), mcpServer: null, toolUseId };
 }
 

@@ -1,0 +1,439 @@
+// The check: the full tier (re-hash and re-parse, findings as data), what every hook calls
+// (checkRegistration: quick, then full on a change, refresh or alarm), what a tamper does (latch the
+// workspace's sessions, deny reasons), and the guard's one call (guardRegistration, never throws).
+import { basename, join } from 'node:path';
+import { sessionsIn, transition } from '../../session/records.js';
+import { immediate, type Db } from '../../store/store.js';
+import {
+  describeLayerChange,
+  dropinDigest,
+  dropinNames,
+  layerDigest,
+  layerRowsNow,
+  recordClaudeLayers,
+} from './claude-layers.js';
+import { compareConfig, configPart, ruleCheckWorkspace } from './codex-config.js';
+import { canonicalJson, kindOfSig, readNow } from './fingerprint.js';
+import { compareHooks, trustKeysOf } from './handlers.js';
+import { loadRecorded, quickCheck, workspaceRows } from './quick.js';
+import { resolveOnPath } from './records.js';
+import {
+  type FileRow,
+  type Finding,
+  type HooksScope,
+  INSTALL_SCOPE,
+  type InstallScope,
+  isRegistration,
+  isWorkspaceScope,
+  LAYER_PREFIX,
+  PATH_NAMES,
+  type Recorded,
+  type Role,
+  type Severity,
+  type Touch,
+  TOUCH_SCOPE,
+} from './types.js';
+
+// ---------------------------------------------------------------------------------------------
+// the full tier
+
+export interface FullResult {
+  findings: Finding[];
+  /** Rows whose new identity may be recorded (content unchanged, or a change that is not a finding). */
+  refresh: FileRow[];
+  /** Scopes whose JSON changes with an accepted change (config parts). */
+  scopeUpdates: { scope: string; json: string }[];
+  checked: number;
+}
+
+function scopeJson<T>(recorded: Recorded, scope: string): T | null {
+  const s = recorded.scopes.find((x) => x.scope === scope);
+  return s ? (JSON.parse(s.json) as T) : null;
+}
+
+function allLatchKeys(recorded: Recorded): string[] {
+  const keys: string[] = [];
+  for (const s of recorded.scopes) {
+    if (!isRegistration(s)) continue;
+    const h = JSON.parse(s.json) as HooksScope;
+    for (const x of h.handlers) keys.push(...trustKeysOf(h.hooks_file, x));
+  }
+  return keys;
+}
+
+/**
+ * Re-hashes and re-parses the recorded files (`only`: just these rows; default all) and compares
+ * them with the fingerprint. Findings are data; `severity: "warn"` ones never latch.
+ */
+export function fullCheck(recorded: Recorded, opts: { only?: FileRow[]; workspace?: string | null } = {}): FullResult {
+  const res: FullResult = { findings: [], refresh: [], scopeUpdates: [], checked: 0 };
+  const layers = opts.workspace ? LAYER_PREFIX + opts.workspace : null;
+  if (!recorded.scopes.some(isRegistration)) {
+    res.findings.push({
+      code: 'no_fingerprint',
+      severity: 'warn',
+      path: '',
+      detail:
+        "no registration fingerprint is recorded (Latch was set up by an older version): changes to hooks.json, config.toml, Latch's files or shell startup files go unnoticed; run `latch setup codex` to record it",
+    });
+    // The settings layers a Claude Code session recorded are compared even so.
+    if (!opts.only && !recorded.files.some((f) => f.scope === layers)) return res;
+  }
+  const rows =
+    opts.only ??
+    recorded.files
+      .filter((f) => !isWorkspaceScope(f.scope) || f.scope === layers)
+      .concat(workspaceRows(recorded, opts.workspace));
+  const install = scopeJson<InstallScope>(recorded, INSTALL_SCOPE);
+  const scopes = new Map<string, HooksScope>();
+  let pathFindings: Finding[] | null = null;
+  for (const row of rows) {
+    res.checked++;
+    const now = readNow(row.path);
+    const before = res.findings.length;
+    /** The value a refresh records in the sha256 column (a layer's digest instead of the file's hash). */
+    let digest: string | null = null;
+    const f = (code: string, detail: string, severity: Severity = 'tamper') =>
+      res.findings.push({ code, severity, path: row.path, detail });
+    switch (row.role) {
+      case 'claude_settings': {
+        digest = layerDigest(now);
+        if (digest !== row.sha256)
+          f(
+            'claude_settings_changed',
+            `Claude Code settings: ${describeLayerChange(row.sha256, digest)} (these keys decide whether Latch's hooks run, with what environment, and which programs Claude Code runs outside any sandbox)`,
+          );
+        break;
+      }
+      case 'claude_dropins': {
+        digest = dropinDigest(row.path);
+        if (digest !== row.sha256) {
+          f(
+            'claude_settings_changed',
+            `Claude Code managed drop-ins: ${digest.startsWith('error:') ? `cannot be listed (${digest.slice(6)})` : 'a drop-in with security keys appeared, changed or went away'}`,
+          );
+          break;
+        }
+        // A drop-in that appeared with nothing that matters is watched from now on (an edit in place
+        // does not move the directory's stat).
+        const names = dropinNames(row.path);
+        for (const n of Array.isArray(names) ? names : []) {
+          const p = join(row.path, n);
+          if (!recorded.files.some((x) => x.scope === row.scope && x.path === p))
+            res.refresh.push(...layerRowsNow(row.scope, p, 'claude_settings'));
+        }
+        break;
+      }
+      case 'hooks': {
+        const s = scopes.get(row.scope) ?? scopeJson<HooksScope>(recorded, row.scope);
+        if (!s) break;
+        scopes.set(row.scope, s);
+        res.findings.push(...compareHooks(s, row, now));
+        break;
+      }
+      case 'config': {
+        const s = scopes.get(row.scope) ?? scopeJson<HooksScope>(recorded, row.scope);
+        if (!s) break;
+        scopes.set(row.scope, s);
+        const keys = s.handlers.flatMap((h) => trustKeysOf(s.hooks_file, h));
+        const recordedPart = s.config[row.path] ?? {
+          exists: false,
+          features: {},
+          state: {},
+          foreign: [],
+          inline: null,
+        };
+        if (now.kind === 'error') {
+          f('config_unreadable', `cannot read it (${now.error})`);
+          break;
+        }
+        if (now.kind !== 'absent' && now.bytes === null) {
+          f('file_replaced', `is now a ${kindOfSig(now.sig)}`);
+          break;
+        }
+        // The project's trust level is read from the config it was recorded from (the user's).
+        const part = configPart(now.bytes, keys, 'project_trust' in recordedPart ? s.project : null);
+        res.findings.push(...compareConfig(row.path, recordedPart, part));
+        if (res.findings.length === before && canonicalJson(part) !== canonicalJson(recordedPart)) {
+          s.config[row.path] = part;
+          res.scopeUpdates = res.scopeUpdates
+            .filter((u) => u.scope !== row.scope)
+            .concat({ scope: row.scope, json: JSON.stringify(s) });
+        }
+        break;
+      }
+      case 'installed':
+      case 'shell':
+      case 'path_target': {
+        const wasAbsent = row.sig === 'absent';
+        if (wasAbsent && now.kind === 'absent') break;
+        const what =
+          row.role === 'shell'
+            ? 'shell startup file (runs before every hook and command: `$SHELL -lc`)'
+            : row.role === 'path_target'
+              ? '`latch` on the PATH'
+              : 'Latch installed file';
+        if (wasAbsent) f('file_appeared', `${what} appeared (was absent at setup)`);
+        else if (now.kind === 'absent') f('file_missing', `${what} was removed`);
+        else if (kindOfSig(row.sig) !== kindOfSig(now.sig) || row.link !== now.link) {
+          f(
+            'file_replaced',
+            `${what}: was a ${kindOfSig(row.sig)}${row.link ? ` -> ${row.link}` : ''}, now a ${kindOfSig(now.sig)}${now.link ? ` -> ${now.link}` : ''}`,
+          );
+        } else if (now.sha256 !== row.sha256) {
+          const size = row.sig.split(':')[1];
+          const nowSize = now.sig.split(':')[1];
+          f(
+            'file_changed',
+            `${what}: content changed (sha256 ${short(row.sha256)} -> ${short(now.sha256)}${size === nowSize ? ', same size' : `, size ${size} -> ${nowSize}`})`,
+          );
+        }
+        break;
+      }
+      case 'path_dir': {
+        if (!install) break;
+        if (!pathFindings) {
+          pathFindings = [];
+          for (const name of PATH_NAMES) {
+            const was = install.resolved[name] ?? null;
+            const is = resolveOnPath(name, install.path_dirs);
+            if (was !== is)
+              pathFindings.push({
+                code: 'path_shim',
+                severity: 'tamper',
+                path: is ?? was ?? row.path,
+                detail: `\`${name}\` on the PATH setup recorded now resolves to ${is ?? 'nothing'} (was ${was ?? 'nothing'})`,
+              });
+          }
+          res.findings.push(...pathFindings);
+        }
+        if (pathFindings.length) continue; // no refresh while the resolution differs
+        break;
+      }
+      case 'ws_config':
+      case 'ws_hooks':
+        // A project registration covers its own hooks file (compared above, against its fingerprint).
+        if (row.role === 'ws_hooks' && recorded.scopes.some((x) => x.scope === row.path)) break;
+        res.findings.push(...ruleCheckWorkspace(row, now, allLatchKeys(recorded)));
+        break;
+    }
+    const tamper = res.findings.slice(before).some((x) => x.severity === 'tamper');
+    if (!tamper && now.sig !== row.sig)
+      res.refresh.push({ ...row, sig: now.sig, sha256: digest ?? now.sha256 ?? row.sha256, link: now.link });
+  }
+  return res;
+}
+
+function short(h: string | null): string {
+  return h ? h.slice(0, 12) : '-';
+}
+
+// ---------------------------------------------------------------------------------------------
+// the hook entry point
+
+const TOUCH_ROLES = new Set<Role>(['hooks', 'installed', 'shell', 'path_target']);
+
+const TOUCH_LOG_MAX = 50;
+
+export interface RegistrationCheck {
+  status: 'ok' | 'tampered' | 'unrecorded';
+  findings: Finding[];
+  /** True when the stat tier saw a change and the full tier ran. */
+  escalated: boolean;
+  /** True when the findings came from the cached alarm (same stat identities as the last alarm). */
+  cached: boolean;
+}
+
+/**
+ * What the guard calls on every hook: `quickCheck`; on a stat change, `fullCheck` of the changed
+ * files; a change that is no finding refreshes the recorded identity (a short write transaction), a
+ * tamper is cached as the alarm (same identities next time: no re-hash). `db` must be writable.
+ */
+export function checkRegistration(db: Db, opts: { workspace?: string | null; now: string }): RegistrationCheck {
+  let q = quickCheck(db, opts);
+  // A session Latch has not seen the layers of (its first hook, normally SessionStart): record them,
+  // then compare as usual.
+  if (q.layersBehind && opts.workspace && recordClaudeLayers(db, opts.workspace, opts.now) > 0)
+    q = quickCheck(db, opts);
+  // Nothing recorded to compare (no setup, no Claude Code session here): the warn finding only (a
+  // registrations row of the layers' progress alone is no fingerprint).
+  if (q.status === 'unrecorded')
+    return {
+      status: 'unrecorded',
+      findings: fullCheck({ scopes: [], files: [], alarm: null }).findings,
+      escalated: false,
+      cached: false,
+    };
+  if (q.status === 'ok') return { status: 'ok', findings: [], escalated: false, cached: false };
+  const alarm = db.prepare('SELECT sigs, findings_json FROM registration_alarm WHERE id = 1').get() as
+    | { sigs: string; findings_json: string }
+    | undefined;
+  if (alarm && alarm.sigs === q.sigs)
+    return {
+      status: 'tampered',
+      findings: JSON.parse(alarm.findings_json) as Finding[],
+      escalated: true,
+      cached: true,
+    };
+  const recorded = loadRecorded(db);
+  const ws = workspaceRows(recorded, opts.workspace);
+  const only = q.changed
+    .map(
+      (c) =>
+        recorded.files.find((f) => f.scope === c.scope && f.path === c.path) ??
+        ws.find((f) => f.scope === c.scope && f.path === c.path),
+    )
+    .filter((r): r is FileRow => !!r);
+  const full = fullCheck(recorded, { only, workspace: opts.workspace });
+  const tamper = full.findings.filter((f) => f.severity === 'tamper');
+  immediate(db, () => {
+    const up = db.prepare(
+      'INSERT INTO registration_files (scope, path, role, sig, sha256, link) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (scope, path) DO UPDATE SET sig = excluded.sig, sha256 = excluded.sha256, link = excluded.link',
+    );
+    for (const r of full.refresh) up.run(r.scope, r.path, r.role, r.sig, r.sha256, r.link);
+    // Same content, other stat identity (a touch): accepted, but kept as evidence, since a change
+    // reverted before any hook ran (one that blinded the hooks meanwhile) looks the same.
+    const touched: Touch[] = full.refresh
+      .filter(
+        (r) =>
+          TOUCH_ROLES.has(r.role) &&
+          only.some(
+            (o) =>
+              o.path === r.path &&
+              o.scope === r.scope &&
+              o.sha256 !== null &&
+              o.sha256 === r.sha256 &&
+              o.sig !== 'absent',
+          ),
+      )
+      .map((r) => ({ at: opts.now, path: r.path, role: r.role }));
+    if (touched.length) {
+      const prev = db.prepare('SELECT json FROM registrations WHERE scope = ?').pluck().get(TOUCH_SCOPE) as
+        | string
+        | undefined;
+      const log = [...(prev ? (JSON.parse(prev) as Touch[]) : []), ...touched].slice(-TOUCH_LOG_MAX);
+      db.prepare(
+        `INSERT INTO registrations (scope, kind, recorded_at, json) VALUES (?, 'log', ?, ?) ON CONFLICT (scope) DO UPDATE SET json = excluded.json, recorded_at = excluded.recorded_at`,
+      ).run(TOUCH_SCOPE, opts.now, JSON.stringify(log));
+    }
+    for (const u of full.scopeUpdates)
+      db.prepare('UPDATE registrations SET json = ? WHERE scope = ?').run(u.json, u.scope);
+    if (tamper.length) {
+      db.prepare(
+        'INSERT INTO registration_alarm (id, sigs, findings_json, at) VALUES (1, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET sigs = excluded.sigs, findings_json = excluded.findings_json, at = excluded.at',
+      ).run(q.sigs, JSON.stringify(full.findings), opts.now);
+    }
+  });
+  return { status: tamper.length ? 'tampered' : 'ok', findings: full.findings, escalated: true, cached: false };
+}
+
+// ---------------------------------------------------------------------------------------------
+// what a tamper does
+
+export const TAMPER_CODE = 'registration_changed';
+
+export function summarize(findings: Finding[], max = 3): string {
+  const t = findings.filter((f) => f.severity === 'tamper');
+  const head = t.slice(0, max).map((f) => `${f.path ? `${f.path}: ` : ''}${f.detail}`);
+  return head.join('; ') + (t.length > max ? `; and ${t.length - max} more` : '');
+}
+
+/**
+ * The setup command that records the fingerprint again, as text (`latch setup codex`), from the hooks
+ * files of the registrations (Claude Code's `settings.json`, Codex's `hooks.json`); with none, from the
+ * findings (a Claude Code settings layer is recorded by a session, without any setup).
+ */
+export function setupCommandOf(hooksFiles: readonly string[], findings: readonly Finding[] = []): string {
+  const agents = new Set(hooksFiles.map((f) => (basename(f) === 'settings.json' ? 'claude' : 'codex')));
+  if (agents.size === 0 && findings.some((f) => f.code.startsWith('claude_'))) agents.add('claude');
+  if (agents.size === 0) agents.add('codex');
+  return [...agents]
+    .sort()
+    .map((a) => `\`latch setup ${a}\``)
+    .join(' or ');
+}
+
+/** Reasons for a deny (the guard's `Reason` shape: code + message), one per tamper finding (at most 5). */
+export function tamperReasons(findings: Finding[], setup = '`latch setup codex`'): { code: string; message: string }[] {
+  const t = findings.filter((f) => f.severity === 'tamper');
+  if (t.length === 0) return [];
+  const reasons = t.slice(0, 5).map((f) => ({
+    code: TAMPER_CODE,
+    message: `Latch's registration changed since it was recorded: ${f.path ? `${f.path}: ` : ''}${f.detail} [${f.code}]`,
+  }));
+  if (t.length > 5)
+    reasons.push({ code: TAMPER_CODE, message: `and ${t.length - 5} more change(s); \`latch status\` lists them` });
+  reasons.push({
+    code: TAMPER_CODE,
+    message: `Every session of this workspace is latched. A human checks the change (\`latch doctor\`), re-runs ${setup} if it is theirs (that re-records the fingerprint), then runs \`latch verify\`.`,
+  });
+  return reasons;
+}
+
+/**
+ * Latches every session of `workspace` for a registration change (event `inherit:latched`, reason
+ * `registration_changed: ...`, findings as evidence). Sessions already latched for this reason are
+ * left as they are (the hook calls this on every call while the change stands). Returns the sessions
+ * whose state changed or whose reason was added. Runs in its own write transaction.
+ */
+export function latchForTamper(db: Db, workspace: string, findings: Finding[], now: string): string[] {
+  const t = findings.filter((f) => f.severity === 'tamper');
+  if (t.length === 0) return [];
+  const reason = `${TAMPER_CODE}: ${summarize(t)}`;
+  return immediate(db, () => {
+    const done: string[] = [];
+    for (const row of sessionsIn(db, workspace)) {
+      if (row.state === 'latched' && row.state_reason?.startsWith(TAMPER_CODE)) continue;
+      const r =
+        row.state === 'latched' && row.state_reason ? `${reason} (latched before: ${row.state_reason})` : reason;
+      transition(db, row, 'inherit:latched', { code: TAMPER_CODE, findings: t }, r, now);
+      done.push(row.session_id);
+    }
+    return done;
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// the guard's one call
+
+export interface GuardRegistration {
+  status: RegistrationCheck['status'] | 'error';
+  findings: Finding[];
+  /** Deny reasons (code `registration_changed`), empty unless tampered. */
+  reasons: { code: string; message: string }[];
+  /** Sessions this call latched (their rows must be re-read). */
+  latched: string[];
+  error?: string;
+}
+
+/**
+ * For every hook, outside any transaction (it opens its own short ones): the registration check, and
+ * on a tamper the latch of every session in `workspace`. Never throws: a failure comes back as
+ * `status: "error"` (a tracked PreToolUse should then deny; other events go on).
+ */
+export function guardRegistration(db: Db, workspace: string, now: string): GuardRegistration {
+  try {
+    const r = checkRegistration(db, { workspace, now });
+    if (r.status !== 'tampered') return { status: r.status, findings: r.findings, reasons: [], latched: [] };
+    const latched = latchForTamper(db, workspace, r.findings, now);
+    const files = db
+      .prepare(`SELECT scope FROM registrations WHERE kind IN ('user', 'project')`)
+      .pluck()
+      .all() as string[];
+    return {
+      status: r.status,
+      findings: r.findings,
+      reasons: tamperReasons(r.findings, setupCommandOf(files, r.findings)),
+      latched,
+    };
+  } catch (err) {
+    const error = err instanceof Error ? err.message : String(err);
+    return {
+      status: 'error',
+      findings: [],
+      reasons: [{ code: TAMPER_CODE, message: `Latch could not compare its registration fingerprint (${error}).` }],
+      latched: [],
+      error,
+    };
+  }
+}

@@ -1,0 +1,294 @@
+// Claude Code's settings layers: every settings file a Claude Code session reads (user, project, local,
+// managed), recorded per workspace when a session is first seen (its SessionStart) and compared by the
+// keys that can disable or subvert Latch's hooks, so Claude Code's own edits (permission rules) are no
+// finding while a program the agent ran (an interpreter, `cp -r`, `git checkout`) is.
+import { lstatSync, readdirSync } from 'node:fs';
+import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
+import { immediate, type Db } from '../../store/store.js';
+import { canonicalJson, type FileNow, isTable, readNow, sha256, userCanChange } from './fingerprint.js';
+import { type FileRow, type HooksScope, type InstallScope, LAYER_PREFIX, type Role } from './types.js';
+
+/**
+ * The top-level settings keys whose change can disable or subvert Latch's hooks, or run a program
+ * outside them; every other key (permissions, model, theme, ...) is left out, so the edits Claude Code
+ * itself makes (an "always allow" click writes `permissions` to settings.local.json) are no finding.
+ * - whether hooks run, and which: hooks, disableAllHooks, allowManagedHooksOnly,
+ *   strictPluginOnlyCustomization, the HTTP-hook allowlists;
+ * - what they run with: env (LATCH_HOME, LATCH_SANDBOX, NODE_OPTIONS, PATH, the shell prefix reach
+ *   every hook), processWrapper (an argv prefix for the processes Claude Code starts);
+ * - hooks that come with plugins: enabledPlugins and the marketplaces they are installed from;
+ * - programs Claude Code runs itself, outside any hook and any sandbox, so also while the session is
+ *   held: the status lines, the file-suggestion command, the credential and header helpers, the
+ *   policy helpers, MCP servers it may start without asking.
+ */
+export const CLAUDE_SECURITY_KEYS: readonly string[] = [
+  'hooks',
+  'disableAllHooks',
+  'allowManagedHooksOnly',
+  'strictPluginOnlyCustomization',
+  'allowedHttpHookUrls',
+  'httpHookAllowedEnvVars',
+  'env',
+  'processWrapper',
+  'enabledPlugins',
+  'prependPlugins',
+  'appendPlugins',
+  'extraKnownMarketplaces',
+  'additionalMarketplaces',
+  'statusLine',
+  'subagentStatusLine',
+  'fileSuggestion',
+  'apiKeyHelper',
+  'proxyAuthHelper',
+  'awsCredentialExport',
+  'awsAuthRefresh',
+  'gcpAuthRefresh',
+  'otelHeadersHelper',
+  'policyHelper',
+  'policyHelpers',
+  'managedMcpServers',
+  'enableAllProjectMcpServers',
+  'enabledMcpjsonServers',
+];
+
+/** The user settings files of a Claude Code configuration directory. */
+const USER_LAYER_FILES = ['settings.json', 'settings.local.json', 'cowork_settings.json'];
+
+/** The project settings files of a directory (project: `.claude/settings.json`; local: `.claude/settings.local.json`). */
+const PROJECT_LAYER_FILES = ['settings.json', 'settings.local.json'];
+
+/**
+ * What Latch compares for one settings layer: `none` (absent, empty, a directory, or no security key),
+ * `key=<sha256 of its canonical JSON>;...` for the security keys present (sorted), `raw:<sha256>` for
+ * a file Latch cannot read as a JSON object (compared byte for byte: fail closed), `special` for a
+ * FIFO or device (never read: Claude Code would read whatever a writer sends), `error:<code>`.
+ */
+export function layerDigest(now: FileNow): string {
+  if (now.kind === 'error') return `error:${now.error ?? 'unknown'}`;
+  if (now.kind === 'other' || (now.kind === 'symlink' && /^l:[^>]*>o:/.test(now.sig))) return 'special';
+  if (now.sha256?.startsWith('too-large:')) return `raw:${now.sha256}`;
+  if (now.bytes === null) return 'none';
+  const text = now.bytes.toString('utf8');
+  if (text.trim() === '') return 'none';
+  let data: unknown;
+  try {
+    data = JSON.parse(text);
+  } catch {
+    data = undefined;
+  }
+  if (!isTable(data)) return `raw:${now.sha256 ?? sha256(now.bytes)}`;
+  const parts = CLAUDE_SECURITY_KEYS.filter((k) => Object.hasOwn(data, k))
+    .sort()
+    .map((k) => `${k}=${sha256(canonicalJson(data[k]))}`);
+  return parts.length ? parts.join(';') : 'none';
+}
+
+/** The drop-ins Claude Code reads from a managed-settings.d/ directory: `*.json`, not hidden, files or symlinks. */
+export function dropinNames(dir: string): string[] | { error: string } {
+  try {
+    return readdirSync(dir, { withFileTypes: true })
+      .filter((e) => (e.isFile() || e.isSymbolicLink()) && e.name.endsWith('.json') && !e.name.startsWith('.'))
+      .map((e) => e.name)
+      .sort();
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? 'unknown';
+    return code === 'ENOENT' || code === 'ENOTDIR' ? [] : { error: code };
+  }
+}
+
+/** A managed-settings.d/ directory's digest: `name:<layer digest>|...` of the drop-ins that hold a security key. */
+export function dropinDigest(dir: string): string {
+  const names = dropinNames(dir);
+  if (!Array.isArray(names)) return `error:${names.error}`;
+  const parts = names
+    .map((n) => [n, layerDigest(readNow(join(dir, n)))] as const)
+    .filter(([, d]) => d !== 'none')
+    .map(([n, d]) => `${n}:${d}`);
+  return parts.length ? parts.join('|') : 'none';
+}
+
+/** The row recording a layer as it is now (a drop-in directory: also one row per drop-in in it). */
+export function layerRowsNow(scope: string, path: string, role: Role): FileRow[] {
+  const now = readNow(path);
+  if (role === 'claude_settings')
+    return [{ scope, path, role, sig: now.sig, sha256: layerDigest(now), link: now.link }];
+  const names = dropinNames(path);
+  return [
+    { scope, path, role, sig: now.sig, sha256: dropinDigest(path), link: now.link },
+    ...(Array.isArray(names) ? names : []).flatMap((n) => layerRowsNow(scope, join(path, n), 'claude_settings')),
+  ];
+}
+
+/** Claude Code's configuration directory, from a transcript path (`<dir>/projects/<project>/<session>.jsonl`, or a sub-agent's below it). */
+export function claudeConfigDirOf(transcriptPath: string | null): string | null {
+  if (!transcriptPath || !isAbsolute(transcriptPath)) return null;
+  let d = dirname(resolve(transcriptPath));
+  for (let i = 0; i < 4; i++) {
+    const up = dirname(d);
+    if (up === d) return null;
+    if (basename(up) === 'projects') return dirname(up);
+    d = up;
+  }
+  return null;
+}
+
+/** The managed settings directory Claude Code reads on this platform. */
+export function claudeManagedDir(): string {
+  return process.platform === 'darwin' ? '/Library/Application Support/ClaudeCode' : '/etc/claude-code';
+}
+
+/** True when this user could create or change `p` (its nearest existing ancestor, or its parent, is writable). */
+function couldChange(p: string): boolean {
+  let q = p;
+  for (let i = 0; i < 64; i++) {
+    try {
+      lstatSync(q);
+      break;
+    } catch {
+      const up = dirname(q);
+      if (up === q) return false;
+      q = up;
+    }
+  }
+  return userCanChange(q);
+}
+
+export interface LayerSession {
+  cwd: string;
+  transcript_path: string | null;
+}
+
+/**
+ * Every settings layer Claude Code 2.1.332 may read for a session: the user layer of its configuration
+ * directory (from its transcript path; also each user directory Latch was set up in, and `~/.claude`
+ * of the HOME setup ran with), the project (`.claude/settings.json`) and local
+ * (`.claude/settings.local.json`) layers of its cwd, of the workspace (its git root) and of every
+ * directory between them, and the managed settings (managed-settings.json and managed-settings.d/)
+ * when this user could change them (root-owned /etc/claude-code is out of a user's reach).
+ */
+export function claudeLayerPaths(
+  s: LayerSession,
+  workspace: string,
+  userDirs: readonly string[] = [],
+): { path: string; role: Role }[] {
+  const out = new Map<string, Role>();
+  const configDir = claudeConfigDirOf(s.transcript_path);
+  for (const d of new Set([...(configDir ? [configDir] : []), ...userDirs]))
+    for (const n of USER_LAYER_FILES) out.set(join(d, n), 'claude_settings');
+  // Claude Code reads the project layer of the directory it started in and the local layer of that
+  // directory or of its git root. The session's cwd is the first (it is recorded at the session's first
+  // hook, SessionStart); the workspace is Latch's name for the git root; the directories between
+  // them cover a session Latch first saw after a `cd` within the repository.
+  const ws = resolve(workspace);
+  const projects = [ws];
+  for (let d = resolve(s.cwd), i = 0; i < 64 && d !== ws; i++) {
+    projects.push(d);
+    const up = dirname(d);
+    if (up === d || !(up === ws || up.startsWith(ws.endsWith('/') ? ws : `${ws}/`))) break;
+    d = up;
+  }
+  for (const p of projects) for (const n of PROJECT_LAYER_FILES) out.set(join(p, '.claude', n), 'claude_settings');
+  const managed = claudeManagedDir();
+  if (couldChange(join(managed, 'managed-settings.json'))) {
+    out.set(join(managed, 'managed-settings.json'), 'claude_settings');
+    out.set(join(managed, 'managed-settings.d'), 'claude_dropins');
+  }
+  return [...out].map(([path, role]) => ({ path, role }));
+}
+
+/** The user settings directories of Claude Code registrations (setup's `<dir>/settings.json`) and `~/.claude` of setup's HOME. */
+function claudeUserDirs(db: Db): string[] {
+  const out = new Set<string>();
+  for (const r of db.prepare(`SELECT kind, json FROM registrations WHERE kind IN ('user', 'install')`).all() as {
+    kind: string;
+    json: string;
+  }[]) {
+    const j = JSON.parse(r.json) as Partial<HooksScope & InstallScope>;
+    if (r.kind === 'user' && j.hooks_file && basename(j.hooks_file) === 'settings.json') out.add(dirname(j.hooks_file));
+    if (r.kind === 'install' && j.home) out.add(join(j.home, '.claude'));
+  }
+  return [...out];
+}
+
+/**
+ * Records the settings layers of the workspace's sessions that Latch has not seen yet (normally at their
+ * SessionStart, the first hook of a session): a layer already recorded for the workspace keeps its
+ * baseline, so a session started after a change cannot make it the norm. Returns the rows added.
+ */
+export function recordClaudeLayers(db: Db, workspace: string, now: string): number {
+  const scope = LAYER_PREFIX + workspace;
+  const throughOf = () => {
+    const j = db.prepare('SELECT json FROM registrations WHERE scope = ?').pluck().get(scope) as string | undefined;
+    return j ? ((JSON.parse(j) as { through?: number }).through ?? 0) : 0;
+  };
+  const from = throughOf();
+  const top =
+    (db.prepare('SELECT max(rowid) FROM sessions WHERE workspace = ?').pluck().get(workspace) as number | null) ?? 0;
+  if (top <= from) return 0;
+  const fresh = db
+    .prepare(
+      `SELECT cwd, transcript_path FROM sessions WHERE workspace = ? AND rowid > ? AND rowid <= ? AND agent = 'claude'`,
+    )
+    .all(workspace, from, top) as LayerSession[];
+  const have = new Set(
+    (db.prepare('SELECT path FROM registration_files WHERE scope = ?').pluck().all(scope) as string[]) ?? [],
+  );
+  const rows: FileRow[] = [];
+  if (fresh.length) {
+    const userDirs = claudeUserDirs(db);
+    for (const s of fresh)
+      for (const { path, role } of claudeLayerPaths(s, workspace, userDirs)) {
+        if (have.has(path)) continue;
+        have.add(path);
+        rows.push(...layerRowsNow(scope, path, role));
+      }
+  }
+  // The files were read outside the lock; INSERT OR IGNORE keeps a baseline a concurrent hook wrote.
+  return immediate(db, () => {
+    const ins = db.prepare(
+      'INSERT OR IGNORE INTO registration_files (scope, path, role, sig, sha256, link) VALUES (?, ?, ?, ?, ?, ?)',
+    );
+    let added = 0;
+    for (const r of rows) added += ins.run(r.scope, r.path, r.role, r.sig, r.sha256, r.link).changes;
+    if (throughOf() < top)
+      db.prepare(
+        `INSERT INTO registrations (scope, kind, recorded_at, json) VALUES (?, 'layers', ?, ?) ON CONFLICT (scope) DO UPDATE SET json = excluded.json, recorded_at = excluded.recorded_at`,
+      ).run(scope, now, JSON.stringify({ through: top }));
+    return added;
+  });
+}
+
+/** Records every workspace's layers again as they are now (setup: the human accepts what is there). */
+export function rebaselineClaudeLayers(db: Db): void {
+  const rows = db
+    .prepare(`SELECT scope, path, role FROM registration_files WHERE scope >= 'cw:' AND scope < 'cw;'`)
+    .all() as { scope: string; path: string; role: Role }[];
+  const up = db.prepare(
+    'INSERT INTO registration_files (scope, path, role, sig, sha256, link) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (scope, path) DO UPDATE SET role = excluded.role, sig = excluded.sig, sha256 = excluded.sha256, link = excluded.link',
+  );
+  for (const r of rows)
+    for (const n of layerRowsNow(r.scope, r.path, r.role)) up.run(n.scope, n.path, n.role, n.sig, n.sha256, n.link);
+}
+
+/** What changed between two layer digests, for a finding. */
+export function describeLayerChange(before: string | null, after: string): string {
+  const keyed = (d: string | null) =>
+    new Map(
+      d && d !== 'none' && !/^(raw:|error:|special$)/.test(d)
+        ? d.split(';').map((x) => [x.slice(0, x.indexOf('=')), x.slice(x.indexOf('=') + 1)] as const)
+        : [],
+    );
+  if (after.startsWith('error:')) return `cannot be read (${after.slice(6)})`;
+  if (after === 'special') return 'is now a FIFO or device (Claude Code would read whatever a writer sends)';
+  if (after.startsWith('raw:')) return 'is not a JSON object Latch can read (compared byte for byte)';
+  const b = keyed(before);
+  const a = keyed(after);
+  const parts: string[] = [];
+  for (const k of [...new Set([...b.keys(), ...a.keys()])].sort()) {
+    if (!b.has(k)) parts.push(`${k} added`);
+    else if (!a.has(k)) parts.push(`${k} removed`);
+    else if (b.get(k) !== a.get(k)) parts.push(`${k} changed`);
+  }
+  if (before && /^(raw:|error:|special$)/.test(before)) parts.unshift('was not readable as JSON before');
+  return parts.join(', ') || 'changed';
+}

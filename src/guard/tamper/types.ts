@@ -1,0 +1,121 @@
+// The fingerprint's data (src/guard/tamper.ts): file roles, findings, the rows of registration_files and
+// the JSON of registrations, and the scope names (the installation, the touch log, a workspace's rows).
+
+export type Role =
+  | 'hooks' // a hooks.json with Latch handlers (user or project)
+  | 'config' // a config.toml whose hook parts are recorded
+  | 'installed' // Latch's own code
+  | 'shell' // a shell startup file run by `$SHELL -lc`
+  | 'path_dir' // a directory of the PATH setup ran with (its mtime moves when an entry appears)
+  | 'path_target' // the file `latch` resolves to on that PATH
+  | 'ws_config' // <workspace>/.codex/config.toml (rule-checked, no baseline)
+  | 'ws_hooks' // <workspace>/.codex/hooks.json (rule-checked, no baseline)
+  | 'claude_settings' // a Claude Code settings layer a session of the workspace reads (its security keys)
+  | 'claude_dropins'; // Claude Code's managed-settings.d/ (the security keys of its drop-ins)
+
+export type Severity = 'tamper' | 'warn';
+
+export interface Finding {
+  code: string;
+  severity: Severity;
+  path: string;
+  detail: string;
+}
+
+export interface FileRow {
+  scope: string;
+  path: string;
+  role: Role;
+  /** lstat identity: `absent`, or `kind:size:mtime_ns:ctime_ns:ino:dev` (a symlink adds `>` + its target's). */
+  sig: string;
+  sha256: string | null;
+  /** readlink of a symlink. */
+  link: string | null;
+}
+
+export interface CanonHandler {
+  event: string;
+  group: number;
+  index: number;
+  matcher: string | null;
+  /** The handler object as canonical JSON (sorted keys): command, timeout, statusMessage, type, ... */
+  json: string;
+}
+
+export interface ConfigPart {
+  exists: boolean;
+  error?: string;
+  /** `features.hooks` / `features.codex_hooks` when set. */
+  features: Record<string, unknown>;
+  /** `[hooks.state."<key>"]` of Latch's handlers (both the path and its realpath spelling). */
+  state: Record<string, unknown>;
+  /** Every other trusted hook: sorted `key=hash`. */
+  foreign: string[];
+  /** Canonical JSON digest of `[hooks]` without `state` (inline hook definitions), null when none. */
+  inline: string | null;
+  /** `projects."<dir>".trust_level` of the project a project registration lives in. */
+  project_trust?: unknown;
+}
+
+export interface InstallScope {
+  latch_version: string;
+  node: string;
+  entry: string;
+  path_dirs: string[];
+  resolved: Record<string, string | null>;
+  /** The HOME setup ran with (its `.claude/` is a Claude Code user settings directory). */
+  home?: string;
+}
+
+export interface HooksScope {
+  hooks_file: string;
+  project: string | null;
+  handlers: CanonHandler[];
+  /** sha256 of the file's bytes and of its canonical JSON (formatting-only edits are not findings). */
+  hooks_sha256: string | null;
+  hooks_canon_sha256: string | null;
+  config: Record<string, ConfigPart>;
+}
+
+export interface ScopeRow {
+  scope: string;
+  kind: 'install' | 'user' | 'project' | 'log';
+  recorded_at: string;
+  json: string;
+}
+
+export interface Recorded {
+  scopes: ScopeRow[];
+  files: FileRow[];
+  alarm: { sigs: string; findings: Finding[]; at: string } | null;
+}
+
+export const INSTALL_SCOPE = '*';
+
+/** A registrations row (kind `log`) holding the touches seen since setup: JSON array of Touch. */
+export const TOUCH_SCOPE = '~touched';
+
+export const isRegistration = (s: ScopeRow) => s.kind === 'user' || s.kind === 'project';
+
+/** A stat change whose content was unchanged (accepted as a `touch`), kept as evidence. */
+export interface Touch {
+  at: string;
+  path: string;
+  role: Role;
+}
+
+export const PATH_NAMES = ['latch', 'node', 'codex'] as const;
+
+/** The bundles the loader reads a code cache for (src/loader.ts). */
+export const CACHED_BUNDLES = ['main.cjs', 'slow.cjs', 'observer.cjs', 'cli.cjs'];
+
+export const WS_PREFIX = 'ws:';
+
+/**
+ * Scope of a workspace's Claude Code settings layers (`cw:<workspace>`): in registration_files, one
+ * row per layer file; in registrations (kind `layers`), `{"through": N}`, the highest sessions rowid
+ * whose layers were recorded (sessions are never deleted, so rowids only grow).
+ */
+export const LAYER_PREFIX = 'cw:';
+
+export const isWorkspaceScope = (scope: string) => scope.startsWith(WS_PREFIX) || scope.startsWith(LAYER_PREFIX);
