@@ -13,7 +13,8 @@ import { randomInt } from 'node:crypto';
 import { mayMutate } from '../session/authority.js';
 import { checkAncestry, type AncestryReport } from '../guard/contain.js';
 import { ExitError, EXIT } from '../base/errors.js';
-import { readStatus } from '../continuity/continuity.js';
+import { latestCompaction, readStatus } from '../continuity/continuity.js';
+import { announcedDir, pendingAnnouncements } from '../session/announce.js';
 import { evaluateEvidence, type Evidence } from '../checkpoint/evidence.js';
 import type { Db } from '../store/store.js';
 import { getSession, RefusedTransition, transition, type SessionRow } from '../session/records.js';
@@ -207,7 +208,11 @@ export async function verify(io: Io, opts: VerifyOptions): Promise<number> {
     return {
       workspace,
       ancestry,
-      held: held.map((row) => ({ row, evidence: withBriefCheck(db, row, evaluateEvidence(db, row)) })),
+      held: held.map((row) => ({
+        row,
+        seq: latestCompaction(db, row.session_id).seq,
+        evidence: withBriefCheck(db, row, evaluateEvidence(db, row)),
+      })),
     };
   });
   if (prepared.held.length === 0 || !prepared.ancestry) {
@@ -240,15 +245,28 @@ export async function verify(io: Io, opts: VerifyOptions): Promise<number> {
   if (confirmedBy === null) return EXIT.usage;
   const confirmation: Confirmation = { by: confirmedBy, ancestry: ancestryEvidence(prepared.ancestry) };
 
-  const outcomes = withStore(io, (db) =>
-    prepared.held.map(({ row, evidence }) =>
+  const outcomes = withStore(io, (db, home) =>
+    prepared.held.map(({ row, seq, evidence }) =>
       immediate(db, () => {
         const now = io.now();
         const current = getSession(db, row.session_id)!;
+        // A compaction its hooks announced but no hook has counted yet (the store was locked, or the
+        // hook died after announcing): restoring now would settle a compaction nobody has seen.
+        const pending = pendingAnnouncements(home, row.session_id);
+        if (pending.problem || pending.list.length > 0) {
+          return outcome(
+            row,
+            evidence,
+            false,
+            pending.problem ??
+              `a compaction was announced for this session and is not counted yet (${pending.list.map((a) => a.id).join(', ')} in ${announcedDir(home)}); the session's next hook counts it: run latch verify again after it`,
+          );
+        }
         if (
           current.episode_started_at !== row.episode_started_at ||
           current.state !== row.state ||
-          current.transcript_compactions !== row.transcript_compactions
+          current.transcript_compactions !== row.transcript_compactions ||
+          latestCompaction(db, row.session_id).seq !== seq
         ) {
           return outcome(
             row,

@@ -48,6 +48,7 @@ export function decideTool(
   scan: TranscriptRead,
   held: HeldRead,
   now: string,
+  announcements: string | null = null,
 ): Decision {
   const policy = JSON.parse(row.policy_json) as ResolvedPolicy;
   const reasons: Reason[] = [];
@@ -56,6 +57,13 @@ export function decideTool(
     reasons.push({
       code: 'transcript_unchecked',
       message: `Latch cannot tell whether the context was compacted: ${scan.problem}.`,
+    });
+  }
+  // A compaction hook's write-ahead announcement that cannot be read may be a compaction not counted.
+  if (announcements) {
+    reasons.push({
+      code: 'compaction_unchecked',
+      message: `Latch cannot tell whether the context was compacted: ${announcements}.`,
     });
   }
   for (const s of blockers(db, row)) reasons.push(latchReason(db, s, row));
@@ -177,14 +185,55 @@ export function latchReplay(ctx: GuardContext, obs: Observation, call: ToolCall)
   return replayCommand((r.stdout ?? '') + (r.stderr ?? ''), r.status ?? 1);
 }
 
-/** What a held read needs, found before the write lock. */
-interface HeldRead {
+/** What a held read needs: the slow parts found before the write lock, the agent's preparation. */
+export interface HeldRead {
+  /**
+   * False when the call was not expected to be held when the slow parts were looked up (the session
+   * was latched by this very call's check, or concurrently): the read is denied, to be sent again.
+   */
+  prepared: boolean;
   sandbox: ReadSandbox | null;
-  /** Why the agent could not make a held read safe (Agent.prepareHeldRead): the read is denied. */
-  unsafe: string | null;
   /** A Latch read the hook already ran: the command that replays its output. */
   replay: string | null;
+  /**
+   * Makes what the agent runs around the call safe (Agent.prepareHeldRead: Claude Code's shell
+   * snapshots), run for every held read that is about to be allowed, the replayed Latch read
+   * included (it runs in the agent's shell too), as the last step before the allow. Null when done;
+   * else why not (the read is denied).
+   */
+  prepare: () => string | null;
   classify: ClassifyContext;
+}
+
+/**
+ * The slow parts of a held read, looked up before the write lock (a replayed Latch read runs Latch,
+ * the sandbox is probed once per binary, ~0.2 s). `runReplay` is the test's seam.
+ */
+export function heldReadOf(
+  ctx: GuardContext,
+  obs: Observation,
+  call: ToolCall,
+  runReplay: (ctx: GuardContext, obs: Observation, call: ToolCall) => string | null = latchReplay,
+): HeldRead {
+  const replay = runReplay(ctx, obs, call);
+  return {
+    prepared: true,
+    replay,
+    sandbox: replay === null ? readSandbox(ctx) : null,
+    prepare: () => ctx.agent.prepareHeldRead?.(ctx.env ?? process.env) ?? null,
+    classify: classifyContextOf(ctx, obs),
+  };
+}
+
+/** A shell call not expected to be held: nothing looked up (a held read is then denied, see `prepared`). */
+export function unpreparedRead(ctx: GuardContext, obs: Observation): HeldRead {
+  return {
+    prepared: false,
+    replay: null,
+    sandbox: null,
+    prepare: () => ctx.agent.prepareHeldRead?.(ctx.env ?? process.env) ?? null,
+    classify: classifyContextOf(ctx, obs),
+  };
 }
 
 /**
@@ -198,23 +247,41 @@ function sandboxedRead(call: ToolCall, readOnly: Reason, held: HeldRead, state: 
     call.input && typeof call.input === 'object' && !Array.isArray(call.input)
       ? (call.input as Record<string, unknown>)
       : {};
-  if (held.unsafe !== null) return denyDecision([{ code: 'read_unsafe', message: held.unsafe }], state);
-  if (held.replay !== null)
-    return {
+  if (!held.prepared)
+    return denyDecision(
+      [
+        {
+          code: 'retry',
+          message:
+            'The session was latched while this call was being checked; send the read again and it runs in the read-only wrap.',
+        },
+      ],
+      state,
+    );
+  let d: Decision;
+  if (held.replay !== null) {
+    d = {
       ...allow([readOnly, { code: 'latch_read', message: 'Latch ran this read itself.' }], state),
       updatedInput: { ...input, command: held.replay },
     };
-  const sb = held.sandbox;
-  // The same decision the adversarial corpus checks (src/guard/held.ts), on the verdict already made.
-  const run = heldShell(call.command ?? '', held.classify, sb?.ok ? sb.wrap : null);
-  if (!run.allow) return denyDecision([{ code: 'not_read_only', message: run.reasons[0] ?? 'not a read' }], state);
-  const how = run.sandboxed
-    ? { code: 'sandboxed', message: 'It runs inside the agent’s read-only sandbox.' }
-    : {
-        code: 'classifier_only',
-        message: `No read-only sandbox (${sb && !sb.ok ? sb.why : 'not checked'}): the classifier alone guards this read.`,
-      };
-  return { ...allow([readOnly, how], state), updatedInput: { ...input, command: run.command } };
+  } else {
+    const sb = held.sandbox;
+    // The same decision the adversarial corpus checks (src/guard/held.ts), on the verdict already made.
+    const run = heldShell(call.command ?? '', held.classify, sb?.ok ? sb.wrap : null);
+    if (!run.allow) return denyDecision([{ code: 'not_read_only', message: run.reasons[0] ?? 'not a read' }], state);
+    const how = run.sandboxed
+      ? { code: 'sandboxed', message: 'It runs inside the agent’s read-only sandbox.' }
+      : {
+          code: 'classifier_only',
+          message: `No read-only sandbox (${sb && !sb.ok ? sb.why : 'not checked'}): the classifier alone guards this read.`,
+        };
+    d = { ...allow([readOnly, how], state), updatedInput: { ...input, command: run.command } };
+  }
+  // Every held read about to be allowed, whichever way it runs: what the agent runs around it is made
+  // safe first (the last step before the allow), or the read is denied.
+  const unsafe = held.prepare();
+  if (unsafe !== null) return denyDecision([{ code: 'read_unsafe', message: unsafe }], state);
+  return d;
 }
 
 export function classifyContextOf(ctx: GuardContext, obs: Observation): ClassifyContext {

@@ -14,15 +14,21 @@ import {
   getCompaction,
   getSession,
   insertSession,
+  hookSeqOf,
   observeCompaction,
+  observedAfterRestore,
+  recordAnnouncement,
   recordDenial,
+  recordedAnnouncements,
   saveScanState,
   scanStateOf,
   SEEN_COLUMN,
+  settledByRestore,
   transition,
   type CompactionSource,
   type SessionRow,
 } from '../session/records.js';
+import { announce, pendingAnnouncements, removeAnnouncements, type AnnouncedSource } from '../session/announce.js';
 import { immediate, type Db } from '../store/store.js';
 import {
   summarizeCall,
@@ -74,11 +80,12 @@ import {
   classifyContextOf,
   decideTool,
   denyDecision,
-  latchReplay,
+  heldReadOf,
   policyOf,
   readSandbox,
   sessionContext,
   tripNotice,
+  unpreparedRead,
   verdictOf,
   type TranscriptRead,
 } from './decide.js';
@@ -92,12 +99,23 @@ export async function handle(ctx: GuardContext, obs: Observation, ev: LatchEvent
     const early = preToolShortcut(ctx, obs, ev.call);
     if (early) return early;
   }
+  // A compaction hook's first act, before it opens the store: the write-ahead announcement
+  // (src/session/announce.ts). Should the store stay locked or this process be killed, the next hook
+  // of the session counts it.
+  const source = hookSourceOf(ev);
+  const own = source
+    ? announce(ctx.home, obs.sessionId, source, { trigger: triggerOf(ev), turnId: obs.turnId }, Date.parse(ctx.now()))
+    : null;
   const db = ctx.openDb();
   try {
-    return await handleWithDb(ctx, db, obs, ev);
+    return await handleWithDb(ctx, db, obs, ev, own && 'id' in own ? own.id : null);
   } finally {
     db.close();
   }
+}
+
+function triggerOf(ev: LatchEvent): string | null {
+  return ev.type === 'pre_compact' || ev.type === 'post_compact' ? ev.trigger : null;
 }
 
 /** Decisions that need no store: untracked tools run; commands that touch Latch itself never do. */
@@ -128,7 +146,13 @@ function preToolShortcut(ctx: GuardContext, obs: Observation, call: ToolCall): D
   return null;
 }
 
-async function handleWithDb(ctx: GuardContext, db: Db, obs: Observation, ev: LatchEvent): Promise<Decision> {
+async function handleWithDb(
+  ctx: GuardContext,
+  db: Db,
+  obs: Observation,
+  ev: LatchEvent,
+  ownAnnouncement: string | null,
+): Promise<Decision> {
   let row = getSession(db, obs.sessionId) ?? (await createSession(ctx, db, obs, ev));
   // Tamper evidence: Latch's registration (handlers, trust, feature flags), installed files and the
   // shell startup files against the fingerprint `latch setup` recorded (one lstat each; hashes only
@@ -158,11 +182,21 @@ async function handleWithDb(ctx: GuardContext, db: Db, obs: Observation, ev: Lat
   // evidence if a checkpoint will be needed (the slow part: hashing).
   const scan = readTranscript(ctx, obs, row, ev);
   const hookSource = hookSourceOf(ev);
-  const hookSeq = hookSource ? row[SEEN_COLUMN[hookSource]] + 1 : null;
+  // Compactions announced by hooks that did not count them (src/session/announce.ts): this hook
+  // counts them, through the same steps as the hook would have, with everything else it records.
+  const pending = pendingAnnouncements(ctx.home, row.session_id);
+  const counted = recordedAnnouncements(
+    db,
+    pending.list.map((a) => a.id),
+  );
+  const toCount = pending.list.filter((a) => !counted.has(a.id));
+  const hookObservations: { source: AnnouncedSource; at: string | null }[] = [...toCount];
+  if (hookSource && !toCount.some((a) => a.id === ownAnnouncement))
+    hookObservations.push({ source: hookSource, at: null });
   const newTranscript = scan.result?.compactions.filter((c) => c.index > row.transcript_compactions) ?? [];
   const needEvidence =
     newTranscript.some((c) => !getCompaction(db, row.session_id, c.index)?.checkpoint_id) ||
-    (hookSeq !== null && !getCompaction(db, row.session_id, hookSeq)?.checkpoint_id);
+    hooksNeedCheckpoint(db, row, hookObservations);
   const tracked = ev.type === 'pre_tool' && ev.call.kind !== null;
   // The recovery barrier: before a tracked call's Start, and at a turn's end (so a stopped session
   // leaves no attempt stuck in `closing` behind a dead closer).
@@ -180,6 +214,7 @@ async function handleWithDb(ctx: GuardContext, db: Db, obs: Observation, ev: Lat
   const briefOutputs = scan.result?.briefOutputs ?? [];
   const continuity =
     ev.type === 'pre_compact' ||
+    toCount.some((a) => a.source !== 'post_compact') ||
     (ev.type === 'session_start' && (ev.source === 'compact' || ev.source === 'resume' || ev.source === 'unknown')) ||
     (ev.type === 'turn_end' && ev.kind === 'stop');
   const slow = needEvidence || continuity || briefOutputs.length > 0 ? await loadSlow() : null;
@@ -188,9 +223,12 @@ async function handleWithDb(ctx: GuardContext, db: Db, obs: Observation, ev: Lat
   // Read receipts: brief pages the transcript shows the agent read (exit 0, complete, digest ok).
   if (slow && parts && briefOutputs.length > 0)
     immediate(db, () => slow.recordReads(db, row, briefOutputs, ctx.now(), parts));
-  // reverify = "evidence": a complete read + a clean workspace + no live attempt give authority back.
+  // reverify = "evidence": a complete read + a clean workspace + no live attempt give authority back;
+  // not while this call has compactions to count (they are counted first; the next call may release).
   if (
     tracked &&
+    newTranscript.length === 0 &&
+    toCount.length === 0 &&
     !mayMutate(row.state) &&
     policyOf(row).reverify === 'evidence' &&
     !row.state_reason?.startsWith(TAMPER_CODE)
@@ -221,14 +259,18 @@ async function handleWithDb(ctx: GuardContext, db: Db, obs: Observation, ev: Lat
     }
   }
 
-  // A read allowed while held runs in the agent's read-only sandbox: find it before the write lock
-  // (the first use on a machine probes it, ~0.2 s).
-  const heldRead = tracked && ev.call.kind === 'shell' && (scan.problem !== null || blockers(db, row).length > 0);
-  const replay = heldRead ? latchReplay(ctx, obs, ev.call) : null;
-  const reads = heldRead && replay === null ? readSandbox(ctx) : null;
-  // Whatever the agent runs around the call (Claude Code's shell snapshots) is made safe for every
-  // held call it lets through, a replayed Latch read included: the replay runs in the agent's shell too.
-  const unsafe = heldRead ? (ctx.agent.prepareHeldRead?.(ctx.env ?? process.env) ?? null) : null;
+  // A read allowed while held runs in the agent's read-only sandbox (or is a Latch read the hook runs
+  // itself): look those up before the write lock (the first use on a machine probes the sandbox,
+  // ~0.2 s). Held also when this very call's check may latch the session (a new boundary in the
+  // transcript, a pending announcement): the read is then rewritten like any held read.
+  const mayTrip = newTranscript.length > 0 || toCount.some((a) => a.source !== 'pre_compact');
+  const heldRead =
+    tracked &&
+    ev.call.kind === 'shell' &&
+    (scan.problem !== null || pending.problem !== null || mayTrip || blockers(db, row).length > 0);
+  const held = !tracked ? null : heldRead ? heldReadOf(ctx, obs, ev.call) : unpreparedRead(ctx, obs);
+  /** Announcements counted (or found counted) by this hook: removed once its transaction committed. */
+  const settled: string[] = [];
 
   /** The Start written for this PreToolUse's call (nanoseconds), if any. */
   let startedNs: string | null = null;
@@ -264,7 +306,11 @@ async function handleWithDb(ctx: GuardContext, db: Db, obs: Observation, ev: Lat
           comp.trigger,
           now,
         );
-        if (trip(db, row, comp.seq, 'transcript', now)) contained.push(comp.seq);
+        // A boundary written after a restore that lands on a compaction the restore settled is not
+        // that compaction's late line: it trips again (see hookSeqOf in records.ts); while the
+        // session is held anyway, the next restore covers it.
+        const again = mayMutate(row.state) && settledByRestore(row, comp) && observedAfterRestore(row, c.at ?? null);
+        if (trip(db, row, comp.seq, 'transcript', now, again)) contained.push(comp.seq);
       }
       saveScanState(db, row.session_id, mergeScan(row, scan.result.state), now);
       // The identity a later resume must match: the newest turn identity (main lane only).
@@ -280,39 +326,67 @@ async function handleWithDb(ctx: GuardContext, db: Db, obs: Observation, ev: Lat
       row = getSession(db, obs.sessionId)!;
     }
 
-    if (hookSource && hookSeq !== null) {
-      const seq = Math.max(hookSeq, row[SEEN_COLUMN[hookSource]] + 1);
-      const trigger = ev.type === 'pre_compact' || ev.type === 'post_compact' ? ev.trigger : null;
-      const comp = observeCompaction(db, row.session_id, seq, hookSource, { trigger, turn_id: obs.turnId }, now);
-      db.prepare(`UPDATE sessions SET ${SEEN_COLUMN[hookSource]} = ? WHERE session_id = ?`).run(seq, row.session_id);
-      const transcript =
-        obs.transcriptPath && hookSource === 'pre_compact' ? { path: obs.transcriptPath, size: null } : null;
-      ensureCheckpoint(slow, db, row, seq, comp.checkpoint_id, evidence, transcript, obs, trigger, now);
-      if (hookSource !== 'pre_compact' && trip(db, row, seq, hookSource, now)) contained.push(seq);
+    /** One hook's observation of a compaction: counted, checkpointed, tripped (PreCompact: no trip). */
+    const countHook = (source: AnnouncedSource, at: string | null, trigger: string | null, turnId: string | null) => {
+      const { seq, reopen } = hookSeqOf(db, row, source, at);
+      const comp = observeCompaction(db, row.session_id, seq, source, { trigger, turn_id: turnId }, now);
+      db.prepare(
+        `UPDATE sessions SET ${SEEN_COLUMN[source]} = MAX(${SEEN_COLUMN[source]}, ?) WHERE session_id = ?`,
+      ).run(seq, row.session_id);
+      const path = obs.transcriptPath ?? row.transcript_path;
+      const transcript = path && source === 'pre_compact' ? { path, size: null } : null;
+      // A PreCompact that takes an abandoned PreCompact's number again takes the checkpoint anew.
+      ensureCheckpoint(slow, db, row, seq, reopen ? null : comp.checkpoint_id, evidence, transcript, obs, trigger, now);
+      if (source !== 'pre_compact' && trip(db, row, seq, source, now)) contained.push(seq);
       row = getSession(db, obs.sessionId)!;
       // The brief is captured when the compaction is first announced (PreCompact, else SessionStart).
       if (
         slow &&
         parts &&
-        (hookSource === 'pre_compact' ||
-          (hookSource === 'session_start' && !briefSince(db, row.session_id, comp.first_seen_at)))
+        (source === 'pre_compact' ||
+          (source === 'session_start' && !briefSince(db, row.session_id, comp.first_seen_at)))
       ) {
-        slow.captureBrief(db, row, obs.transcriptPath ?? row.transcript_path, now, parts);
+        slow.captureBrief(db, row, path, now, parts);
       }
+      return seq;
+    };
+    // Announcements first (oldest first; listed again under the write lock, so each is counted once,
+    // by a hook that records; when there was none, only by a compaction hook or a tracked call, whose
+    // decision must see one that came meanwhile), the hook's own among them; then the hook's own
+    // observation if its announcement was not there.
+    let ownCounted = false;
+    const relist = pending.list.length > 0 || hookSource !== null || tracked;
+    const listed = relist ? pendingAnnouncements(ctx.home, row.session_id).list : [];
+    const already = recordedAnnouncements(
+      db,
+      listed.map((a) => a.id),
+    );
+    for (const a of listed) {
+      if (a.id === ownAnnouncement) ownCounted = true;
+      settled.push(a.id);
+      if (already.has(a.id)) continue;
+      const mine = a.id === ownAnnouncement;
+      const seq = mine
+        ? countHook(a.source, a.at, triggerOf(ev), obs.turnId)
+        : countHook(a.source, a.at, a.trigger, a.turnId);
+      recordAnnouncement(
+        db,
+        {
+          id: a.id,
+          session_id: row.session_id,
+          source: a.source,
+          announced_at: a.at,
+          seq,
+          by_own_hook: mine,
+        },
+        now,
+      );
     }
+    if (hookSource && !ownCounted) countHook(hookSource, null, triggerOf(ev), obs.turnId);
 
     switch (ev.type) {
       case 'pre_tool': {
-        const d = decideTool(
-          ctx,
-          db,
-          row,
-          obs,
-          ev.call,
-          scan,
-          { sandbox: reads, unsafe, replay, classify: classifyContextOf(ctx, obs) },
-          now,
-        );
+        const d = decideTool(ctx, db, row, obs, ev.call, scan, held!, now, pending.problem);
         // A network tool changes no local file: no attempt (it is only denied while held).
         if (d.verdict !== 'allow' || ev.call.kind === null || ev.call.kind === 'network') return d;
         const admitted = admitStart(db, row, obs, ev.call, now);
@@ -379,6 +453,9 @@ async function handleWithDb(ctx: GuardContext, db: Db, obs: Observation, ev: Lat
         return { verdict: 'observe', reasons: [], message: null, state: row.state };
     }
   });
+
+  // The announcements this hook counted are in the store now: their files go (src/session/announce.ts).
+  if (settled.length > 0) removeAnnouncements(ctx.home, settled);
 
   // Nothing the agent started before the trip acts after it: its leftover processes (live exec
   // sessions, background jobs, double forks started by its calls) are stopped, then killed, and
@@ -641,16 +718,24 @@ function ensureCheckpoint(
  * The first tripping source of a compaction applies the policy's event; later sources only add to
  * observed_via. True when this trip left the session held (its leftover processes are then contained).
  */
-function trip(db: Db, row: SessionRow, seq: number, source: CompactionSource, now: string): boolean {
+function trip(db: Db, row: SessionRow, seq: number, source: CompactionSource, now: string, again = false): boolean {
   const comp = getCompaction(db, row.session_id, seq)!;
-  if (comp.tripped_at) return false;
+  if (comp.tripped_at && !again) return false;
   db.prepare('UPDATE compactions SET tripped_at = ? WHERE session_id = ? AND seq = ?').run(now, row.session_id, seq);
-  const reason = `context compaction #${seq} observed via ${source} (checkpoint ${comp.checkpoint_id ?? 'none'})`;
+  const reason = again
+    ? `context compaction #${seq} observed again via ${source}, written after authority was restored (checkpoint ${comp.checkpoint_id ?? 'none'})`
+    : `context compaction #${seq} observed via ${source} (checkpoint ${comp.checkpoint_id ?? 'none'})`;
   transition(
     db,
     row,
     compactionEvent(row.policy),
-    { compaction_seq: seq, observed_via: source, checkpoint_id: comp.checkpoint_id, policy: row.policy },
+    {
+      compaction_seq: seq,
+      observed_via: source,
+      checkpoint_id: comp.checkpoint_id,
+      policy: row.policy,
+      ...(again ? { again: true } : {}),
+    },
     reason,
     now,
   );
@@ -781,4 +866,18 @@ function safeWorkspaceRoot(slow: Slow, cwd: string): string {
   } catch {
     return resolve(cwd);
   }
+}
+
+/** Would the hook observations need a checkpoint (phase 1: the evidence is taken before the lock)? */
+function hooksNeedCheckpoint(
+  db: Db,
+  row: SessionRow,
+  items: readonly { source: AnnouncedSource; at: string | null }[],
+): boolean {
+  const sim = { ...row };
+  return items.some((it) => {
+    const { seq, reopen } = hookSeqOf(db, sim, it.source, it.at);
+    sim[SEEN_COLUMN[it.source]] = Math.max(sim[SEEN_COLUMN[it.source]], seq);
+    return reopen || !getCompaction(db, row.session_id, seq)?.checkpoint_id;
+  });
 }

@@ -28,6 +28,10 @@ export interface SessionRow {
   seen_pre_compact: number;
   seen_post_compact: number;
   seen_start_compact: number;
+  /** When a human last restored authority (verify, resume, evidence); null if never. */
+  restored_at: string | null;
+  /** The highest compaction number a tripping source had reached at that restore (see hookSeqOf). */
+  closed_seq: number;
   cli_version: string | null;
   model: string | null;
   permission_mode: string | null;
@@ -58,6 +62,81 @@ export const SEEN_COLUMN: Record<
   post_compact: 'seen_post_compact',
   session_start: 'seen_start_compact',
 };
+
+/**
+ * Compaction counting. Each source (the three hooks, the transcript) counts its own observations and
+ * the n-th observation of each is compaction #n, so one compaction seen four ways is one row, one
+ * checkpoint, one trip. Two things would make one source's count drift from the others', and both
+ * are handled here:
+ *
+ * - A PreCompact without a compaction (Claude Code gives up: "compaction cannot help"). PreCompact
+ *   never trips; when the previous PreCompact's compaction is still observed by nothing else, the
+ *   next PreCompact takes its number again (and a fresh checkpoint), so PreCompact stays in step.
+ * - A forged or lost observation. A restore (a human's verify or resume) closes every number a
+ *   tripping source reached (`closed_seq`), so that an observation made after it cannot pair with a
+ *   compaction the human already settled, whatever a forgery did to one source's count:
+ *   - a hook observation made after the restore opens a compaction above `closed_seq` (its counter
+ *     jumps there): a real compaction after a verify always trips;
+ *   - one made before it and counted after it (an announcement whose hook could not record it) keeps
+ *     its source's count when that number is a compaction a hook tripped before the restore (it is
+ *     that compaction's late observation: the human saw it) or one not tripped yet; a number only
+ *     the transcript tripped is not one a late hook observation can belong to (whatever counted the
+ *     boundary would have counted the announcement too): it opens a new compaction, as above;
+ *   - a transcript boundary keeps the transcript's own numbering (the n-th boundary in the file), and
+ *     trips again when it lands on a compaction settled by the restore while its own time (the
+ *     line's timestamp; unknown counts as after) is after it (guard.ts). A boundary written before
+ *     the restore (Claude Code appends it only by the turn's end) is the late line of the compaction
+ *     verified.
+ *
+ * Returns the number, and whether it is an earlier PreCompact's number taken again (`reopen`: the
+ * checkpoint is taken anew).
+ */
+export function hookSeqOf(
+  db: Db,
+  row: SessionRow,
+  source: Exclude<CompactionSource, 'transcript'>,
+  at: string | null,
+): { seq: number; reopen: boolean } {
+  if (source === 'pre_compact') {
+    const k = row.seen_pre_compact;
+    const others = Math.max(row.seen_post_compact, row.seen_start_compact, row.transcript_compactions, row.closed_seq);
+    if (k > others) {
+      const c = getCompaction(db, row.session_id, k);
+      if (c && c.tripped_at === null && viaOf(c).every((v) => v === 'pre_compact')) return { seq: k, reopen: true };
+    }
+  }
+  const next = row[SEEN_COLUMN[source]] + 1;
+  if (!observedAfterRestore(row, at)) {
+    const c = getCompaction(db, row.session_id, next);
+    const late = !c || !settledByRestore(row, c) || viaOf(c).some((v) => v === 'post_compact' || v === 'session_start');
+    if (late) return { seq: next, reopen: false };
+  }
+  return { seq: Math.max(next, row.closed_seq + 1), reopen: false };
+}
+
+function viaOf(c: CompactionRow): string[] {
+  try {
+    const v = JSON.parse(c.observed_via) as unknown;
+    return Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : [];
+  } catch {
+    return [];
+  }
+}
+
+/** Was an observation made at `at` (null: now, or unknown) made after the session's last restore? */
+export function observedAfterRestore(row: Pick<SessionRow, 'restored_at'>, at: string | null): boolean {
+  if (row.restored_at === null) return false;
+  if (at === null) return true;
+  const t = Date.parse(at);
+  const r = Date.parse(row.restored_at);
+  return !(Number.isFinite(t) && Number.isFinite(r)) || t >= r;
+}
+
+/** Was compaction `comp` tripped and then settled by the session's last restore? */
+export function settledByRestore(row: Pick<SessionRow, 'restored_at'>, comp: CompactionRow): boolean {
+  if (row.restored_at === null || comp.tripped_at === null) return false;
+  return Date.parse(comp.tripped_at) <= Date.parse(row.restored_at);
+}
 
 export function getSession(db: Db, id: string): SessionRow | undefined {
   return db.prepare('SELECT * FROM sessions WHERE session_id = ?').get(id) as SessionRow | undefined;
@@ -212,6 +291,7 @@ export function transition(
   const to = r.to;
   const startsEpisode = row.state === 'mutable' && to !== 'mutable';
   const endsEpisode = to === 'mutable';
+  const restores = row.state !== 'mutable' && to === 'mutable';
   db.prepare(
     `UPDATE sessions SET state = ?, state_reason = ?, episode_started_at = CASE WHEN ? THEN ? WHEN ? THEN NULL ELSE episode_started_at END,
        updated_at = ? WHERE session_id = ?`,
@@ -219,6 +299,23 @@ export function transition(
   db.prepare(
     'INSERT INTO transitions (session_id, at, event, from_state, to_state, evidence_json) VALUES (?, ?, ?, ?, ?, ?)',
   ).run(row.session_id, now, event, row.state, to, JSON.stringify({ reason, ...evidence }));
+  if (restores) {
+    // A restore closes every compaction number a tripping source reached (see hookSeqOf); a PreCompact
+    // that nothing else observed stays open for the next PreCompact.
+    db.prepare(
+      `UPDATE sessions SET restored_at = ?, closed_seq = MAX(closed_seq, seen_post_compact, seen_start_compact,
+         transcript_compactions, COALESCE((SELECT MAX(seq) FROM compactions
+           WHERE compactions.session_id = sessions.session_id AND tripped_at IS NOT NULL), 0))
+       WHERE session_id = ?`,
+    ).run(now, row.session_id);
+    const r = db.prepare('SELECT restored_at, closed_seq FROM sessions WHERE session_id = ?').get(row.session_id) as
+      | Pick<SessionRow, 'restored_at' | 'closed_seq'>
+      | undefined;
+    if (r) {
+      row.restored_at = r.restored_at;
+      row.closed_seq = r.closed_seq;
+    }
+  }
   row.state = to;
   row.state_reason = endsEpisode ? null : reason;
   if (startsEpisode) row.episode_started_at = now;
@@ -245,4 +342,23 @@ export function recordDenial(
   db.prepare(
     'INSERT INTO denials (session_id, at, turn_id, tool_name, tool_use_id, summary, reasons_json) VALUES (?, ?, ?, ?, ?, ?, ?)',
   ).run(d.session_id, now, d.turn_id, d.tool_name, d.tool_use_id, d.summary, JSON.stringify(d.reasons));
+}
+
+/** Compaction announcements (src/session/announce.ts) already counted, of those named. */
+export function recordedAnnouncements(db: Db, ids: readonly string[]): Set<string> {
+  const out = new Set<string>();
+  const q = db.prepare('SELECT 1 FROM announcements WHERE id = ?');
+  for (const id of ids) if (q.get(id)) out.add(id);
+  return out;
+}
+
+export function recordAnnouncement(
+  db: Db,
+  a: { id: string; session_id: string; source: string; announced_at: string | null; seq: number; by_own_hook: boolean },
+  now: string,
+): void {
+  db.prepare(
+    `INSERT OR IGNORE INTO announcements (id, session_id, source, announced_at, seq, recorded_at, by_own_hook)
+     VALUES (?, ?, ?, ?, ?, ?, ?)`,
+  ).run(a.id, a.session_id, a.source, a.announced_at, a.seq, now, a.by_own_hook ? 1 : 0);
 }

@@ -22,6 +22,11 @@ export interface TranscriptCompaction {
   /** Which record showed it (the reader's name for it). */
   via: string;
   summaryKind: 'local' | 'remote' | null;
+  /**
+   * When the agent wrote it (the line's own timestamp, ISO), if the line says; a boundary that lands
+   * on a compaction a human already settled trips again unless it was written before that restore.
+   */
+  at?: string | null;
 }
 
 export interface SessionMeta {

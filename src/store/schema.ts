@@ -327,4 +327,35 @@ export const MIGRATIONS: readonly string[] = [
   -- export names. Sessions recorded before this column were all Codex's.
   ALTER TABLE sessions ADD COLUMN agent TEXT NOT NULL DEFAULT 'codex';
   `,
+  `
+  -- Compaction counting across a restore (src/session/records.ts hookSeqOf): when a human restores
+  -- authority (verify, resume, evidence), restored_at and closed_seq (the highest compaction number a
+  -- tripping source had reached) are recorded; a hook observation made after it opens a compaction
+  -- above closed_seq, and a transcript boundary written after it that lands on a compaction settled
+  -- by it trips again. Sessions restored before this migration: their last restore, and the counters
+  -- as they are now (never lower than at that restore).
+  ALTER TABLE sessions ADD COLUMN restored_at TEXT;
+  ALTER TABLE sessions ADD COLUMN closed_seq INTEGER NOT NULL DEFAULT 0;
+  UPDATE sessions SET restored_at = (
+    SELECT MAX(t.at) FROM transitions t
+     WHERE t.session_id = sessions.session_id AND t.to_state = 'mutable' AND t.from_state <> 'mutable');
+  UPDATE sessions SET closed_seq = MAX(seen_post_compact, seen_start_compact, transcript_compactions,
+    COALESCE((SELECT MAX(c.seq) FROM compactions c WHERE c.session_id = sessions.session_id AND c.tripped_at IS NOT NULL), 0))
+   WHERE restored_at IS NOT NULL;
+
+  -- Write-ahead compaction announcements (src/session/announce.ts): a compaction hook creates a file in
+  -- $LATCH_HOME/announced/ before it opens the store; the hook that turns it into an observation
+  -- records it here in the same transaction, then removes the file. A file already recorded here is
+  -- only removed (never counted twice).
+  CREATE TABLE announcements (
+    id           TEXT PRIMARY KEY,     -- the file's name
+    session_id   TEXT NOT NULL,
+    source       TEXT NOT NULL,        -- pre_compact | post_compact | session_start
+    announced_at TEXT,                 -- from the file's name (null: unreadable)
+    seq          INTEGER NOT NULL,     -- the compaction it was counted as
+    recorded_at  TEXT NOT NULL,
+    by_own_hook  INTEGER NOT NULL      -- 1: by the hook that wrote it; 0: ingested by a later hook
+  );
+  CREATE INDEX announcements_session ON announcements(session_id);
+  `,
 ];

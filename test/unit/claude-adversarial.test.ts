@@ -304,8 +304,10 @@ test('held Bash: only reads run, always rewritten into the wrap; extra tool_inpu
 // reaches the payload.
 
 test('held Bash: Latch’s own read (`latch status`, `brief --page N`) does not run a shell snapshot armed while mutable', {
+  // Runs the bundle: a dist/ older than src/ tests the older build (`npm test` builds first). The
+  // ordering itself (every held read about to be allowed is prepared last, a replayed one included;
+  // a failure denies) is also checked in-process: test/unit/compaction-count.test.ts.
   skip: existsSync(DIST) ? false : 'dist/latch.cjs is not built (the replay path needs the bundle)',
-  todo: 'hole: the replay path (guard.ts latchReplay) returns before prepareHeldRead, so the snapshots are not emptied; Claude Code sources them, unsandboxed, before the printf',
 }, async (t) => {
   const b = box();
   t.after(b.cleanup);
@@ -536,9 +538,9 @@ async function compactionWithFailedHooks(b: Box): Promise<void> {
   }
 }
 
-test('a compaction whose hooks failed is still caught before the next write', {
-  todo: 'hole: PreCompact/SessionStart(compact)/PostCompact fail open (store locked, or killed by the agent) and the boundary reaches the transcript only by Stop: the first post-compaction write runs',
-}, async (t) => {
+// Caught by the hooks' write-ahead announcements (src/session/announce.ts): each compaction hook
+// creates its file in $LATCH_HOME/announced/ before it opens the store; the next hook counts it.
+test('a compaction whose hooks failed is still caught before the next write', {}, async (t) => {
   const b = box();
   t.after(b.cleanup);
   await hook(b, payload(b, 'session-start-startup'));
@@ -547,9 +549,9 @@ test('a compaction whose hooks failed is still caught before the next write', {
   assert.ok(await blocked(b, 'Bash', { command: 'echo 2 > b' }), 'the first write after the compaction is denied');
 });
 
-test('a boundary the agent overwrites in place (same inode, same size) is still found', {
-  todo: 'hole: the scan resumes at its offset and trusts the bytes; a background process started while mutable rewrites `compact_boundary` before the next scan',
-}, async (t) => {
+// With the store locked the hooks' announcements still hold the compaction, so the eraser is too late:
+// passes through the announcements, not through the scan (which still trusts the bytes; see below).
+test('a boundary the agent overwrites in place (same inode, same size) is still found', {}, async (t) => {
   const b = box();
   t.after(b.cleanup);
   await hook(b, payload(b, 'session-start-startup'));
@@ -565,6 +567,22 @@ test('a boundary the agent overwrites in place (same inode, same size) is still 
   assert.equal(state(b), 'latched');
 });
 
+test('a boundary erased in place is found even when no compaction hook ran at all', {
+  todo: 'hole: when the compaction hooks never ran (SIGKILLed before they wrote their announcement, or not registered) the transcript is the only signal, and the scan resumes at its offset and trusts the bytes: a process started while mutable that rewrites `compact_boundary` in place (same inode, same size) before the next scan erases the compaction',
+}, async (t) => {
+  const b = box();
+  t.after(b.cleanup);
+  await hook(b, payload(b, 'session-start-startup'));
+  await hook(b, tool(b, 'Bash', { command: 'echo 1 > a' }));
+  // No PreCompact, SessionStart(compact) or PostCompact reaches Latch: no announcement, no record.
+  appendFileSync(b.tr, boundaryLine('b1') + SUMMARY_LINE); // Claude Code, by Stop
+  const at = readFileSync(b.tr).indexOf(MARK);
+  const fd = openSync(b.tr, 'r+');
+  writeSync(fd, Buffer.from('"subtype":"compact_boundarx"'), 0, MARK.length, at); // the agent's eraser
+  closeSync(fd);
+  assert.ok(await blocked(b, 'Bash', { command: 'echo 2 > b' }), 'denied');
+});
+
 test('a boundary merged into a partial line of a skipped type is still found', {}, async (t) => {
   const b = box();
   t.after(b.cleanup);
@@ -578,9 +596,9 @@ test('a boundary merged into a partial line of a skipped type is still found', {
   assert.ok(await blocked(b, 'Bash', { command: 'echo 2 > b' }), 'denied');
 });
 
-test('a forged boundary cannot use up the sequence number of the next real compaction', {
-  todo: 'hole: per-source counters pair the n-th observation of each source; a boundary forged while mutable (tripped, then verified by a human) makes the next real compaction’s hooks land on the already-tripped #1',
-}, async (t) => {
+// A restore closes every compaction number reached so far (records.ts nextHookSeq): the real
+// compaction's hooks open #2. Both orders and random interleavings: test/unit/compaction-count.test.ts.
+test('a forged boundary cannot use up the sequence number of the next real compaction', {}, async (t) => {
   const b = box();
   t.after(b.cleanup);
   await hook(b, payload(b, 'session-start-startup'));

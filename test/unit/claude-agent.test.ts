@@ -349,8 +349,9 @@ test('scan of a real compacting transcript: each compact_boundary, tool results,
   const boundaries = endsOf(buf, '"subtype":"compact_boundary"');
   assert.equal(boundaries.length, 2, 'auto + manual compaction');
   assert.deepEqual(r.compactions, [
-    { index: 1, endOffset: boundaries[0], via: 'compact_boundary', summaryKind: null },
-    { index: 2, endOffset: boundaries[1], via: 'compact_boundary', summaryKind: null },
+    // `at`: the boundary line's own timestamp (a boundary written after a restore trips again).
+    { index: 1, endOffset: boundaries[0], via: 'compact_boundary', summaryKind: null, at: '2026-12-01T15:35:44.593Z' },
+    { index: 2, endOffset: boundaries[1], via: 'compact_boundary', summaryKind: null, at: '2026-12-01T15:35:57.271Z' },
   ]);
   assert.equal(r.state.offset, buf.length);
   assert.equal(r.state.compactions, 2);

@@ -148,18 +148,20 @@ class LineScanner {
       obj = parsed as Record<string, unknown>;
     } catch {
       this.badLines++;
-      // A line with the boundary's bytes that cannot be read is counted as one (fail closed).
-      if (boundary) this.compaction(end);
+      // A line with the boundary's bytes that cannot be read is counted as one (fail closed; its time
+      // unknown, so it also trips again after a restore).
+      if (boundary) this.compaction(end, null);
       return;
     }
     if (needMeta) this.readMeta(obj);
-    if (boundary && obj.type === 'system' && obj.subtype === 'compact_boundary') this.compaction(end);
+    if (boundary && obj.type === 'system' && obj.subtype === 'compact_boundary')
+      this.compaction(end, typeof obj.timestamp === 'string' ? obj.timestamp : null);
     else if (result && obj.type === 'user') this.toolResults(obj, end);
   }
 
-  private compaction(end: number): void {
+  private compaction(end: number, at: string | null): void {
     this.count++;
-    this.found.push({ index: this.count, endOffset: end, via: 'compact_boundary', summaryKind: null });
+    this.found.push({ index: this.count, endOffset: end, via: 'compact_boundary', summaryKind: null, at });
   }
 
   /** The tool_result blocks of a user line: their ids, and those that carry a brief page. */

@@ -152,16 +152,18 @@ class LineScanner {
       return;
     }
     if (!mentionsCompact && type !== 'session_meta') return;
-    let obj: { type?: unknown; payload?: Record<string, unknown> };
+    let obj: { type?: unknown; timestamp?: unknown; payload?: Record<string, unknown> };
     try {
       obj = JSON.parse(line.toString('utf8'));
     } catch {
       this.badLines++;
-      // A line that mentions compaction but cannot be read is counted as one (fail closed).
-      if (mentionsCompact) this.marker('compacted', null, end, null);
+      // A line that mentions compaction but cannot be read is counted as one (fail closed; its time
+      // unknown).
+      if (mentionsCompact) this.marker('compacted', null, end, null, null);
       return;
     }
     const payload = (obj && typeof obj.payload === 'object' && obj.payload) || {};
+    const at = obj && typeof obj.timestamp === 'string' ? obj.timestamp : null;
     switch (obj.type) {
       case 'session_meta':
         if (!this.meta) this.meta = readMeta(payload);
@@ -169,16 +171,16 @@ class LineScanner {
       case 'compacted': {
         const msg = payload.message;
         const kind = typeof msg === 'string' ? (msg.length === 0 ? 'remote' : 'local') : null;
-        this.marker('compacted', null, end, kind);
+        this.marker('compacted', null, end, kind, at);
         return;
       }
       case 'event_msg': {
         const t = payload.type;
-        if (t === 'context_compacted') this.marker('context_compacted', null, end, null);
+        if (t === 'context_compacted') this.marker('context_compacted', null, end, null, at);
         else if (t === 'item_started' || t === 'item_completed') {
           const item = payload.item as Record<string, unknown> | undefined;
           if (item && item.type === 'ContextCompaction') {
-            this.marker('context_compaction_item', typeof item.id === 'string' ? item.id : null, end, null);
+            this.marker('context_compaction_item', typeof item.id === 'string' ? item.id : null, end, null, at);
           }
         }
         return;
@@ -219,6 +221,7 @@ class LineScanner {
     itemId: string | null,
     end: number,
     kind: 'local' | 'remote' | null,
+    at: string | null,
   ): void {
     const g = this.group;
     const joins =
@@ -231,7 +234,7 @@ class LineScanner {
     if (!joins) {
       this.count++;
       this.group = { itemId: null, hasCompacted: false, hasLegacy: false, hasItem: false };
-      this.found.push({ index: this.count, endOffset: end, via, summaryKind: kind });
+      this.found.push({ index: this.count, endOffset: end, via, summaryKind: kind, at });
     } else if (kind) {
       const last = this.found[this.found.length - 1];
       if (last && last.index === this.count) last.summaryKind = kind;
