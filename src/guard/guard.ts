@@ -40,6 +40,7 @@ import {
 } from './events.js';
 import type { Agent } from '../agents/agent.js';
 import {
+  abandonAtTurnEnd,
   abandonAttempts,
   attemptId,
   awaitFileClock,
@@ -395,11 +396,8 @@ async function handleWithDb(
         return d;
       }
       case 'turn_end': {
-        const where =
-          ev.kind === 'subagent_stop' && obs.agentId
-            ? { lane: laneOf(row.session_id, obs.agentId) }
-            : { session: row.session_id };
-        abandonAttempts(db, where, `${ev.kind} before PostToolUse`, now);
+        // The calls of the agent whose turn ended (a sub-agent's go at its SubagentStop), all at SessionEnd.
+        abandonAtTurnEnd(db, { kind: ev.kind, sessionId: row.session_id, agentId: obs.agentId }, now);
         if (slow && ev.kind === 'stop')
           slow.recordTranscript(db, row, obs.transcriptPath ?? row.transcript_path, scan.result?.turnContext ?? null);
         return { verdict: 'observe', reasons: [], message: null, state: row.state };
@@ -523,6 +521,7 @@ function admitStart(db: Db, row: SessionRow, obs: Observation, call: ToolCall, n
       toolName: call.name,
       toolUseId: call.toolUseId,
       summary: summarizeCall(call),
+      kind: call.kind,
     },
     now,
   ).attempt.started_ns;
@@ -551,6 +550,7 @@ async function closeAttempt(
           toolName: call.name,
           toolUseId: call.toolUseId!,
           summary: summarizeCall(call) + ' (no Start recorded)',
+          kind: call.kind,
         },
         ctx.now(),
       );

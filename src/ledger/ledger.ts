@@ -6,8 +6,9 @@
 //   absent   --start (PreToolUse)-->      started
 //   started  --mark_untimed-->            started     (recorded at its PostToolUse: no Start time)
 //   started  --close_begin (PostToolUse)--> closing --close_end (observation recorded)--> closed
-//   started  --abandon (sure signal)-->   abandoned   (Stop, SubagentStop, Interrupt, SessionEnd, a
-//                                                     later turn in the lane, the tool's output in
+//   started  --abandon (sure signal)-->   abandoned   (Stop / Interrupt: the ending agent's calls;
+//                                                     SubagentStop: the sub-agent's; SessionEnd: all;
+//                                                     a later turn in the lane, the tool's output in
 //                                                     the transcript without a Post)
 //   closing  --claim (closer died)-->     closing     (recovery barrier: generation-claimed)
 //   closing  --recover (claimed, observed)--> closed
@@ -185,6 +186,8 @@ export interface StartInput {
   toolName: string;
   toolUseId: string;
   summary: string;
+  /** What the call is to its agent's adapter (ToolKind); `agent`: it runs a sub-agent. */
+  kind?: string | null;
 }
 
 /** Write-ahead Start (inside the caller's transaction). A duplicate delivery reuses the attempt. */
@@ -196,8 +199,8 @@ export function startAttempt(db: Db, s: StartInput, now: string): { attempt: Att
   const state = attemptStep('absent', 'start');
   if (!state) throw new Error(`attempt ${id}: the attempt state table has no Start (absent --start-->): not recorded`);
   db.prepare(
-    `INSERT INTO attempts (id, session_id, workspace, turn_id, agent_id, lane, tool_name, tool_use_id, summary, state, started_at, started_ns, scan_gen)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    `INSERT INTO attempts (id, session_id, workspace, turn_id, agent_id, lane, tool_name, tool_use_id, summary, state, started_at, started_ns, scan_gen, kind)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   ).run(
     id,
     s.sessionId,
@@ -212,6 +215,7 @@ export function startAttempt(db: Db, s: StartInput, now: string): { attempt: Att
     now,
     nowNs().toString(),
     scanGen(db, s.workspace),
+    s.kind ?? null,
   );
   return { attempt: getAttempt(db, id)!, duplicate: false };
 }
@@ -268,25 +272,39 @@ export function endClose(
   ]);
 }
 
+/** Which attempts an abandon addresses (the table decides which of them it moves). */
+export interface AbandonWhere {
+  /** These attempts (the other fields are then ignored). */
+  ids?: string[];
+  session?: string;
+  lane?: string;
+  /** Whose calls: null, the main agent's only (agent_id NULL); a string, that sub-agent's; absent, anyone's. */
+  agent?: string | null;
+}
+
 /**
  * Abandons the live (started) attempts selected by `where` (inside the caller's transaction): by ids,
- * else by session and/or lane (neither: every attempt the table lets abandon). Returns how many.
+ * else by session, lane and/or agent (none of them: every attempt the table lets abandon). Returns how many.
  */
-export function abandonAttempts(
-  db: Db,
-  where: { session?: string; lane?: string; ids?: string[] },
-  reason: string,
-  now: string,
-): number {
+export function abandonAttempts(db: Db, where: AbandonWhere, reason: string, now: string): number {
   const from = movesOf('abandon').map(([state]) => state);
+  const anyAgent = where.agent === undefined ? 1 : 0;
   const ids =
     where.ids ??
     (
       db
         .prepare(
-          `SELECT id FROM attempts WHERE state IN (${from.map(() => '?').join(', ')}) AND (session_id = ? OR ? IS NULL) AND (lane = ? OR ? IS NULL)`,
+          `SELECT id FROM attempts WHERE state IN (${from.map(() => '?').join(', ')}) AND (session_id = ? OR ? IS NULL) AND (lane = ? OR ? IS NULL) AND (? = 1 OR agent_id IS ?)`,
         )
-        .all(...from, where.session ?? null, where.session ?? null, where.lane ?? null, where.lane ?? null) as {
+        .all(
+          ...from,
+          where.session ?? null,
+          where.session ?? null,
+          where.lane ?? null,
+          where.lane ?? null,
+          anyAgent,
+          where.agent ?? null,
+        ) as {
         id: string;
       }[]
     ).map((r) => r.id);
@@ -295,6 +313,42 @@ export function abandonAttempts(
     if (applyEvent(db, id, 'abandon', 'ended_at = ?, ended_ns = ?, end_reason = ?', [now, nowNs().toString(), reason]))
       n++;
   return n;
+}
+
+/** How a turn ends (the guard's TurnEnd). */
+export type TurnEndKind = 'stop' | 'subagent_stop' | 'interrupt' | 'session_end';
+
+/**
+ * The attempts a turn's end abandons (calls that will get no PostToolUse), by whose turn ended:
+ * - session_end: every live attempt of the session, its sub-agents' included;
+ * - stop, interrupt: those of the agent whose turn ended (the hook's agent id: none, the main agent),
+ *   never a sub-agent's: a background sub-agent runs on after the main agent's turn (Claude Code
+ *   delivers the main Stop before the SubagentStop of an async sub-agent still running), and its calls
+ *   close at their own PostToolUse or are abandoned at its SubagentStop;
+ * - subagent_stop: that sub-agent's; without an agent id, none (which sub-agent stopped is unknown,
+ *   and the main agent's Agent call that ran it may still be open).
+ * Null: nothing to abandon.
+ */
+export function turnEndScope(kind: TurnEndKind, sessionId: string, agentId: string | null): AbandonWhere | null {
+  switch (kind) {
+    case 'session_end':
+      return { session: sessionId };
+    case 'subagent_stop':
+      return agentId ? { session: sessionId, agent: agentId } : null;
+    case 'stop':
+    case 'interrupt':
+      return { session: sessionId, agent: agentId };
+  }
+}
+
+/** Abandons what a turn's end abandons (turnEndScope), inside the caller's transaction. Returns how many. */
+export function abandonAtTurnEnd(
+  db: Db,
+  end: { kind: TurnEndKind; sessionId: string; agentId: string | null },
+  now: string,
+): number {
+  const where = turnEndScope(end.kind, end.sessionId, end.agentId);
+  return where ? abandonAttempts(db, where, `${end.kind} before PostToolUse`, now) : 0;
 }
 
 // ---------------------------------------------------------------------------

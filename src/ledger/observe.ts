@@ -2,7 +2,9 @@
 // attribution of each change. A changed file's ctime (a removed file: its parent directory's mtime) is
 // compared with the attempts' windows [started, ended]: exactly one window -> that attempt; several ->
 // contended (with the set); none -> outside; too close to a window edge, or no time -> unknown.
-// "Unknown" is preferred to a wrong attribution.
+// "Unknown" is preferred to a wrong attribution. A sub-agent container (the Agent call that runs a
+// sub-agent) writes nothing itself: a change inside a call of one of the session's sub-agents is that
+// call's, not contended with the container around it (see `attribute`).
 import { lstatSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { nowNs, type AttemptState } from './ledger.js';
@@ -28,11 +30,31 @@ export interface ChangeRecord {
   candidates: string[];
 }
 
-interface Window {
+export interface Window {
   id: string;
   session_id: string;
   start: bigint;
   end: bigint | null; // null: still running
+  /** The sub-agent that made the call (null or absent: the session's main agent). */
+  agent_id?: string | null;
+  /** A call that runs a sub-agent (the agent's tool of kind `agent`): it changes no file itself. */
+  container?: boolean;
+}
+
+/**
+ * The candidates without the sub-agent containers that a sub-agent's own call covers: a container
+ * (Claude Code's Agent/Task call, Codex's spawn_agent) is dropped when a change is inside a call, not
+ * itself a container, that a sub-agent of the same session other than the container's own agent
+ * made. A foreground sub-agent's calls all run inside the main agent's open Agent call: its Write is
+ * the writer, the Agent call only waits for it. A container that no such call covers keeps its window
+ * (whatever its sub-agent changed outside any call of its own is the container's).
+ */
+function withoutContainers(inside: Window[], near: Window[]): { inside: Window[]; near: Window[] } {
+  const inner = inside.filter((w) => !w.container && w.agent_id);
+  if (inner.length === 0 || !inside.concat(near).some((w) => w.container)) return { inside, near };
+  const covered = (c: Window) =>
+    c.container === true && inner.some((w) => w.session_id === c.session_id && w.agent_id !== (c.agent_id ?? null));
+  return { inside: inside.filter((w) => !covered(w)), near: near.filter((w) => !covered(w)) };
 }
 
 /** Attributes a change at time t (ns) among attempt windows. */
@@ -43,8 +65,11 @@ export function attribute(
   if (t === null) return { attribution: 'unknown', attempt: null, candidates: [] };
   // A change is inside a window only up to its end: the tool had finished by then (ctime never runs
   // ahead of the real write time), so a later change is someone else's. 1 ms covers clock rounding.
-  const inside = windows.filter((w) => t >= w.start && (w.end === null || t <= w.end + END_SLACK_NS));
-  const near = windows.filter((w) => !inside.includes(w) && t >= w.start - EDGE_NS && t < w.start);
+  const inWindow = windows.filter((w) => t >= w.start && (w.end === null || t <= w.end + END_SLACK_NS));
+  const { inside, near } = withoutContainers(
+    inWindow,
+    windows.filter((w) => !inWindow.includes(w) && t >= w.start - EDGE_NS && t < w.start),
+  );
   // An attempt with no recorded Start (start 0) cannot be timed: whatever it may cover is unknown.
   if (inside.some((w) => w.start === 0n)) return { attribution: 'unknown', attempt: null, candidates: inside };
   if (inside.length === 1 && near.length === 0)
@@ -70,11 +95,14 @@ function changeTime(root: string, path: string, removed: boolean): bigint | null
 function windowsOf(db: Db, workspace: string, sinceNs: bigint): Window[] {
   const rows = db
     .prepare(
-      "SELECT id, session_id, started_ns, ended_ns, closing_ns, state FROM attempts WHERE workspace = ? AND (state IN ('started','closing') OR CAST(ended_ns AS INTEGER) >= ?)",
+      `SELECT id, session_id, agent_id, kind, started_ns, ended_ns, closing_ns, state FROM attempts
+        WHERE workspace = ? AND (state IN ('started','closing') OR CAST(ended_ns AS INTEGER) >= ?)`,
     )
     .all(workspace, (sinceNs - 10n * EDGE_NS).toString()) as {
     id: string;
     session_id: string;
+    agent_id: string | null;
+    kind: string | null;
     started_ns: string;
     ended_ns: string | null;
     closing_ns: string | null;
@@ -84,7 +112,15 @@ function windowsOf(db: Db, workspace: string, sinceNs: bigint): Window[] {
   const endOf = (r: (typeof rows)[number]) => (r.state === 'started' ? null : (r.ended_ns ?? r.closing_ns));
   return rows.map((r) => {
     const end = endOf(r);
-    return { id: r.id, session_id: r.session_id, start: BigInt(r.started_ns), end: end === null ? null : BigInt(end) };
+    return {
+      id: r.id,
+      session_id: r.session_id,
+      start: BigInt(r.started_ns),
+      end: end === null ? null : BigInt(end),
+      agent_id: r.agent_id,
+      // Recorded at Start from the agent's own classification (src/guard/events.ts ToolKind).
+      container: r.kind === 'agent',
+    };
   });
 }
 

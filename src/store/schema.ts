@@ -358,4 +358,11 @@ export const MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX announcements_session ON announcements(session_id);
   `,
+  `
+  -- What the call was to its agent's adapter (src/guard/events.ts ToolKind: shell, patch, mcp, agent,
+  -- unknown), recorded at Start: the attribution (src/ledger/observe.ts) tells a sub-agent container
+  -- (kind agent: Claude Code's Agent/Task, Codex's spawn_agent) from a writer without knowing any agent.
+  -- Attempts recorded before: null (no container).
+  ALTER TABLE attempts ADD COLUMN kind TEXT;
+  `,
 ];

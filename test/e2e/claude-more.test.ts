@@ -1,8 +1,8 @@
 // More acceptance on the real pinned Claude Code (2.1.332, `claude -p`) over the loopback fake of the
 // Messages API, hooks installed by `latch setup claude` (the companion of claude.test.ts):
 // - sub-agents: while the session may mutate, a sub-agent's Write runs and the ledger attributes it to
-//   the sub-agent (its agent id; a todo for a foreground sub-agent, whose change is contended with the
-//   Agent call); once latched, the model's Agent and Task calls are denied and no sub-agent runs;
+//   the sub-agent (its agent id; a foreground sub-agent's too: the Agent call around it is a container,
+//   not a competing writer); once latched, the model's Agent and Task calls are denied and no sub-agent runs;
 // - `latch exec` runs a command while the workspace's Claude session may mutate, refuses it (73) while
 //   the session is latched or paused, and runs it again after `latch verify`;
 // - the policies, set per project in the user's config.toml as a user would: `continue` records the
@@ -141,10 +141,10 @@ describe('Claude Code: sub-agents, latch exec, policies', { concurrency: true },
     ];
 
     // The main agent runs a sub-agent in the foreground (it writes fg.txt), then one in the background
-    // (the default; it writes sub.txt). The background sub-agent's Write must close before the main
-    // agent ends its turn: a Stop first abandons the sub-agent's open attempts (a documented limit).
-    // So until the fake has seen that Write's result, the main agent keeps reading README.md (Read
-    // starts no attempt).
+    // (the default; it writes sub.txt). So that the sub-agent's Write has run when the ledger is read,
+    // the main agent keeps reading README.md (Read starts no attempt) until the fake has seen that
+    // Write's result. (The main agent's Stop no longer abandons a sub-agent's open calls:
+    // test/unit/ledger-subagents.test.ts.)
     let bgWritten = false;
     let polls = 0;
     const mainScript = [
@@ -231,10 +231,7 @@ describe('Claude Code: sub-agents, latch exec, policies', { concurrency: true },
     });
 
     await t.test(
-      'a foreground sub-agent’s Write is attributed to it alone',
-      {
-        todo: 'gap: the foreground Agent call’s attempt stays open for the whole sub-agent run, so the sub-agent’s change is `contended` between the Write and the Agent call',
-      },
+      'a foreground sub-agent’s Write is attributed to it alone (the Agent call around it is a container)',
       () => {
         const fg = writeOf('fg.txt');
         const blame = env.latch(['blame', 'fg.txt', '--json']);

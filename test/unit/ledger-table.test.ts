@@ -1,6 +1,7 @@
 // Model-based test of the attempt state table (ATTEMPT_TABLE in src/ledger/ledger.ts) against the
 // ledger's own writers: random sequences of ledger operations (startAttempt, markUntimed, beginClose,
-// endClose, abandonAttempts by ids / session / lane / all, claimRecovery) run on a real temp store.
+// endClose, abandonAttempts by ids / session / lane / agent / all, abandonAtTurnEnd, claimRecovery) run
+// on a real temp store.
 // After every operation:
 //   - every row the store shows changed moved along a pair of the table (place x event -> next), and
 //     carries exactly that event's columns; every other row is byte-for-byte as before;
@@ -21,6 +22,7 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { openStore, type Db } from '../../src/store/store.js';
 import {
+  abandonAtTurnEnd,
   abandonAttempts,
   ATTEMPT_EVENTS,
   ATTEMPT_TABLE,
@@ -38,6 +40,7 @@ import {
   type AttemptRow,
   type AttemptState,
   type ProcessId,
+  type TurnEndKind,
 } from '../../src/ledger/ledger.js';
 
 const WORKSPACE = '/ws';
@@ -49,6 +52,8 @@ const SLOTS = [
 ] as const;
 const SESSIONS = ['S', 'T'];
 const LANES = [laneOf('S', null), laneOf('S', 'A'), laneOf('T', null)];
+const AGENTS = [null, 'A'] as const;
+const TURN_ENDS: TurnEndKind[] = ['stop', 'subagent_stop', 'interrupt', 'session_end'];
 const idOf = (slot: number) => attemptId(SLOTS[slot]!.session, SLOTS[slot]!.call);
 const OWNERS: ProcessId[] = [
   { pid: 2_000_001, start: 'owner-a' },
@@ -66,6 +71,8 @@ type Op =
   | { kind: 'abandon_ids'; slots: number[] }
   | { kind: 'abandon_session'; session: string }
   | { kind: 'abandon_lane'; lane: string }
+  | { kind: 'abandon_agent'; session: string; agent: string | null }
+  | { kind: 'abandon_turn_end'; end: TurnEndKind; session: string; agent: string | null }
   | { kind: 'abandon_all' };
 
 /** Which event each operation applies (a Record: an event without an operation does not compile). */
@@ -76,7 +83,7 @@ const EVENT_OF: Record<AttemptEvent, Op['kind'][]> = {
   close_end: ['close_end'],
   recover: ['recover'],
   claim: ['claim'],
-  abandon: ['abandon_ids', 'abandon_session', 'abandon_lane', 'abandon_all'],
+  abandon: ['abandon_ids', 'abandon_session', 'abandon_lane', 'abandon_agent', 'abandon_turn_end', 'abandon_all'],
 };
 const eventOf = (k: Op['kind']): AttemptEvent =>
   (Object.keys(EVENT_OF) as AttemptEvent[]).find((e) => EVENT_OF[e].includes(k))!;
@@ -112,6 +119,18 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
   },
   { arbitrary: fc.constantFrom(...SESSIONS).map((s) => ({ kind: 'abandon_session' as const, session: s })), weight: 1 },
   { arbitrary: fc.constantFrom(...LANES).map((l) => ({ kind: 'abandon_lane' as const, lane: l })), weight: 1 },
+  {
+    arbitrary: fc
+      .tuple(fc.constantFrom(...SESSIONS), fc.constantFrom(...AGENTS))
+      .map(([session, agent]) => ({ kind: 'abandon_agent' as const, session, agent })),
+    weight: 1,
+  },
+  {
+    arbitrary: fc
+      .tuple(fc.constantFrom(...TURN_ENDS), fc.constantFrom(...SESSIONS), fc.constantFrom(...AGENTS))
+      .map(([end, session, agent]) => ({ kind: 'abandon_turn_end' as const, end, session, agent })),
+    weight: 1,
+  },
   { arbitrary: fc.constant({ kind: 'abandon_all' as const }), weight: 1 },
 );
 
@@ -200,6 +219,7 @@ function run(db: Db, op: Op, before: Map<string, AttemptRow>, now: string): Outc
             toolName: 'Bash',
             toolUseId: s.call,
             summary: `call ${s.call}`,
+            kind: 'shell',
           },
           now,
         ),
@@ -248,6 +268,24 @@ function run(db: Db, op: Op, before: Map<string, AttemptRow>, now: string): Outc
       out.reason = 'subagent_stop before PostToolUse';
       call(() => abandonAttempts(db, { lane: op.lane }, out.reason!, now));
       break;
+    case 'abandon_agent':
+      out.targets = [...before.values()]
+        .filter((a) => a.session_id === op.session && a.agent_id === op.agent)
+        .map((a) => a.id);
+      out.reason = 'stop before PostToolUse';
+      call(() => abandonAttempts(db, { session: op.session, agent: op.agent }, out.reason!, now));
+      break;
+    case 'abandon_turn_end': {
+      // Whose calls each turn end addresses: SessionEnd the whole session's; Stop and Interrupt the
+      // ending agent's (none: the main agent's); SubagentStop the sub-agent's (no agent id: none).
+      const mine = (a: AttemptRow) =>
+        a.session_id === op.session &&
+        (op.end === 'session_end' || (a.agent_id === op.agent && (op.end !== 'subagent_stop' || op.agent !== null)));
+      out.targets = [...before.values()].filter(mine).map((a) => a.id);
+      out.reason = `${op.end} before PostToolUse`;
+      call(() => abandonAtTurnEnd(db, { kind: op.end, sessionId: op.session, agentId: op.agent }, now));
+      break;
+    }
     case 'abandon_all':
       out.targets = [...before.values()].map((a) => a.id);
       out.reason = 'interrupt before PostToolUse';
@@ -367,6 +405,7 @@ function step(db: Db, op: Op, cov: Coverage, ctx: () => string): void {
           ended_ns: null,
           end_reason: null,
           output_seen: 0,
+          kind: 'shell',
         },
         `start writes a fresh row: ${where(id)}`,
       );
@@ -467,7 +506,7 @@ test('attempt state table: random ledger operations on a real store move only al
     'pairs refused that the table lists',
   );
   const least = (m: Map<string, number>, ps: string[]) =>
-    ps.map((p) => `${m.get(p) ?? 0} ${p}`).sort((a, b) => parseInt(a) - parseInt(b))[0];
+    ps.map((p) => `${m.get(p) ?? 0} ${p}`).sort((a, b) => parseInt(a, 10) - parseInt(b, 10))[0];
   console.log(
     `# attempt table: ${runs} runs, ${ops} operations; ${inTable.length} pairs taken (least: ${least(cov.taken, inTable)}), ` +
       `${outside.length} refused (least: ${least(cov.refused, outside)}); ${Math.round(performance.now() - t0)} ms`,
@@ -503,6 +542,10 @@ function opOf(kind: Op['kind'], slotIdx: number): Op {
       return { kind, session: s.session };
     case 'abandon_lane':
       return { kind, lane: laneOf(s.session, s.agent) };
+    case 'abandon_agent':
+      return { kind, session: s.session, agent: s.agent };
+    case 'abandon_turn_end':
+      return { kind, end: s.agent ? 'subagent_stop' : 'stop', session: s.session, agent: s.agent };
     case 'abandon_all':
       return { kind };
   }
@@ -563,7 +606,7 @@ test('attempt state table: each writer decides by the table alone (a pair remove
     for (const e of ATTEMPT_EVENTS) {
       const next = ATTEMPT_TABLE[p][e];
       if (!next) continue;
-      // Each way an operation applies the event (abandon: by ids, by session, by lane, all).
+      // Each way an operation applies the event (abandon: by ids, session, lane, agent, turn end, all).
       for (const kind of EVENT_OF[e]) {
         const { cov, store } = withEntry(p, e, undefined, kind);
         try {
