@@ -360,12 +360,14 @@ export async function resume(
   const confirmedBy = await confirm(io, opts, prepared.ancestry, 'latch resume', what);
   if (confirmedBy === null) return EXIT.usage;
   const confirmation: Confirmation = { by: confirmedBy, ancestry: ancestryEvidence(prepared.ancestry) };
-  return withStore(io, (db) => {
+  return withStore(io, (db, home) => {
     const results: string[] = [];
     for (const row of prepared.held) {
       const done = immediate(db, () => {
         const current = getSession(db, row.session_id)!;
         if (current.state !== row.state || current.episode_started_at !== row.episode_started_at) return false;
+        const pending = pendingAnnouncements(home, row.session_id);
+        if (pending.problem || pending.list.length > 0) return false; // a compaction not counted yet
         transition(
           db,
           current,
@@ -377,7 +379,10 @@ export async function resume(
         return true;
       });
       if (done) results.push(row.session_id);
-      else io.err(`Session ${row.session_id} changed during the confirmation; run latch resume again.\n`);
+      else
+        io.err(
+          `Session ${row.session_id} changed during the confirmation, or a compaction was announced for it and is not counted yet (the session's next hook counts it); run latch resume again.\n`,
+        );
     }
     if (opts.json) json(io, { workspace: prepared.workspace, resumed: results });
     else for (const id of results) io.out(`Resumed session ${id}: mutation allowed again.\n`);

@@ -778,20 +778,10 @@ for (const [name, make] of HARNESSES) {
   }
 }
 
-test('a hook killed before it announced does not let a later compaction’s announcement, pending at a verify, pass as its late observation', {
-  todo: 'hole: per-source counts cannot tell a lost observation from a late one: when compaction #1’s PostCompact is SIGKILLed before it announces, compaction #2’s PostCompact announcement, left uncounted by a locked store until after a human’s verify, pairs with #1 (tripped by SessionStart, settled); the write after the verify runs, and #2 latches only when its boundary is read (by the turn’s end)',
-}, async (t) => {
-  const h = claudeHarness();
-  t.after(h.cleanup);
-  await h.hook('start');
-  await h.hook('pre');
-  await h.hook('ss'); // #1 trips; its PostCompact is killed before it announces
-  await h.hook('pre'); // #2: PreCompact records, SessionStart killed, PostCompact announces into a locked store
-  await locked(h, (env) => h.hook('post', env));
-  await sleep(5);
-  verify(h); // the human saw #1 only
-  assert.ok((await h.tool('echo 1 > a')).denied, 'the write after the verify is denied');
-});
+// Compaction n's PostCompact killed before it announced, then n+1's PostCompact announcement kept out
+// of the store by a held lock: per-source counts alone would take it for n's late observation if a
+// restore came between. No restore does: latch verify and latch resume refuse while the session has
+// an announcement not counted (the last test in this file), and a hook's own release counts first.
 
 test('... and the later compaction still latches by its boundary', async (t) => {
   const h = claudeHarness();
