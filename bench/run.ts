@@ -234,7 +234,12 @@ if (want('latched')) {
     () =>
       time(
         '/bin/bash',
-        ['-c', `CODEX_HOME=${join(s.env.LATCH_HOME!, 'sandbox', 'codex-home')} ${codexBin} sandbox -- cat README.md`],
+        [
+          '-c',
+          // As Latch runs it: from 0.171 on, Codex re-executes itself as `codex-linux-sandbox` from PATH
+          // (Latch's link in sandbox/aliases, made by the latched read above).
+          `PATH=${join(s.env.LATCH_HOME!, 'sandbox', 'aliases')}:"$PATH" CODEX_HOME=${join(s.env.LATCH_HOME!, 'sandbox', 'codex-home')} ${codexBin} sandbox -- cat README.md`,
+        ],
         '',
         { ...env, PWD: work },
       ),

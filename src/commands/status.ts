@@ -5,6 +5,7 @@ import { readsReport } from '../agents/codex/sandbox.js';
 import { claudeReadsReport } from '../agents/claude/sandbox.js';
 import { latchHome } from '../base/paths.js';
 import { registrationLines, registrationReport, RERECORD_FIX, type RegistrationReport } from '../guard/tamper.js';
+import { pendingAnnouncements } from '../session/announce.js';
 import { json, withStore, type Io } from './io.js';
 import { sessionJson } from './shared/session.js';
 import { resolveWorkspace, targetSessions, type TargetOptions } from './shared/target.js';
@@ -17,9 +18,17 @@ export async function status(io: Io, opts: TargetOptions & { json?: boolean }): 
   };
   return withStore(
     io,
-    (db) => {
+    (db, home) => {
       const { workspace, sessions } = targetSessions(db, io, opts);
-      const out = sessions.map((s) => sessionJson(db, s));
+      // A compaction hook's write-ahead announcement not counted yet (the store was locked, or the hook
+      // died after announcing): the session's next hook counts it; verify and resume wait for it.
+      const out = sessions.map((s) => {
+        const pending = pendingAnnouncements(home, s.session_id);
+        return {
+          ...sessionJson(db, s),
+          announced: { pending: pending.list.map((a) => a.id), problem: pending.problem },
+        };
+      });
       const registration = safeRegistration(db, workspace);
       // What guards held reads for the agent of the sessions shown (the first one's; Codex by default).
       const reads =
@@ -40,6 +49,11 @@ export async function status(io: Io, opts: TargetOptions & { json?: boolean }): 
         io.out(`\nsession ${s.session_id}: ${s.state} (${mark}; policy ${s.policy}, scope ${s.scope})\n`);
         if (s.reason) io.out(`  reason: ${s.reason}\n`);
         io.out(`  compactions: ${s.compactions}, denied calls: ${s.denials}\n`);
+        if (s.announced.problem) io.out(`  compaction announcements: ${s.announced.problem}\n`);
+        else if (s.announced.pending.length > 0)
+          io.out(
+            `  compaction announced, not counted yet: ${s.announced.pending.length} (the session's next hook counts it; verify and resume wait for it)\n`,
+          );
         for (const c of s.checkpoints) {
           io.out(
             `  checkpoint ${c.id}: compaction #${c.compaction_seq} (${c.trigger ?? 'trigger unknown'}) via ${c.observed_via.join('+')} at ${c.created_at}\n`,

@@ -826,6 +826,15 @@ test('latch verify refuses while a compaction is announced and not yet counted; 
   assert.notEqual(await verifyCommand(io, { yes: true, json: true }), 0, 'not restored');
   assert.equal(state(h), 'latched');
   assert.match(out + err, /announced for this session and is not counted yet/);
+  const { status } = await import('../../src/commands/status.js');
+  const shown = async () => {
+    out = '';
+    assert.equal(await status(io, { json: true }), 0);
+    return (JSON.parse(out) as { sessions: { announced: { pending: string[]; problem: string | null } }[] })
+      .sessions[0]!.announced;
+  };
+  assert.equal((await shown()).pending.length, 1, 'latch status shows the announcement waiting');
   assert.ok((await h.tool('echo 1 > a')).denied, 'the write is denied (and the hook counted #2)');
+  assert.deepEqual(await shown(), { pending: [], problem: null });
   assert.equal(pendingAnnouncements(h.sb.home, 'S').list.length, 0, 'counted');
 });
