@@ -74,18 +74,7 @@ export function decideTool(
     if (d.verdict !== 'deny') return d;
     // The classifier's read that the held-read rules still refuse (a Latch read not in its exact form).
     reasons.push(...d.reasons);
-    recordDenial(
-      db,
-      {
-        session_id: row.session_id,
-        turn_id: obs.turnId,
-        tool_name: call.name,
-        tool_use_id: call.toolUseId,
-        summary: summarizeCall(call),
-        reasons,
-      },
-      now,
-    );
+    recordToolDenial(db, row, obs, call, reasons, now);
     return { ...denyDecision(reasons, row.state), notice: denialNotice(db, row, call, reasons) };
   }
   if (readOnly) return allow([readOnly], row.state);
@@ -107,6 +96,19 @@ export function decideTool(
     if (why)
       reasons.push({ code: 'not_read_only', message: `This command is not a read Latch allows while held: ${why}.` });
   }
+  recordToolDenial(db, row, obs, call, reasons, now);
+  return { ...denyDecision(reasons, row.state), notice: denialNotice(db, row, call, reasons) };
+}
+
+/** Records a denied tool call of the session (the `denials` table: `latch log`, the report). */
+export function recordToolDenial(
+  db: Db,
+  row: SessionRow,
+  obs: Observation,
+  call: ToolCall,
+  reasons: Reason[],
+  now: string,
+): void {
   recordDenial(
     db,
     {
@@ -119,7 +121,6 @@ export function decideTool(
     },
     now,
   );
-  return { ...denyDecision(reasons, row.state), notice: denialNotice(db, row, call, reasons) };
 }
 
 /** What the human is told at a trip (Codex shows `systemMessage` to the user, not the model). */

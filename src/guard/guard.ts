@@ -2,77 +2,36 @@
 // An agent (src/agents/<name>, the port in src/agents/agent.ts) translates its payloads into an
 // Observation + LatchEvent and the Decision back into its reply; the guard asks it, through
 // GuardContext.agent, for everything format-specific (transcript, lineage, sandbox, tool outputs).
+// This file keeps the flow: the compaction counting is in compaction.ts, the ledger steps in attempts.ts.
 import { resolve } from 'node:path';
-import { compactionEvent, mayMutate } from '../session/authority.js';
-import type { WorkspaceEvidence } from '../checkpoint/checkpoint.js';
+import { mayMutate } from '../session/authority.js';
 import type { ResolvedPolicy } from '../session/policy.js';
 import { errorMessage } from '../base/errors.js';
 import { patchTouchesLatch } from './held.js';
 import { guardRegistration, TAMPER_CODE } from './tamper.js';
 import { containAfterTrip } from './contain.js';
-import {
-  getCompaction,
-  getSession,
-  insertSession,
-  hookSeqOf,
-  observeCompaction,
-  observedAfterRestore,
-  recordAnnouncement,
-  recordDenial,
-  recordedAnnouncements,
-  saveScanState,
-  scanStateOf,
-  SEEN_COLUMN,
-  settledByRestore,
-  transition,
-  type CompactionSource,
-  type SessionRow,
-} from '../session/records.js';
-import { announce, pendingAnnouncements, removeAnnouncements, type AnnouncedSource } from '../session/announce.js';
+import { getSession, insertSession, saveScanState, transition, type SessionRow } from '../session/records.js';
+import { announce, removeAnnouncements } from '../session/announce.js';
 import { immediate, type Db } from '../store/store.js';
-import {
-  summarizeCall,
-  type Decision,
-  type LatchEvent,
-  type Observation,
-  type Reason,
-  type ToolCall,
-} from './events.js';
+import type { Decision, LatchEvent, Observation, ToolCall } from './events.js';
 import type { Agent } from '../agents/agent.js';
+import { abandonAtTurnEnd, awaitFileClock, hasBaseline, orphanedClosings } from '../ledger/ledger.js';
+import { EMPTY_SCAN, type ScanResult } from '../session/transcript.js';
+import { loadObserver, loadSlow, type Slow } from './load.js';
+import { admitStart, closeAttempt, observe, recoverOrphans } from './attempts.js';
 import {
-  abandonAtTurnEnd,
-  abandonAttempts,
-  attemptId,
-  awaitFileClock,
-  beginClose,
-  claimRecovery,
-  CLOSE_REASON,
-  endClose,
-  getAttempt,
-  isAlive,
-  laneOf,
-  markUntimed,
-  orphanedClosings,
-  selfId,
-  startAttempt,
-} from '../ledger/ledger.js';
-import { EMPTY_SCAN, type ScanResult, type ScanState } from '../session/transcript.js';
-import { observeByWatcher } from '../watch/client.js';
+  applyTranscript,
+  countHookObservations,
+  hookSourceOf,
+  planCompactions,
+  readTranscript,
+  triggerOf,
+  type Counting,
+} from './compaction.js';
 
 export type { Decision, LatchEvent, Observation, Reason, StartSource, TurnEnd } from './events.js';
-
-type Slow = typeof import('./slow.js');
-type Observer = typeof import('../ledger/observer.js');
-let slowModule: Promise<Slow> | undefined;
-let observerModule: Promise<Observer> | undefined;
-/** Loads the slow path once (a separate file in the bundle; see scripts/build.mjs). */
-export function loadSlow(): Promise<Slow> {
-  return (slowModule ??= import('./slow.js'));
-}
-/** Loads the observation path once (its own file in the bundle, smaller than the slow path). */
-export function loadObserver(): Promise<Observer> {
-  return (observerModule ??= import('../ledger/observer.js'));
-}
+export { loadObserver, loadSlow } from './load.js';
+export { recoverOrphans } from './attempts.js';
 
 import type { GuardContext } from './context.js';
 import {
@@ -84,11 +43,11 @@ import {
   heldReadOf,
   policyOf,
   readSandbox,
+  recordToolDenial,
   sessionContext,
   tripNotice,
   unpreparedRead,
   verdictOf,
-  type TranscriptRead,
 } from './decide.js';
 
 export type { GuardContext } from './context.js';
@@ -113,10 +72,6 @@ export async function handle(ctx: GuardContext, obs: Observation, ev: LatchEvent
   } finally {
     db.close();
   }
-}
-
-function triggerOf(ev: LatchEvent): string | null {
-  return ev.type === 'pre_compact' || ev.type === 'post_compact' ? ev.trigger : null;
 }
 
 /** Decisions that need no store: untracked tools run; commands that touch Latch itself never do. */
@@ -162,20 +117,7 @@ async function handleWithDb(
   if (reg.latched.length > 0) row = getSession(db, obs.sessionId)!;
   if (ev.type === 'pre_tool' && ev.call.kind !== null && (reg.status === 'tampered' || reg.status === 'error')) {
     const call = ev.call;
-    immediate(db, () =>
-      recordDenial(
-        db,
-        {
-          session_id: row.session_id,
-          turn_id: obs.turnId,
-          tool_name: call.name,
-          tool_use_id: call.toolUseId,
-          summary: summarizeCall(call),
-          reasons: reg.reasons,
-        },
-        ctx.now(),
-      ),
-    );
+    immediate(db, () => recordToolDenial(db, row, obs, call, reg.reasons, ctx.now()));
     return denyDecision(reg.reasons, row.state);
   }
 
@@ -183,31 +125,21 @@ async function handleWithDb(
   // evidence if a checkpoint will be needed (the slow part: hashing).
   const scan = readTranscript(ctx, obs, row, ev);
   const hookSource = hookSourceOf(ev);
-  // Compactions announced by hooks that did not count them (src/session/announce.ts): this hook
-  // counts them, through the same steps as the hook would have, with everything else it records.
-  const pending = pendingAnnouncements(ctx.home, row.session_id);
-  const counted = recordedAnnouncements(
+  const { pending, toCount, newTranscript, needEvidence, mayTrip } = planCompactions(
+    ctx,
     db,
-    pending.list.map((a) => a.id),
+    row,
+    ev,
+    scan,
+    ownAnnouncement,
   );
-  const toCount = pending.list.filter((a) => !counted.has(a.id));
-  const hookObservations: { source: AnnouncedSource; at: string | null }[] = [...toCount];
-  if (hookSource && !toCount.some((a) => a.id === ownAnnouncement))
-    hookObservations.push({ source: hookSource, at: null });
-  const newTranscript = scan.result?.compactions.filter((c) => c.index > row.transcript_compactions) ?? [];
-  const needEvidence =
-    newTranscript.some((c) => !getCompaction(db, row.session_id, c.index)?.checkpoint_id) ||
-    hooksNeedCheckpoint(db, row, hookObservations);
   const tracked = ev.type === 'pre_tool' && ev.call.kind !== null;
   // The recovery barrier: before a tracked call's Start, and at a turn's end (so a stopped session
   // leaves no attempt stuck in `closing` behind a dead closer).
   if ((tracked || ev.type === 'turn_end') && orphanedClosings(db, row.workspace).length > 0)
     await recoverOrphans(ctx, db, row.workspace);
   // The first attempt in a workspace needs a baseline observation: its pre-state.
-  if (
-    (tracked || ev.type === 'session_start') &&
-    !db.prepare('SELECT 1 FROM workspaces WHERE workspace = ?').get(row.workspace)
-  ) {
+  if ((tracked || ev.type === 'session_start') && !hasBaseline(db, row.workspace)) {
     await observe(ctx, db, row.workspace, 'baseline');
     // From now on a watcher journals what may change, so that a Close need not stat every file.
     (await loadObserver()).ensureWatcher(db, ctx.home, row.workspace);
@@ -264,7 +196,6 @@ async function handleWithDb(
   // itself): look those up before the write lock (the first use on a machine probes the sandbox,
   // ~0.2 s). Held also when this very call's check may latch the session (a new boundary in the
   // transcript, a pending announcement): the read is then rewritten like any held read.
-  const mayTrip = newTranscript.length > 0 || toCount.some((a) => a.source !== 'pre_compact');
   const heldRead =
     tracked &&
     ev.call.kind === 'shell' &&
@@ -282,108 +213,12 @@ async function handleWithDb(
   const decision = immediate<Decision>(db, () => {
     const now = ctx.now();
     row = getSession(db, obs.sessionId)!;
-    // Apply this scan unless a concurrent hook already consumed further (a replaced or shrunk file
-    // is rescanned from 0: its offset may be smaller, and it must still be applied).
-    if (scan.result && (scan.result.reset !== null || scan.result.state.offset >= row.transcript_offset)) {
-      for (const c of scan.result.compactions) {
-        if (c.index <= row.transcript_compactions) continue;
-        const comp = observeCompaction(
-          db,
-          row.session_id,
-          c.index,
-          'transcript',
-          { transcript_offset: c.endOffset, summary_kind: c.summaryKind, turn_id: obs.turnId },
-          now,
-        );
-        ensureCheckpoint(
-          slow,
-          db,
-          row,
-          comp.seq,
-          comp.checkpoint_id,
-          evidence,
-          { path: obs.transcriptPath!, size: c.endOffset },
-          obs,
-          comp.trigger,
-          now,
-        );
-        // A boundary written after a restore that lands on a compaction the restore settled is not
-        // that compaction's late line: it trips again (see hookSeqOf in records.ts); while the
-        // session is held anyway, the next restore covers it.
-        const again = mayMutate(row.state) && settledByRestore(row, comp) && observedAfterRestore(row, c.at ?? null);
-        if (trip(db, row, comp.seq, 'transcript', now, again)) contained.push(comp.seq);
-      }
-      saveScanState(db, row.session_id, mergeScan(row, scan.result.state), now);
-      // The identity a later resume must match: the newest turn identity (main lane only).
-      if (scan.result.turnContext && !obs.agentId)
-        db.prepare('UPDATE sessions SET identity_json = ? WHERE session_id = ?').run(
-          JSON.stringify(scan.result.turnContext),
-          row.session_id,
-        );
-      // A tool output in the transcript while its attempt is still `started`: Codex wrote the result
-      // without a PostToolUse (a failed patch, an MCP error, a call another hook denied): a sure signal.
-      const ids = scan.result.outputs.map((callId) => attemptId(row.session_id, callId));
-      if (ids.length > 0) abandonAttempts(db, { ids }, 'tool output recorded without PostToolUse', now);
-      row = getSession(db, obs.sessionId)!;
-    }
-
-    /** One hook's observation of a compaction: counted, checkpointed, tripped (PreCompact: no trip). */
-    const countHook = (source: AnnouncedSource, at: string | null, trigger: string | null, turnId: string | null) => {
-      const { seq, reopen } = hookSeqOf(db, row, source, at);
-      const comp = observeCompaction(db, row.session_id, seq, source, { trigger, turn_id: turnId }, now);
-      db.prepare(
-        `UPDATE sessions SET ${SEEN_COLUMN[source]} = MAX(${SEEN_COLUMN[source]}, ?) WHERE session_id = ?`,
-      ).run(seq, row.session_id);
-      const path = obs.transcriptPath ?? row.transcript_path;
-      const transcript = path && source === 'pre_compact' ? { path, size: null } : null;
-      // A PreCompact that takes an abandoned PreCompact's number again takes the checkpoint anew.
-      ensureCheckpoint(slow, db, row, seq, reopen ? null : comp.checkpoint_id, evidence, transcript, obs, trigger, now);
-      if (source !== 'pre_compact' && trip(db, row, seq, source, now)) contained.push(seq);
-      row = getSession(db, obs.sessionId)!;
-      // The brief is captured when the compaction is first announced (PreCompact, else SessionStart).
-      if (
-        slow &&
-        parts &&
-        (source === 'pre_compact' ||
-          (source === 'session_start' && !briefSince(db, row.session_id, comp.first_seen_at)))
-      ) {
-        slow.captureBrief(db, row, path, now, parts);
-      }
-      return seq;
-    };
-    // Announcements first (oldest first; listed again under the write lock, so each is counted once,
-    // by a hook that records; when there was none, only by a compaction hook or a tracked call, whose
-    // decision must see one that came meanwhile), the hook's own among them; then the hook's own
-    // observation if its announcement was not there.
-    let ownCounted = false;
-    const relist = pending.list.length > 0 || hookSource !== null || tracked;
-    const listed = relist ? pendingAnnouncements(ctx.home, row.session_id).list : [];
-    const already = recordedAnnouncements(
-      db,
-      listed.map((a) => a.id),
-    );
-    for (const a of listed) {
-      if (a.id === ownAnnouncement) ownCounted = true;
-      settled.push(a.id);
-      if (already.has(a.id)) continue;
-      const mine = a.id === ownAnnouncement;
-      const seq = mine
-        ? countHook(a.source, a.at, triggerOf(ev), obs.turnId)
-        : countHook(a.source, a.at, a.trigger, a.turnId);
-      recordAnnouncement(
-        db,
-        {
-          id: a.id,
-          session_id: row.session_id,
-          source: a.source,
-          announced_at: a.at,
-          seq,
-          by_own_hook: mine,
-        },
-        now,
-      );
-    }
-    if (hookSource && !ownCounted) countHook(hookSource, null, triggerOf(ev), obs.turnId);
+    // The compactions this hook observed: the transcript's new boundaries, then the announcements and
+    // the hook's own observation (src/guard/compaction.ts).
+    const counting: Counting = { ctx, db, obs, ev, slow, parts, evidence, now, row, contained, settled };
+    applyTranscript(counting, scan);
+    countHookObservations(counting, pending, ownAnnouncement, tracked);
+    row = counting.row;
 
     switch (ev.type) {
       case 'pre_tool': {
@@ -470,276 +305,6 @@ async function handleWithDb(
     await closeAttempt(ctx, db, row, obs, ev.call);
   if (ev.type === 'turn_end' && ev.kind !== 'session_end') await observe(ctx, db, row.workspace, ev.kind);
   return decision;
-}
-
-/**
- * The Start of a tracked call Latch allows, written before the allow is returned. Turn lanes: a
- * Start from a new turn proves the lane's older attempts are over. No Start while a recovery is
- * pending. Returns the Start's time (started_ns), or a deny decision when it cannot be admitted.
- */
-function admitStart(db: Db, row: SessionRow, obs: Observation, call: ToolCall, now: string): Decision | string {
-  const refuse = (reason: Reason): Decision => {
-    recordDenial(
-      db,
-      {
-        session_id: row.session_id,
-        turn_id: obs.turnId,
-        tool_name: call.name,
-        tool_use_id: call.toolUseId,
-        summary: summarizeCall(call),
-        reasons: [reason],
-      },
-      now,
-    );
-    return denyDecision([reason], row.state);
-  };
-  if (!call.toolUseId)
-    return refuse({
-      code: 'no_tool_use_id',
-      message: 'The hook payload has no tool_use_id, so Latch cannot record this attempt.',
-    });
-  if (orphanedClosings(db, row.workspace).length > 0) {
-    return refuse({
-      code: 'recovery_pending',
-      message: 'Latch is recovering an attempt whose hook process died; retry the call in a moment.',
-    });
-  }
-  const lane = laneOf(row.session_id, obs.agentId);
-  const stale = (
-    db
-      .prepare("SELECT id FROM attempts WHERE lane = ? AND state = 'started' AND turn_id IS NOT ? ")
-      .all(lane, obs.turnId) as { id: string }[]
-  ).map((r) => r.id);
-  if (stale.length > 0) abandonAttempts(db, { ids: stale }, 'a later turn started in the same lane', now);
-  return startAttempt(
-    db,
-    {
-      sessionId: row.session_id,
-      workspace: row.workspace,
-      turnId: obs.turnId,
-      agentId: obs.agentId,
-      toolName: call.name,
-      toolUseId: call.toolUseId,
-      summary: summarizeCall(call),
-      kind: call.kind,
-    },
-    now,
-  ).attempt.started_ns;
-}
-
-/** PostToolUse: started -> closing (durable), then one observation attributes the changes, -> closed. */
-async function closeAttempt(
-  ctx: GuardContext,
-  db: Db,
-  row: SessionRow,
-  obs: Observation,
-  call: ToolCall,
-): Promise<void> {
-  const id = attemptId(row.session_id, call.toolUseId!);
-  const owner = selfId();
-  const a = immediate(db, () => {
-    if (!getAttempt(db, id)) {
-      // No Start on record (Latch installed mid-call): record the attempt; its changes cannot be timed.
-      startAttempt(
-        db,
-        {
-          sessionId: row.session_id,
-          workspace: row.workspace,
-          turnId: obs.turnId,
-          agentId: obs.agentId,
-          toolName: call.name,
-          toolUseId: call.toolUseId!,
-          summary: summarizeCall(call) + ' (no Start recorded)',
-          kind: call.kind,
-        },
-        ctx.now(),
-      );
-      markUntimed(db, id);
-    }
-    return beginClose(db, id, owner);
-  });
-  if (!a || a.state !== 'closing' || a.closer_pid !== owner.pid || a.closer_start !== owner.start) return;
-  // A command the read-only classifier accepts cannot change files: its Close skips the workspace
-  // scan. Should it have changed something after all, the next observation times that change into
-  // this attempt's window [started, closing] like any other (attribution is by time, not by observer).
-  if (
-    call.kind === 'shell' &&
-    a.started_ns !== '0' &&
-    (ctx.agent.isRewrittenRead(call.command ?? '') || verdictOf(ctx, obs, call).readOnly)
-  ) {
-    immediate(db, () => endClose(db, id, ctx.now(), CLOSE_REASON.readOnly));
-    return;
-  }
-  // A ready workspace watcher observes for the Close itself (it holds the journal and compiled code).
-  const byWatcher = observeByWatcher(db, ctx.home, row.workspace);
-  if (byWatcher === 'done') {
-    immediate(db, () => endClose(db, id, ctx.now(), CLOSE_REASON.watcher));
-    return;
-  }
-  const observer = await loadObserver();
-  // Synced with the workspace watcher (when one runs), the Close stats only what it journaled; a
-  // watcher that just left a request unanswered is not waited for twice (full observation).
-  const watch = byWatcher === 'unanswered' ? null : observer.syncWatcher(db, ctx.home, row.workspace);
-  immediate(db, () => {
-    observer.observeWorkspace(db, row.workspace, 'close', ctx.now(), undefined, { watch });
-    endClose(db, id, ctx.now(), CLOSE_REASON.hook);
-  });
-}
-
-/** A full observation (every file stat'ed: also the safety net for anything a watcher missed). */
-async function observe(ctx: GuardContext, db: Db, workspace: string, by: string): Promise<void> {
-  const observer = await loadObserver();
-  const sync = by === 'baseline' ? null : observer.syncWatcher(db, ctx.home, workspace);
-  immediate(db, () =>
-    observer.observeWorkspace(db, workspace, by, ctx.now(), undefined, { watch: sync && { ...sync, full: true } }),
-  );
-}
-
-/** The recovery barrier: finish the closes whose hook process died, one claim (generation) each. */
-export async function recoverOrphans(ctx: Pick<GuardContext, 'now'>, db: Db, workspace: string): Promise<number> {
-  const observer = await loadObserver();
-  const owner = selfId();
-  let done = 0;
-  for (const orphan of orphanedClosings(db, workspace)) {
-    const won = immediate(db, () => {
-      // Re-checked under the write lock: another recoverer may have claimed it since the list was
-      // read, and is then the (live) closer; only a dead closer's attempt may be claimed.
-      const current = getAttempt(db, orphan.id);
-      return (
-        !!current &&
-        current.state === 'closing' &&
-        !isAlive({ pid: current.closer_pid, start: current.closer_start }) &&
-        claimRecovery(db, current, owner)
-      );
-    });
-    if (!won) continue;
-    immediate(db, () => {
-      observer.observeWorkspace(db, workspace, 'recovery', ctx.now());
-      endClose(db, orphan.id, ctx.now(), CLOSE_REASON.recovered);
-    });
-    done++;
-  }
-  return done;
-}
-
-/** Was a brief version created at or after `since`? */
-function briefSince(db: Db, sessionId: string, since: string): boolean {
-  return !!db.prepare('SELECT 1 FROM briefs WHERE session_id = ? AND created_at >= ?').get(sessionId, since);
-}
-
-function hookSourceOf(ev: LatchEvent): Exclude<CompactionSource, 'transcript'> | null {
-  if (ev.type === 'pre_compact') return 'pre_compact';
-  if (ev.type === 'post_compact') return 'post_compact';
-  if (ev.type === 'session_start' && ev.source === 'compact') return 'session_start';
-  return null;
-}
-
-function readTranscript(ctx: GuardContext, obs: Observation, row: SessionRow, ev: LatchEvent): TranscriptRead {
-  // A sub-agent's hooks carry the root session_id and agent_id, with transcript_path = the sub-agent's
-  // own rollout. The session's scan state belongs to the root rollout: scan that one (a sub-agent's
-  // compaction arrives through its PreCompact/PostCompact hooks). Scanning the sub-agent's file here
-  // would restart it from byte 0 each time and count its compactions again.
-  const path = (obs.agentId ? row.transcript_path : null) ?? obs.transcriptPath ?? row.transcript_path;
-  if (!path)
-    return {
-      result: null,
-      problem: 'the session has no transcript (transcript_path is null), so compaction cannot be ruled out',
-    };
-  if (row.transcript_path && resolve(path) !== resolve(row.transcript_path)) {
-    // A resumed session may get a new rollout file; the scan then starts over for that file.
-    return safeScan(ctx, path, { ...EMPTY_SCAN, compactions: row.transcript_compactions }, row, ev);
-  }
-  return safeScan(ctx, path, scanStateOf(row), row, ev);
-}
-
-function safeScan(ctx: GuardContext, path: string, prev: ScanState, row: SessionRow, ev: LatchEvent): TranscriptRead {
-  try {
-    return { result: ctx.agent.transcript.scan(path, prev), problem: null };
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    // Codex writes the rollout lazily: a file that never existed holds no compaction yet.
-    if (code === 'ENOENT' && prev.dev === null && row.transcript_compactions === 0)
-      return { result: null, problem: null };
-    void ev;
-    return { result: null, problem: `the transcript ${path} cannot be read (${errorMessage(err)})` };
-  }
-}
-
-function mergeScan(row: SessionRow, st: ScanState): ScanState {
-  return { ...st, compactions: Math.max(st.compactions, row.transcript_compactions) };
-}
-
-function ensureCheckpoint(
-  slow: Slow | null,
-  db: Db,
-  row: SessionRow,
-  seq: number,
-  existing: string | null,
-  evidence: WorkspaceEvidence | null,
-  transcript: { path: string; size: number | null } | null,
-  obs: Observation,
-  trigger: string | null,
-  now: string,
-): void {
-  if (existing || !evidence || !slow) return;
-  let prefix = null;
-  if (transcript) {
-    try {
-      prefix = slow.hashPrefix(transcript.path, transcript.size);
-    } catch {
-      prefix = null; // recorded as unknown; verify then cannot prove the transcript and says so
-    }
-  }
-  const comp = getCompaction(db, row.session_id, seq)!;
-  const cp = slow.checkpointRow(
-    { ...evidence, transcript: prefix },
-    {
-      session_id: row.session_id,
-      compaction_seq: seq,
-      created_at: now,
-      turn_id: obs.turnId,
-      trigger: trigger ?? comp.trigger,
-      observed_via: comp.observed_via,
-      workspace: row.workspace,
-      cli_version: row.cli_version,
-      model: obs.model ?? row.model,
-      permission_mode: obs.permissionMode ?? row.permission_mode,
-    },
-  );
-  slow.insertCheckpoint(db, cp);
-  db.prepare('UPDATE compactions SET checkpoint_id = ? WHERE session_id = ? AND seq = ?').run(
-    cp.id,
-    row.session_id,
-    seq,
-  );
-}
-
-/**
- * The first tripping source of a compaction applies the policy's event; later sources only add to
- * observed_via. True when this trip left the session held (its leftover processes are then contained).
- */
-function trip(db: Db, row: SessionRow, seq: number, source: CompactionSource, now: string, again = false): boolean {
-  const comp = getCompaction(db, row.session_id, seq)!;
-  if (comp.tripped_at && !again) return false;
-  db.prepare('UPDATE compactions SET tripped_at = ? WHERE session_id = ? AND seq = ?').run(now, row.session_id, seq);
-  const reason = again
-    ? `context compaction #${seq} observed again via ${source}, written after authority was restored (checkpoint ${comp.checkpoint_id ?? 'none'})`
-    : `context compaction #${seq} observed via ${source} (checkpoint ${comp.checkpoint_id ?? 'none'})`;
-  transition(
-    db,
-    row,
-    compactionEvent(row.policy),
-    {
-      compaction_seq: seq,
-      observed_via: source,
-      checkpoint_id: comp.checkpoint_id,
-      policy: row.policy,
-      ...(again ? { again: true } : {}),
-    },
-    reason,
-    now,
-  );
-  return !mayMutate(getSession(db, row.session_id)!.state);
 }
 
 async function createSession(ctx: GuardContext, db: Db, obs: Observation, ev: LatchEvent): Promise<SessionRow> {
@@ -866,18 +431,4 @@ function safeWorkspaceRoot(slow: Slow, cwd: string): string {
   } catch {
     return resolve(cwd);
   }
-}
-
-/** Would the hook observations need a checkpoint (phase 1: the evidence is taken before the lock)? */
-function hooksNeedCheckpoint(
-  db: Db,
-  row: SessionRow,
-  items: readonly { source: AnnouncedSource; at: string | null }[],
-): boolean {
-  const sim = { ...row };
-  return items.some((it) => {
-    const { seq, reopen } = hookSeqOf(db, sim, it.source, it.at);
-    sim[SEEN_COLUMN[it.source]] = Math.max(sim[SEEN_COLUMN[it.source]], seq);
-    return reopen || !getCompaction(db, row.session_id, seq)?.checkpoint_id;
-  });
 }

@@ -415,3 +415,17 @@ export function claimRecovery(db: Db, a: AttemptRow, owner: ProcessId): boolean 
     [a.recovery_gen],
   );
 }
+
+/** The `started` attempts of a lane from any other turn than `turnId` (a later turn proves them over). */
+export function staleInLane(db: Db, lane: string, turnId: string | null): string[] {
+  return (
+    db
+      .prepare("SELECT id FROM attempts WHERE lane = ? AND state = 'started' AND turn_id IS NOT ? ")
+      .all(lane, turnId) as { id: string }[]
+  ).map((r) => r.id);
+}
+
+/** Has the workspace had an observation yet (its baseline)? */
+export function hasBaseline(db: Db, workspace: string): boolean {
+  return !!db.prepare('SELECT 1 FROM workspaces WHERE workspace = ?').get(workspace);
+}

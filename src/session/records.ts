@@ -362,3 +362,33 @@ export function recordAnnouncement(
      VALUES (?, ?, ?, ?, ?, ?, ?)`,
   ).run(a.id, a.session_id, a.source, a.announced_at, a.seq, now, a.by_own_hook ? 1 : 0);
 }
+
+/** The identity a later resume must match: the newest turn context seen in the transcript. */
+export function saveIdentity(db: Db, sessionId: string, turnContext: unknown): void {
+  db.prepare('UPDATE sessions SET identity_json = ? WHERE session_id = ?').run(JSON.stringify(turnContext), sessionId);
+}
+
+/** Raises a hook source's per-session counter to `seq` (never lowers it). */
+export function noteHookSeen(
+  db: Db,
+  sessionId: string,
+  source: Exclude<CompactionSource, 'transcript'>,
+  seq: number,
+): void {
+  db.prepare(`UPDATE sessions SET ${SEEN_COLUMN[source]} = MAX(${SEEN_COLUMN[source]}, ?) WHERE session_id = ?`).run(
+    seq,
+    sessionId,
+  );
+}
+
+export function setCompactionCheckpoint(db: Db, sessionId: string, seq: number, checkpointId: string): void {
+  db.prepare('UPDATE compactions SET checkpoint_id = ? WHERE session_id = ? AND seq = ?').run(
+    checkpointId,
+    sessionId,
+    seq,
+  );
+}
+
+export function markTripped(db: Db, sessionId: string, seq: number, now: string): void {
+  db.prepare('UPDATE compactions SET tripped_at = ? WHERE session_id = ? AND seq = ?').run(now, sessionId, seq);
+}
