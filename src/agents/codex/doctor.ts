@@ -40,8 +40,9 @@ import {
   type HooksListEntry,
   type IsolatedCodexHome,
 } from './app-server.js';
+import { eachLatchHandler } from '../../guard/tamper/handlers.js';
 import { readsReport } from './sandbox.js';
-import { hookCommand, hooksFilePath, isLatchHandler, LATCH_EVENTS } from './setup.js';
+import { hookCommand, hooksFilePath, LATCH_EVENTS } from './setup.js';
 
 export interface CodexDoctorOptions {
   /** --codex-home DIR (default: $CODEX_HOME, else ~/.codex). */
@@ -106,29 +107,19 @@ function scanHooksFile(file: string, scope: Scope): HooksScan {
     scan.error = '"hooks" is not an object';
     return scan;
   }
-  for (const [event, groups] of Object.entries(hooks as Record<string, unknown>)) {
-    if (!Array.isArray(groups)) continue;
-    groups.forEach((g: unknown, gi) => {
-      if (!g || typeof g !== 'object') return;
-      const group = g as { matcher?: unknown; hooks?: unknown };
-      if (!Array.isArray(group.hooks)) return;
-      group.hooks.forEach((h: unknown, hi) => {
-        if (!isLatchHandler(h)) return;
-        const handler = h as { command: string; timeout?: unknown; statusMessage?: unknown };
-        scan.handlers.push({
-          file,
-          scope,
-          event,
-          groupIndex: gi,
-          handlerIndex: hi,
-          command: handler.command,
-          matcher: typeof group.matcher === 'string' ? group.matcher : null,
-          timeout: handler.timeout,
-          statusMessage: handler.statusMessage,
-        });
-      });
-    });
-  }
+  eachLatchHandler(hooks, ({ event, group, index, matcher, handler }) =>
+    scan.handlers.push({
+      file,
+      scope,
+      event,
+      groupIndex: group,
+      handlerIndex: index,
+      command: handler.command,
+      matcher,
+      timeout: handler.timeout,
+      statusMessage: handler.statusMessage,
+    }),
+  );
   return scan;
 }
 

@@ -15,29 +15,40 @@ export function isLatchHandler(h: unknown): boolean {
   return typeof c === 'string' && MARK.test(c) && /latch/.test(c);
 }
 
+/** One Latch handler found in a hooks object, where it stands (Codex's trust keys are positional). */
+export interface LatchHandlerAt {
+  event: string;
+  group: number;
+  index: number;
+  matcher: string | null;
+  handler: { command: string; timeout?: unknown; statusMessage?: unknown };
+}
+
+/** Every Latch handler of a `hooks` object (`{ Event: [{ matcher, hooks: [...] }] }`), in file order; malformed parts are skipped. */
+export function eachLatchHandler(hooks: unknown, fn: (at: LatchHandlerAt) => void): void {
+  if (!hooks || typeof hooks !== 'object' || Array.isArray(hooks)) return;
+  for (const [event, groups] of Object.entries(hooks as Record<string, unknown>)) {
+    if (!Array.isArray(groups)) continue;
+    groups.forEach((g: unknown, group) => {
+      if (!g || typeof g !== 'object') return;
+      const gr = g as { matcher?: unknown; hooks?: unknown };
+      if (!Array.isArray(gr.hooks)) return;
+      gr.hooks.forEach((h: unknown, index) => {
+        if (!isLatchHandler(h)) return;
+        const matcher = typeof gr.matcher === 'string' ? gr.matcher : null;
+        fn({ event, group, index, matcher, handler: h as LatchHandlerAt['handler'] });
+      });
+    });
+  }
+}
+
 /** Latch's handlers in a parsed hooks file, with their positions (Codex's trust keys are positional). */
 export function latchHandlersOf(data: unknown): CanonHandler[] {
   const out: CanonHandler[] = [];
   const hooks = data && typeof data === 'object' ? (data as { hooks?: unknown }).hooks : undefined;
-  if (!hooks || typeof hooks !== 'object' || Array.isArray(hooks)) return out;
-  for (const [event, groups] of Object.entries(hooks as Record<string, unknown>)) {
-    if (!Array.isArray(groups)) continue;
-    groups.forEach((g: unknown, gi) => {
-      if (!g || typeof g !== 'object') return;
-      const group = g as { matcher?: unknown; hooks?: unknown };
-      if (!Array.isArray(group.hooks)) return;
-      group.hooks.forEach((h: unknown, hi) => {
-        if (!isLatchHandler(h)) return;
-        out.push({
-          event,
-          group: gi,
-          index: hi,
-          matcher: typeof group.matcher === 'string' ? group.matcher : null,
-          json: canonicalJson(h),
-        });
-      });
-    });
-  }
+  eachLatchHandler(hooks, ({ event, group, index, matcher, handler }) =>
+    out.push({ event, group, index, matcher, json: canonicalJson(handler) }),
+  );
   return out;
 }
 
