@@ -97,7 +97,7 @@ export function fullCheck(recorded: Recorded, opts: { only?: FileRow[]; workspac
       res.findings.push({ code, severity, path: row.path, detail });
     switch (row.role) {
       case 'claude_settings': {
-        digest = layerDigest(now);
+        digest = layerDigest(now, row.path);
         if (digest !== row.sha256)
           f(
             'claude_settings_changed',

@@ -51,6 +51,32 @@ export const CLAUDE_SECURITY_KEYS: readonly string[] = [
   'enabledMcpjsonServers',
 ];
 
+/**
+ * The MCP servers Claude Code starts by itself, outside any hook and any sandbox (at every start and
+ * resume, a latched session's too): `.claude.json`'s user-scope `mcpServers` and each project's
+ * local-scope servers and approvals; a project's `.mcp.json` servers (started once approved). Only
+ * these keys count: Claude Code rewrites `.claude.json` all the time (start counts, tips, caches).
+ */
+const MCP_PROJECT_KEYS = [
+  'mcpServers',
+  'enabledMcpjsonServers',
+  'disabledMcpjsonServers',
+  'enableAllProjectMcpServers',
+];
+
+/** The part of a parsed `.claude.json` that decides which MCP servers start, or null when none. */
+function claudeJsonMcp(data: Record<string, unknown>): unknown {
+  const projects: Record<string, unknown> = {};
+  if (isTable(data.projects))
+    for (const [p, v] of Object.entries(data.projects)) {
+      if (!isTable(v)) continue;
+      const keys = MCP_PROJECT_KEYS.filter((k) => Object.hasOwn(v, k));
+      if (keys.length) projects[p] = Object.fromEntries(keys.map((k) => [k, v[k]]));
+    }
+  const user = Object.hasOwn(data, 'mcpServers') ? data.mcpServers : undefined;
+  return user === undefined && Object.keys(projects).length === 0 ? null : { mcpServers: user ?? null, projects };
+}
+
 /** The user settings files of a Claude Code configuration directory. */
 const USER_LAYER_FILES = ['settings.json', 'settings.local.json', 'cowork_settings.json'];
 
@@ -63,7 +89,7 @@ const PROJECT_LAYER_FILES = ['settings.json', 'settings.local.json'];
  * a file Latch cannot read as a JSON object (compared byte for byte: fail closed), `special` for a
  * FIFO or device (never read: Claude Code would read whatever a writer sends), `error:<code>`.
  */
-export function layerDigest(now: FileNow): string {
+export function layerDigest(now: FileNow, path = ''): string {
   if (now.kind === 'error') return `error:${now.error ?? 'unknown'}`;
   if (now.kind === 'other' || (now.kind === 'symlink' && /^l:[^>]*>o:/.test(now.sig))) return 'special';
   if (now.sha256?.startsWith('too-large:')) return `raw:${now.sha256}`;
@@ -77,7 +103,14 @@ export function layerDigest(now: FileNow): string {
     data = undefined;
   }
   if (!isTable(data)) return `raw:${now.sha256 ?? sha256(now.bytes)}`;
-  const parts = CLAUDE_SECURITY_KEYS.filter((k) => Object.hasOwn(data, k))
+  const name = basename(path);
+  if (name === '.claude.json') {
+    const mcp = claudeJsonMcp(data);
+    return mcp === null ? 'none' : `mcp=${sha256(canonicalJson(mcp))}`;
+  }
+  const keys = name === '.mcp.json' ? ['mcpServers'] : CLAUDE_SECURITY_KEYS;
+  const parts = keys
+    .filter((k) => Object.hasOwn(data, k))
     .sort()
     .map((k) => `${k}=${sha256(canonicalJson(data[k]))}`);
   return parts.length ? parts.join(';') : 'none';
@@ -101,7 +134,7 @@ export function dropinDigest(dir: string): string {
   const names = dropinNames(dir);
   if (!Array.isArray(names)) return `error:${names.error}`;
   const parts = names
-    .map((n) => [n, layerDigest(readNow(join(dir, n)))] as const)
+    .map((n) => [n, layerDigest(readNow(join(dir, n)), join(dir, n))] as const)
     .filter(([, d]) => d !== 'none')
     .map(([n, d]) => `${n}:${d}`);
   return parts.length ? parts.join('|') : 'none';
@@ -111,7 +144,7 @@ export function dropinDigest(dir: string): string {
 export function layerRowsNow(scope: string, path: string, role: Role): FileRow[] {
   const now = readNow(path);
   if (role === 'claude_settings')
-    return [{ scope, path, role, sig: now.sig, sha256: layerDigest(now), link: now.link }];
+    return [{ scope, path, role, sig: now.sig, sha256: layerDigest(now, path), link: now.link }];
   const names = dropinNames(path);
   return [
     { scope, path, role, sig: now.sig, sha256: dropinDigest(path), link: now.link },
@@ -161,10 +194,11 @@ export interface LayerSession {
 /**
  * Every settings layer Claude Code 2.1.332 may read for a session: the user layer of its configuration
  * directory (from its transcript path; also each user directory Latch was set up in, and `~/.claude`
- * of the HOME setup ran with), the project (`.claude/settings.json`) and local
- * (`.claude/settings.local.json`) layers of its cwd, of the workspace (its git root) and of every
- * directory between them, and the managed settings (managed-settings.json and managed-settings.d/)
- * when this user could change them (root-owned /etc/claude-code is out of a user's reach).
+ * of the HOME setup ran with) with its `.claude.json` (MCP servers), the project
+ * (`.claude/settings.json`), local (`.claude/settings.local.json`) and `.mcp.json` layers of its cwd,
+ * of the workspace (its git root) and of every directory between them, and the managed settings
+ * (managed-settings.json and managed-settings.d/) when this user could change them (root-owned
+ * /etc/claude-code is out of a user's reach).
  */
 export function claudeLayerPaths(
   s: LayerSession,
@@ -173,8 +207,12 @@ export function claudeLayerPaths(
 ): { path: string; role: Role }[] {
   const out = new Map<string, Role>();
   const configDir = claudeConfigDirOf(s.transcript_path);
-  for (const d of new Set([...(configDir ? [configDir] : []), ...userDirs]))
+  for (const d of new Set([...(configDir ? [configDir] : []), ...userDirs])) {
     for (const n of USER_LAYER_FILES) out.set(join(d, n), 'claude_settings');
+    // `.claude.json` lives in CLAUDE_CONFIG_DIR when it is set, else beside `~/.claude` (in HOME).
+    out.set(join(d, '.claude.json'), 'claude_settings');
+    if (basename(d) === '.claude') out.set(join(dirname(d), '.claude.json'), 'claude_settings');
+  }
   // Claude Code reads the project layer of the directory it started in and the local layer of that
   // directory or of its git root. The session's cwd is the first (it is recorded at the session's first
   // hook, SessionStart); the workspace is Latch's name for the git root; the directories between
@@ -187,7 +225,10 @@ export function claudeLayerPaths(
     if (up === d || !(up === ws || up.startsWith(ws.endsWith('/') ? ws : `${ws}/`))) break;
     d = up;
   }
-  for (const p of projects) for (const n of PROJECT_LAYER_FILES) out.set(join(p, '.claude', n), 'claude_settings');
+  for (const p of projects) {
+    for (const n of PROJECT_LAYER_FILES) out.set(join(p, '.claude', n), 'claude_settings');
+    out.set(join(p, '.mcp.json'), 'claude_settings');
+  }
   const managed = claudeManagedDir();
   if (couldChange(join(managed, 'managed-settings.json'))) {
     out.set(join(managed, 'managed-settings.json'), 'claude_settings');
