@@ -4,7 +4,7 @@
 // qualifies the version (src/agents/codex/qualification.ts). Exit 0 all passed, 1 a check failed, 2 usage or
 // binary not found.
 import { spawnSync } from 'node:child_process';
-import { accessSync, constants, existsSync, mkdirSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import { EXIT, ExitError } from '../base/errors.js';
 import { isVersion, machineRecordsDir, versionStatus } from '../agents/codex/qualification.js';
@@ -15,6 +15,7 @@ import {
   runQualification,
   type ResolvedCodex,
 } from '../agents/codex/qualify/run.js';
+import { resolveOnPath } from '../guard/tamper/records.js';
 import { homeOf, json, type Io } from './io.js';
 
 export interface QualifyOptions {
@@ -25,19 +26,9 @@ export interface QualifyOptions {
   keep?: boolean;
 }
 
+/** The first executable `codex` on the PATH (resolved as the shell would, not run). */
 function onPath(env: NodeJS.ProcessEnv): string | null {
-  for (const dir of (env.PATH ?? '').split(delimiter)) {
-    if (!dir) continue;
-    const p = join(dir, 'codex');
-    try {
-      if (!statSync(p).isFile()) continue;
-      accessSync(p, constants.X_OK);
-      return p;
-    } catch {
-      /* next */
-    }
-  }
-  return null;
+  return resolveOnPath('codex', (env.PATH ?? '').split(delimiter).filter(Boolean));
 }
 
 /** $LATCH_HOME/cache/codex/<version>: where --install puts @openai/codex@<version>. */
