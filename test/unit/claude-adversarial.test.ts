@@ -752,6 +752,14 @@ test('a program Claude Code starts by itself (an MCP server in .claude.json or .
   assert.equal(await blocked(b, 'Bash', { command: 'echo 1 > a' }), false);
   writeFileSync(join(b.work, '.mcp.json'), JSON.stringify({ mcpServers: { x: evil } }));
   assert.ok(await blocked(b, 'Bash', { command: 'echo 2 > b' }), '.mcp.json: the next tracked call is denied');
+  // The legacy global config (read instead of .claude.json when it exists), planted while mutable.
+  const c = box();
+  t.after(c.cleanup);
+  await setUp(c);
+  await hook(c, payload(c, 'session-start-startup'));
+  assert.equal(await blocked(c, 'Bash', { command: 'echo 1 > a' }), false);
+  writeFileSync(join(c.config, '.config.json'), JSON.stringify({ mcpServers: { x: evil } }));
+  assert.ok(await blocked(c, 'Bash', { command: 'echo 2 > b' }), '.config.json: the next tracked call is denied');
 });
 
 test('a held session reaches the network through no tool: WebFetch and WebSearch are denied, naming the tool', {}, async (t) => {

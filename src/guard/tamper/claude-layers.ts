@@ -104,7 +104,7 @@ export function layerDigest(now: FileNow, path = ''): string {
   }
   if (!isTable(data)) return `raw:${now.sha256 ?? sha256(now.bytes)}`;
   const name = basename(path);
-  if (name === '.claude.json') {
+  if (name === '.claude.json' || name === '.config.json') {
     const mcp = claudeJsonMcp(data);
     return mcp === null ? 'none' : `mcp=${sha256(canonicalJson(mcp))}`;
   }
@@ -211,6 +211,8 @@ export function claudeLayerPaths(
     for (const n of USER_LAYER_FILES) out.set(join(d, n), 'claude_settings');
     // `.claude.json` lives in CLAUDE_CONFIG_DIR when it is set, else beside `~/.claude` (in HOME).
     out.set(join(d, '.claude.json'), 'claude_settings');
+    // The legacy global config, which Claude Code reads instead of `.claude.json` when it exists.
+    out.set(join(d, '.config.json'), 'claude_settings');
     if (basename(d) === '.claude') out.set(join(dirname(d), '.claude.json'), 'claude_settings');
   }
   // Claude Code reads the project layer of the directory it started in and the local layer of that
