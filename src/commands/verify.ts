@@ -17,7 +17,13 @@ import { latestCompaction, readStatus } from '../continuity/continuity.js';
 import { announcedDir, pendingAnnouncements } from '../session/announce.js';
 import { evaluateEvidence, type Evidence } from '../checkpoint/evidence.js';
 import type { Db } from '../store/store.js';
-import { getSession, RefusedTransition, transition, type SessionRow } from '../session/records.js';
+import {
+  getSession,
+  recordedAnnouncements,
+  RefusedTransition,
+  transition,
+  type SessionRow,
+} from '../session/records.js';
 import { immediate } from '../store/store.js';
 import { json, withStore, type Io } from './io.js';
 import { targetSessions, type TargetOptions } from './shared/target.js';
@@ -193,6 +199,14 @@ function printEvidence(io: Io, e: Evidence): void {
   }
 }
 
+/** The session's announcements no hook has counted yet (one counted but not removable is no reason to wait). */
+function uncounted(db: Db, home: string, sessionId: string): { ids: string[]; problem: string | null } {
+  const pending = pendingAnnouncements(home, sessionId);
+  const ids = pending.list.map((a) => a.id);
+  const counted = recordedAnnouncements(db, ids);
+  return { ids: ids.filter((id) => !counted.has(id)), problem: pending.problem };
+}
+
 export async function verify(io: Io, opts: VerifyOptions): Promise<number> {
   // The ancestry check first (cheap, refuses the agent before any work), then evidence (slow:
   // hashing), then confirmation, then one transaction per session.
@@ -252,14 +266,14 @@ export async function verify(io: Io, opts: VerifyOptions): Promise<number> {
         const current = getSession(db, row.session_id)!;
         // A compaction its hooks announced but no hook has counted yet (the store was locked, or the
         // hook died after announcing): restoring now would settle a compaction nobody has seen.
-        const pending = pendingAnnouncements(home, row.session_id);
-        if (pending.problem || pending.list.length > 0) {
+        const pending = uncounted(db, home, row.session_id);
+        if (pending.problem || pending.ids.length > 0) {
           return outcome(
             row,
             evidence,
             false,
             pending.problem ??
-              `a compaction was announced for this session and is not counted yet (${pending.list.map((a) => a.id).join(', ')} in ${announcedDir(home)}); the session's next hook counts it: run latch verify again after it`,
+              `a compaction was announced for this session and is not counted yet (${pending.ids.join(', ')} in ${announcedDir(home)}); the session's next hook counts it: run latch verify again after it`,
           );
         }
         if (
@@ -366,8 +380,8 @@ export async function resume(
       const done = immediate(db, () => {
         const current = getSession(db, row.session_id)!;
         if (current.state !== row.state || current.episode_started_at !== row.episode_started_at) return false;
-        const pending = pendingAnnouncements(home, row.session_id);
-        if (pending.problem || pending.list.length > 0) return false; // a compaction not counted yet
+        const pending = uncounted(db, home, row.session_id);
+        if (pending.problem || pending.ids.length > 0) return false; // a compaction not counted yet
         transition(
           db,
           current,

@@ -208,19 +208,20 @@ function countHook(
  * Announcements first (oldest first; listed again under the write lock, so each is counted once,
  * by a hook that records; when there was none, only by a compaction hook or a tracked call, whose
  * decision must see one that came meanwhile), the hook's own among them; then the hook's own
- * observation if its announcement was not there.
+ * observation if its announcement was not there. Returns what that second listing found wrong.
  */
 export function countHookObservations(
   c: Counting,
   pending: PendingAnnouncements,
   ownAnnouncement: string | null,
   tracked: boolean,
-): void {
+): string | null {
   const { ctx, db, obs, ev, now } = c;
   const hookSource = hookSourceOf(ev);
   let ownCounted = false;
   const relist = pending.list.length > 0 || hookSource !== null || tracked;
-  const listed = relist ? pendingAnnouncements(ctx.home, c.row.session_id).list : [];
+  const again = relist ? pendingAnnouncements(ctx.home, c.row.session_id) : null;
+  const listed = again?.list ?? [];
   const already = recordedAnnouncements(
     db,
     listed.map((a) => a.id),
@@ -247,6 +248,7 @@ export function countHookObservations(
     );
   }
   if (hookSource && !ownCounted) countHook(c, hookSource, null, triggerOf(ev), obs.turnId);
+  return again?.problem ?? null;
 }
 
 /** Was a brief version created at or after `since`? */

@@ -217,12 +217,13 @@ async function handleWithDb(
     // the hook's own observation (src/guard/compaction.ts).
     const counting: Counting = { ctx, db, obs, ev, slow, parts, evidence, now, row, contained, settled };
     applyTranscript(counting, scan);
-    countHookObservations(counting, pending, ownAnnouncement, tracked);
+    // What the listing under the lock found wrong (the directory swapped meanwhile) decides too.
+    const relistProblem = countHookObservations(counting, pending, ownAnnouncement, tracked);
     row = counting.row;
 
     switch (ev.type) {
       case 'pre_tool': {
-        const d = decideTool(ctx, db, row, obs, ev.call, scan, held!, now, pending.problem);
+        const d = decideTool(ctx, db, row, obs, ev.call, scan, held!, now, relistProblem ?? pending.problem);
         // A network tool changes no local file: no attempt (it is only denied while held).
         if (d.verdict !== 'allow' || ev.call.kind === null || ev.call.kind === 'network') return d;
         const admitted = admitStart(db, row, obs, ev.call, now);

@@ -18,11 +18,13 @@
 // a file deleted by a process the agent left running, between the create and the count.
 import {
   closeSync,
+  constants,
+  fstatSync,
   lstatSync,
   mkdirSync,
   openSync,
   readdirSync,
-  readFileSync,
+  readSync,
   rmdirSync,
   unlinkSync,
   writeSync,
@@ -152,13 +154,32 @@ export function pendingAnnouncements(home: string, sessionId: string): PendingAn
   }
   if (names.length === 0) return { list: [], problem: null };
   const prefix = `${sessionKey(sessionId)}.`;
-  const list: Announcement[] = [];
-  for (const id of names) {
-    if (!id.startsWith(prefix)) continue;
-    list.push(parse(dir, id, id.slice(prefix.length), sessionId));
-  }
+  const mine = names.filter((id) => id.startsWith(prefix));
+  // Each one is counted as a compaction in the hook's transaction: more than a session can have made
+  // would only run the hook into the agent's timeout (which lets a Codex call through).
+  if (mine.length > MAX_PENDING)
+    return { list: [], problem: `${mine.length} compaction announcements wait for this session in ${dir}` };
+  const list = mine.map((id) => parse(dir, id, id.slice(prefix.length), sessionId));
   const ms = (a: Announcement) => (a.at === null ? Number.POSITIVE_INFINITY : Date.parse(a.at));
   return { list: list.sort((a, b) => ms(a) - ms(b) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)), problem: null };
+}
+
+/** More announcements than this for one session are no compactions: tracked calls are denied. */
+const MAX_PENDING = 64;
+
+/**
+ * An announcement's content, at most 4 KiB, from a regular file only: opened without following a
+ * link and without blocking (a FIFO or a device put there by the agent must not stall the hook).
+ */
+function readSmall(path: string): string {
+  const fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  try {
+    if (!fstatSync(fd).isFile()) return '';
+    const buf = Buffer.alloc(4096);
+    return buf.toString('utf8', 0, readSync(fd, buf, 0, buf.length, 0));
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /**
@@ -172,7 +193,7 @@ function parse(dir: string, id: string, rest: string, sessionId: string): Announ
   let trigger: string | null = null;
   let turnId: string | null = null;
   try {
-    const body = JSON.parse(readFileSync(join(dir, id), 'utf8').slice(0, 4096)) as Record<string, unknown>;
+    const body = JSON.parse(readSmall(join(dir, id))) as Record<string, unknown>;
     if (body.session_id === sessionId) {
       if (typeof body.trigger === 'string') trigger = body.trigger.slice(0, 64);
       if (typeof body.turn_id === 'string') turnId = body.turn_id.slice(0, 200);

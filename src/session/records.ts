@@ -347,6 +347,7 @@ export function recordDenial(
 /** Compaction announcements (src/session/announce.ts) already counted, of those named. */
 export function recordedAnnouncements(db: Db, ids: readonly string[]): Set<string> {
   const out = new Set<string>();
+  if (ids.length === 0) return out;
   const q = db.prepare('SELECT 1 FROM announcements WHERE id = ?');
   for (const id of ids) if (q.get(id)) out.add(id);
   return out;

@@ -22,6 +22,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { join } from 'node:path';
+import { spawnSync } from 'node:child_process';
 import fc from 'fast-check';
 import { claude } from '../../src/agents/claude/index.js';
 import { runCodexHook, runHook } from '../../src/hook.js';
@@ -837,4 +838,35 @@ test('latch verify refuses while a compaction is announced and not yet counted; 
   assert.ok((await h.tool('echo 1 > a')).denied, 'the write is denied (and the hook counted #2)');
   assert.deepEqual(await shown(), { pending: [], problem: null });
   assert.equal(pendingAnnouncements(h.sb.home, 'S').list.length, 0, 'counted');
+});
+
+test('an announcement the agent makes a FIFO (or a link to one) does not stall the hook: it counts, and the write is denied', async (t) => {
+  const h = claudeHarness();
+  t.after(h.cleanup);
+  await h.hook('start');
+  assert.equal((await h.tool('echo 1 > a')).denied, false);
+  const dir = announcedDir(h.sb.home);
+  mkdirSync(dir, { mode: 0o700 });
+  const fifo = join(h.sb.base, 'fifo');
+  assert.equal(spawnSync('mkfifo', [fifo]).status, 0);
+  assert.equal(spawnSync('mkfifo', [join(dir, `${sessionKey('S')}.post_compact.1.1.a`)]).status, 0);
+  symlinkSync(fifo, join(dir, `${sessionKey('S')}.post_compact.1.1.b`));
+  const started = Date.now();
+  assert.ok((await h.tool('echo 2 > b')).denied, 'denied');
+  assert.ok(Date.now() - started < 20_000, 'answered');
+  assert.equal(state(h), 'latched');
+});
+
+test('more announcements than a session can have made are no compactions to count one by one: tracked calls are denied', async (t) => {
+  const h = claudeHarness();
+  t.after(h.cleanup);
+  await h.hook('start');
+  assert.equal((await h.tool('echo 1 > a')).denied, false);
+  const dir = announcedDir(h.sb.home);
+  mkdirSync(dir, { mode: 0o700 });
+  for (let i = 0; i < 65; i++) writeFileSync(join(dir, `${sessionKey('S')}.post_compact.${i}.1.x`), '');
+  const r = await h.tool('echo 2 > b');
+  assert.ok(r.denied, 'denied');
+  assert.match(r.reason, /65 compaction announcements wait/);
+  assert.equal(counts(h).compactions, 0, 'none counted one by one');
 });
