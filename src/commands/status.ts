@@ -61,6 +61,10 @@ export async function status(io: Io, opts: TargetOptions & { json?: boolean }): 
           io.out(
             `    tree ${c.tree.sha256.slice(0, 16)}… ${c.tree.files} files; git ${c.git.head?.slice(0, 12) ?? '-'} ${c.git.branch ?? ''}\n`,
           );
+          if (c.inherited_from)
+            io.out(
+              `    a fork's copy of a compaction settled in ${c.inherited_from.join(', ')}: inherited, it did not latch\n`,
+            );
         }
         if (s.contained.length > 0) {
           io.out(

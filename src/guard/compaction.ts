@@ -7,11 +7,13 @@ import { compactionEvent, mayMutate } from '../session/authority.js';
 import type { WorkspaceEvidence } from '../checkpoint/checkpoint.js';
 import { errorMessage } from '../base/errors.js';
 import {
+  boundaryCopies,
   getCompaction,
   getSession,
   hookSeqOf,
   markTripped,
   noteHookSeen,
+  noteParent,
   observeCompaction,
   observedAfterRestore,
   recordAnnouncement,
@@ -22,7 +24,9 @@ import {
   SEEN_COLUMN,
   setCompactionCheckpoint,
   settledByRestore,
+  settleInherited,
   transition,
+  type CompactionRow,
   type CompactionSource,
   type SessionRow,
 } from '../session/records.js';
@@ -137,12 +141,20 @@ export function applyTranscript(c: Counting, scan: TranscriptRead): void {
   if (!scan.result || (scan.result.reset === null && scan.result.state.offset < row.transcript_offset)) return;
   for (const t of scan.result.compactions) {
     if (t.index <= row.transcript_compactions) continue;
+    // A boundary other sessions hold too (a fork's copy of its parent's compaction), judged before
+    // this observation's row exists: whether anything of this session counted that number already.
+    const copy = copyVerdict(db, row, t, getCompaction(db, row.session_id, t.index), scan);
     const comp = observeCompaction(
       db,
       row.session_id,
       t.index,
       'transcript',
-      { transcript_offset: t.endOffset, summary_kind: t.summaryKind, turn_id: obs.turnId },
+      {
+        transcript_offset: t.endOffset,
+        summary_kind: t.summaryKind,
+        turn_id: obs.turnId,
+        boundary_id: t.boundaryId ?? null,
+      },
       now,
     );
     ensureCheckpoint(
@@ -157,11 +169,18 @@ export function applyTranscript(c: Counting, scan: TranscriptRead): void {
       comp.trigger,
       now,
     );
+    // A fork's copy names the session it came from when only one session holds that compaction.
+    if (copy?.fork && copy.owners.length === 1) noteParent(db, row.session_id, copy.owners[0]!);
+    if (copy?.inherit) {
+      // Settled here as a human's restore settled it in every session holding it: no trip.
+      settleInherited(db, row, comp.seq, copy.owners, now);
+      continue;
+    }
     // A boundary written after a restore that lands on a compaction the restore settled is not
     // that compaction's late line: it trips again (see hookSeqOf in records.ts); while the
     // session is held anyway, the next restore covers it.
     const again = mayMutate(row.state) && settledByRestore(row, comp) && observedAfterRestore(row, t.at ?? null);
-    if (trip(db, row, comp.seq, 'transcript', now, again)) c.contained.push(comp.seq);
+    if (trip(db, row, comp.seq, 'transcript', now, again, copy)) c.contained.push(comp.seq);
   }
   saveScanState(db, row.session_id, mergeScan(row, scan.result.state), now);
   // The identity a later resume must match: the newest turn identity (main lane only).
@@ -172,6 +191,83 @@ export function applyTranscript(c: Counting, scan: TranscriptRead): void {
   if (ids.length > 0) abandonAttempts(db, { ids }, 'tool output recorded without PostToolUse', now);
   row = getSession(db, obs.sessionId)!;
   c.row = row;
+}
+
+/** What a transcript boundary that other sessions hold too (the same boundary id) means here. */
+interface CopyVerdict {
+  /** Settle it here without a trip: a fork inheriting the human's decision of every session holding it. */
+  inherit: boolean;
+  /** It sits where a fork's copy of its parent's latest boundary sits (see copyVerdict). */
+  fork: boolean;
+  boundaryId: string;
+  /** The other sessions holding it. */
+  owners: string[];
+  /** Why it trips all the same (added to the trip's reason); null: nothing to add. */
+  detail: string | null;
+}
+
+/**
+ * Claude Code's `--fork-session` opens the fork's transcript with a copy of its parent's latest
+ * compact_boundary, uuid unchanged: the parent's compaction, which a human may already have
+ * verified there. Such a boundary is inherited (settled here, no trip) only when all of these hold;
+ * otherwise it trips like any boundary (fail closed), its reason naming the session that decided:
+ * - it sits where a fork's copy sits: the first compaction and the first conversation record of the
+ *   session's own recorded transcript, read without a reset (not a replaced or shrunk file, not
+ *   another file a hook named). A compaction of the session itself always follows its conversation,
+ *   so no boundary line written into the session (forged, or its real compaction's) is inherited;
+ * - nothing of this session counted that number before (a compaction hook or its announcement: the
+ *   hooks are the sure signal of the session's own compaction);
+ * - this session is mutable;
+ * - other sessions of the same agent hold that compaction (its boundary id recorded by their scans),
+ *   and every one of them is mutable, in the same workspace, and had it settled by a human's restore
+ *   there (settledByRestore; a fork that inherited it counts as settled, so a fork of a fork inherits).
+ * An inherited compaction is settled as a restore settles it (settleInherited): a hook observation
+ * made or counted afterwards opens a number above it, so the fork's own compaction still trips.
+ */
+function copyVerdict(
+  db: Db,
+  row: SessionRow,
+  t: TranscriptCompaction,
+  counted: CompactionRow | undefined,
+  scan: TranscriptRead,
+): CopyVerdict | null {
+  const id = t.boundaryId ?? null;
+  if (!id) return null;
+  const copies = boundaryCopies(db, id, row.session_id, row.agent);
+  const owners = [...new Set(copies.map((c) => c.session.session_id))];
+  const fork = t.atHead === true && t.index === 1 && scan.ownFile === true && scan.result?.reset === null;
+  const verdict = (detail: string | null, inherit = false): CopyVerdict => ({
+    inherit,
+    fork,
+    boundaryId: id,
+    owners,
+    detail,
+  });
+  const named = owners.length === 1 ? `session ${owners[0]}` : `sessions ${owners.join(', ')}`;
+  if (!fork)
+    return owners.length === 0
+      ? null
+      : verdict(
+          `its compact_boundary line carries the id of a compaction of ${named}, but not where a fork's copy sits (the head of the session's own transcript), so it counts as this session's own`,
+        );
+  if (owners.length === 0)
+    return verdict(
+      `it opens the transcript as a fork's copy does, but no session Latch knows holds that compaction (boundary ${id}), so no one verified it`,
+    );
+  if (counted)
+    return verdict(
+      `this session's own compaction hooks had counted #${t.index} before the copy of ${named}'s compaction was read`,
+    );
+  if (!mayMutate(row.state)) return verdict(null);
+  for (const c of copies) {
+    const s = c.session;
+    const from = owners.length === 1 ? `forked from session ${s.session_id}` : `session ${s.session_id} holds it too`;
+    if (!mayMutate(s.state)) return verdict(`${from}, which is ${s.state}`);
+    if (s.workspace !== row.workspace) return verdict(`${from}, of another workspace (${s.workspace})`);
+    if (!settledByRestore(s, c.compaction))
+      return verdict(`${from}, where no one has verified compaction #${c.compaction.seq} since it was observed`);
+  }
+  return verdict(null, true);
 }
 
 /** One hook's observation of a compaction: counted, checkpointed, tripped (PreCompact: no trip). */
@@ -272,7 +368,7 @@ export function readTranscript(ctx: GuardContext, obs: Observation, row: Session
     // A resumed session may get a new rollout file; the scan then starts over for that file.
     return safeScan(ctx, path, { ...EMPTY_SCAN, compactions: row.transcript_compactions }, row, ev);
   }
-  return safeScan(ctx, path, scanStateOf(row), row, ev);
+  return { ...safeScan(ctx, path, scanStateOf(row), row, ev), ownFile: row.transcript_path !== null };
 }
 
 function safeScan(ctx: GuardContext, path: string, prev: ScanState, row: SessionRow, ev: LatchEvent): TranscriptRead {
@@ -338,13 +434,22 @@ function ensureCheckpoint(
  * The first tripping source of a compaction applies the policy's event; later sources only add to
  * observed_via. True when this trip left the session held (its leftover processes are then contained).
  */
-function trip(db: Db, row: SessionRow, seq: number, source: CompactionSource, now: string, again = false): boolean {
+function trip(
+  db: Db,
+  row: SessionRow,
+  seq: number,
+  source: CompactionSource,
+  now: string,
+  again = false,
+  copy: CopyVerdict | null = null,
+): boolean {
   const comp = getCompaction(db, row.session_id, seq)!;
   if (comp.tripped_at && !again) return false;
   markTripped(db, row.session_id, seq, now);
-  const reason = again
+  const base = again
     ? `context compaction #${seq} observed again via ${source}, written after authority was restored (checkpoint ${comp.checkpoint_id ?? 'none'})`
     : `context compaction #${seq} observed via ${source} (checkpoint ${comp.checkpoint_id ?? 'none'})`;
+  const reason = copy?.detail ? `${base}: ${copy.detail}` : base;
   transition(
     db,
     row,
@@ -355,6 +460,7 @@ function trip(db: Db, row: SessionRow, seq: number, source: CompactionSource, no
       checkpoint_id: comp.checkpoint_id,
       policy: row.policy,
       ...(again ? { again: true } : {}),
+      ...(copy ? { boundary_id: copy.boundaryId, boundary_held_by: copy.owners, fork_copy: copy.fork } : {}),
     },
     reason,
     now,

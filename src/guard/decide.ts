@@ -376,6 +376,11 @@ export interface TranscriptRead {
   result: ScanResult | null;
   /** Why the transcript could not be checked (a tracked tool is then denied, unless policy allows). */
   problem: string | null;
+  /**
+   * The scan continued the session's recorded transcript (`sessions.transcript_path`) from its own
+   * scan state, rather than a file the hook named instead, read from its start. Absent: unknown (no).
+   */
+  ownFile?: boolean;
 }
 
 export function policyOf(row: SessionRow): ResolvedPolicy {

@@ -50,6 +50,13 @@ export interface CompactionRow {
   checkpoint_id: string | null;
   tripped_at: string | null;
   first_seen_at: string;
+  /** The agent's id of the transcript record that showed it (Claude Code's boundary uuid), if any. */
+  boundary_id: string | null;
+  /**
+   * JSON array of the sessions whose settled copy of this compaction a fork inherited (it then did not
+   * trip: tripped_at and the session's restore mark it settled, see settleInherited); null otherwise.
+   */
+  inherited_from: string | null;
 }
 
 export type CompactionSource = 'pre_compact' | 'post_compact' | 'session_start' | 'transcript';
@@ -236,14 +243,16 @@ export function observeCompaction(
     turn_id?: string | null;
     transcript_offset?: number | null;
     summary_kind?: string | null;
+    /** The transcript record's own id (TranscriptCompaction.boundaryId), when the source has one. */
+    boundary_id?: string | null;
   },
   now: string,
 ): CompactionRow {
   const existing = getCompaction(db, sessionId, seq);
   if (!existing) {
     db.prepare(
-      `INSERT INTO compactions (session_id, seq, trigger, observed_via, turn_id, transcript_offset, summary_kind, first_seen_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO compactions (session_id, seq, trigger, observed_via, turn_id, transcript_offset, summary_kind, boundary_id, first_seen_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ).run(
       sessionId,
       seq,
@@ -252,6 +261,7 @@ export function observeCompaction(
       fields.turn_id ?? null,
       fields.transcript_offset ?? null,
       fields.summary_kind ?? null,
+      fields.boundary_id ?? null,
       now,
     );
   } else {
@@ -259,7 +269,8 @@ export function observeCompaction(
     if (!via.includes(source)) via.push(source);
     db.prepare(
       `UPDATE compactions SET observed_via = ?, trigger = COALESCE(trigger, ?), turn_id = COALESCE(turn_id, ?),
-         transcript_offset = COALESCE(transcript_offset, ?), summary_kind = COALESCE(summary_kind, ?)
+         transcript_offset = COALESCE(transcript_offset, ?), summary_kind = COALESCE(summary_kind, ?),
+         boundary_id = COALESCE(boundary_id, ?)
        WHERE session_id = ? AND seq = ?`,
     ).run(
       JSON.stringify(via),
@@ -267,6 +278,7 @@ export function observeCompaction(
       fields.turn_id ?? null,
       fields.transcript_offset ?? null,
       fields.summary_kind ?? null,
+      fields.boundary_id ?? null,
       sessionId,
       seq,
     );
@@ -392,4 +404,59 @@ export function setCompactionCheckpoint(db: Db, sessionId: string, seq: number, 
 
 export function markTripped(db: Db, sessionId: string, seq: number, now: string): void {
   db.prepare('UPDATE compactions SET tripped_at = ? WHERE session_id = ? AND seq = ?').run(now, sessionId, seq);
+}
+
+/** A copy of a compaction in another session (the same boundary id), with that session as it is now. */
+export interface BoundaryCopy {
+  session: SessionRow;
+  compaction: CompactionRow;
+}
+
+/** The compactions of the other sessions of `agent` recorded with boundary id `boundaryId`. */
+export function boundaryCopies(db: Db, boundaryId: string, exceptSession: string, agent: string): BoundaryCopy[] {
+  const rows = db
+    .prepare(
+      `SELECT c.* FROM compactions c JOIN sessions s ON s.session_id = c.session_id
+        WHERE c.boundary_id = ? AND c.session_id <> ? AND s.agent = ? ORDER BY s.created_at, c.session_id, c.seq`,
+    )
+    .all(boundaryId, exceptSession, agent) as CompactionRow[];
+  return rows.map((compaction) => ({ session: getSession(db, compaction.session_id)!, compaction }));
+}
+
+/**
+ * Settles compaction `seq` of `row` as a restore would, without a human, because every other session
+ * holding the same compaction (`from`) had it settled by a human's restore (a fork inheriting its
+ * parent's decision, src/guard/compaction.ts): the compaction is marked tripped and the session
+ * restored at `now`, with its numbers closed up to `seq` (see hookSeqOf). So a hook observation made
+ * or counted after this opens a number above it, and a real compaction of the session still trips.
+ * `row` is updated in place (as transition does).
+ */
+export function settleInherited(db: Db, row: SessionRow, seq: number, from: readonly string[], now: string): void {
+  db.prepare('UPDATE compactions SET tripped_at = ?, inherited_from = ? WHERE session_id = ? AND seq = ?').run(
+    now,
+    JSON.stringify(from),
+    row.session_id,
+    seq,
+  );
+  db.prepare(
+    `UPDATE sessions SET restored_at = ?, updated_at = ?, closed_seq = MAX(closed_seq, seen_post_compact, seen_start_compact,
+       transcript_compactions, ?, COALESCE((SELECT MAX(seq) FROM compactions
+         WHERE compactions.session_id = sessions.session_id AND tripped_at IS NOT NULL), 0))
+     WHERE session_id = ?`,
+  ).run(now, now, seq, row.session_id);
+  const r = db.prepare('SELECT restored_at, closed_seq FROM sessions WHERE session_id = ?').get(row.session_id) as
+    | Pick<SessionRow, 'restored_at' | 'closed_seq'>
+    | undefined;
+  if (r) {
+    row.restored_at = r.restored_at;
+    row.closed_seq = r.closed_seq;
+  }
+}
+
+/** Records the session a fork was taken from, when the store did not know it. */
+export function noteParent(db: Db, sessionId: string, parentId: string): void {
+  db.prepare('UPDATE sessions SET parent_session_id = ? WHERE session_id = ? AND parent_session_id IS NULL').run(
+    parentId,
+    sessionId,
+  );
 }

@@ -27,6 +27,18 @@ export interface TranscriptCompaction {
    * on a compaction a human already settled trips again unless it was written before that restore.
    */
   at?: string | null;
+  /**
+   * The agent's own id of the record that showed it, when its format has one that survives a fork
+   * (Claude Code copies its parent's latest boundary, uuid unchanged, into a fork's transcript): the
+   * same compaction seen in two sessions. Null or absent when the reader has none (Codex).
+   */
+  boundaryId?: string | null;
+  /**
+   * The record opens the transcript: nothing but metadata records before it in the file (where a
+   * fork's copy of its parent's boundary sits; a compaction of the session itself always follows its
+   * conversation). False or absent when unknown.
+   */
+  atHead?: boolean;
 }
 
 export interface SessionMeta {

@@ -365,4 +365,15 @@ export const MIGRATIONS: readonly string[] = [
   -- Attempts recorded before: null (no container).
   ALTER TABLE attempts ADD COLUMN kind TEXT;
   `,
+  `
+  -- A compaction's identity across sessions (src/guard/compaction.ts): the id the agent gave the record
+  -- that showed it in the transcript (Claude Code's compact_boundary uuid, which a --fork-session copies
+  -- unchanged into the fork's transcript), when the transcript source saw one. A fork whose transcript
+  -- opens with such a copy inherits the decision of the sessions that hold it: settled when a human's
+  -- restore settled it in every one of them (inherited_from: their ids, JSON), tripped otherwise.
+  -- Compactions recorded before: null (no identity; a fork of them trips, as it did).
+  ALTER TABLE compactions ADD COLUMN boundary_id TEXT;
+  ALTER TABLE compactions ADD COLUMN inherited_from TEXT;
+  CREATE INDEX compactions_boundary ON compactions(boundary_id);
+  `,
 ];

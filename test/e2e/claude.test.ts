@@ -1,8 +1,10 @@
 // Acceptance on the real pinned Claude Code (2.1.332, `claude -p`) over the project's loopback fake of
 // the Messages API, hooks installed by `latch setup claude`: writes before an auto-compaction run;
 // after it Bash, Write and an MCP write are denied (files unchanged) while `cat` runs; the latch holds
-// across `--resume` and `--fork-session`; `latch verify --yes` gives authority back; the brief reaches
-// the model; the ledger attributes a Write and a Bash change; a crashing or missing Latch denies.
+// across `--resume` and `--fork-session`; `latch verify --yes` gives authority back, and a fork taken
+// after it inherits the verify (its copy of the boundary is the verified compaction) while a fork of
+// the session compacted again starts latched; the brief reaches the model; the ledger attributes a
+// Write and a Bash change; a crashing or missing Latch denies.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -66,12 +68,24 @@ interface Session {
   session_id: string;
   state: string;
   may_mutate: boolean;
+  reason: string | null;
+  parent_session_id: string | null;
   checkpoints: {
     id: string;
+    compaction_seq: number;
     trigger: string | null;
     observed_via: string[];
     tree: { sha256: string; files: number };
+    inherited_from?: string[];
   }[];
+}
+
+/** The uuids of a transcript's compact_boundary lines, in order. */
+function boundaryIds(id: string): string[] {
+  return env
+    .transcript(id)
+    .filter((l) => l.type === 'system' && l.subtype === 'compact_boundary')
+    .map((l) => String(l.uuid));
 }
 
 function session(env: ClaudeEnv, id: string): Session {
@@ -309,6 +323,11 @@ test('a `--fork-session` of the compacted session starts latched', async () => {
   const s = session(env, fork);
   assert.equal(s.state, 'latched');
   assert.equal(s.may_mutate, false);
+  // Its transcript opens with a copy of the parent's boundary (same uuid): the parent's compaction,
+  // which the parent holds latched.
+  assert.deepEqual(boundaryIds(fork), boundaryIds(sid));
+  assert.match(s.reason ?? '', new RegExp(`forked from session ${sid}, which is latched`));
+  assert.equal(s.parent_session_id, sid);
 });
 
 test('`latch verify --yes` restores authority; then a write works', async () => {
@@ -332,6 +351,69 @@ test('`latch verify --yes` restores authority; then a write works', async () => 
   assert.equal(env.file('verified.txt'), 'verified\n');
   assert.equal(env.file('verified2.txt'), 'v\n');
   assert.equal(session(env, sid).state, 'mutable');
+});
+
+test('a `--fork-session` of the verified session inherits the verify: its Write runs, it is mutable', async () => {
+  const r = await env.claude('fork after the verify and write', {
+    resume: sid,
+    fork: true,
+    turns: [
+      use('toolu_vfork_write', 'Write', { file_path: join(env.work, 'vfork.txt'), content: 'vfork\n' }),
+      use('toolu_vfork_bash', 'Bash', { command: 'echo vfork >> vfork.txt' }),
+      say('done'),
+    ],
+  });
+  ok(r, 'the fork after verify');
+  const fork = r.sessionId!;
+  assert.notEqual(fork, sid, 'a fork has its own session id');
+  assertRan(env, 'toolu_vfork_write');
+  assertRan(env, 'toolu_vfork_bash');
+  assert.equal(env.file('vfork.txt'), 'vfork\nvfork\n');
+  assert.deepEqual(boundaryIds(fork), boundaryIds(sid), 'the fork copied the verified boundary');
+  const s = session(env, fork);
+  assert.equal(s.state, 'mutable');
+  assert.equal(s.may_mutate, true);
+  // Its copy is recorded (checkpointed) as the compaction it inherited from the sessions that hold it
+  // verified: the parent and the fork taken while it was latched (verified with it).
+  assert.equal(s.checkpoints.length, 1, JSON.stringify(s.checkpoints));
+  assert.ok(s.checkpoints[0]!.inherited_from?.includes(sid), JSON.stringify(s.checkpoints[0]));
+  assert.deepEqual(s.checkpoints[0]!.observed_via, ['transcript']);
+  // The parent is untouched.
+  assert.equal(session(env, sid).state, 'mutable');
+});
+
+test('the parent compacts again: it latches, and a fork of it (a new boundary) starts latched', async () => {
+  const r = await env.claude('more work', {
+    resume: sid,
+    turns: [
+      use('toolu_again_bash', 'Bash', { command: 'echo again > again.txt' }, COMPACTING_INPUT_TOKENS),
+      use('toolu_again_write', 'Write', { file_path: join(env.work, 'again2.txt'), content: 'x\n' }),
+      say('blocked'),
+    ],
+  });
+  ok(r, 'the second compaction');
+  assertRan(env, 'toolu_again_bash');
+  assertDenied(env, 'toolu_again_write');
+  assert.equal(session(env, sid).state, 'latched');
+  const ids = boundaryIds(sid);
+  assert.equal(ids.length, 2, 'a second compact_boundary, with its own uuid');
+  assert.notEqual(ids[1], ids[0]);
+  const f = await env.claude('fork and write', {
+    resume: sid,
+    fork: true,
+    turns: [
+      use('toolu_again_fork_write', 'Write', { file_path: join(env.work, 'again-fork.txt'), content: 'x\n' }),
+      say('ok'),
+    ],
+  });
+  ok(f, 'the fork of the compacted-again session');
+  const fork = f.sessionId!;
+  assertDenied(env, 'toolu_again_fork_write');
+  assert.equal(env.file('again-fork.txt'), null);
+  assert.deepEqual(boundaryIds(fork), [ids[1]], 'the fork copies the latest boundary only');
+  const s = session(env, fork);
+  assert.equal(s.state, 'latched');
+  assert.match(s.reason ?? '', new RegExp(`forked from session ${sid}, which is latched`));
 });
 
 // ---- fail closed: the installed PreToolUse handler denies when Latch is missing, crashes or hangs ----

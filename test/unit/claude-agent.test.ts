@@ -349,9 +349,26 @@ test('scan of a real compacting transcript: each compact_boundary, tool results,
   const boundaries = endsOf(buf, '"subtype":"compact_boundary"');
   assert.equal(boundaries.length, 2, 'auto + manual compaction');
   assert.deepEqual(r.compactions, [
-    // `at`: the boundary line's own timestamp (a boundary written after a restore trips again).
-    { index: 1, endOffset: boundaries[0], via: 'compact_boundary', summaryKind: null, at: '2026-12-01T15:35:44.593Z' },
-    { index: 2, endOffset: boundaries[1], via: 'compact_boundary', summaryKind: null, at: '2026-12-01T15:35:57.271Z' },
+    // `at`: the boundary line's own timestamp (a boundary written after a restore trips again);
+    // `boundaryId`: its uuid; `atHead`: false, the session's own compactions follow its conversation.
+    {
+      index: 1,
+      endOffset: boundaries[0],
+      via: 'compact_boundary',
+      summaryKind: null,
+      at: '2026-12-01T15:35:44.593Z',
+      boundaryId: 'cb77875a-17ce-467b-ba98-85a82308ab0e',
+      atHead: false,
+    },
+    {
+      index: 2,
+      endOffset: boundaries[1],
+      via: 'compact_boundary',
+      summaryKind: null,
+      at: '2026-12-01T15:35:57.271Z',
+      boundaryId: '8650f2eb-e18e-4cb6-b1b2-0161f364e6e0',
+      atHead: false,
+    },
   ]);
   assert.equal(r.state.offset, buf.length);
   assert.equal(r.state.compactions, 2);
@@ -393,6 +410,9 @@ test('a fork starts with a copy of its parent’s boundary: its first scan finds
   const r = scanClaudeTranscript(FORK, EMPTY_SCAN);
   assert.equal(r.compactions.length, 1);
   assert.equal(r.compactions[0]!.endOffset, endsOf(readFileSync(FORK), '"subtype":"compact_boundary"')[0]);
+  // The copy keeps the parent's latest boundary uuid, and opens the file (only metadata before it).
+  assert.equal(r.compactions[0]!.boundaryId, '8650f2eb-e18e-4cb6-b1b2-0161f364e6e0');
+  assert.equal(r.compactions[0]!.atHead, true);
   assert.deepEqual(r.meta, {
     id: '3a6c6dfe-ca5e-47d0-b9a8-6e05f180aaba',
     cliVersion: '2.1.332',
@@ -406,7 +426,16 @@ test('a fork starts with a copy of its parent’s boundary: its first scan finds
   try {
     const twice = join(sb.base, 'twice.jsonl');
     writeFileSync(twice, Buffer.concat([readFileSync(FORK), readFileSync(FORK)]));
-    assert.equal(scanClaudeTranscript(twice, EMPTY_SCAN).compactions.length, 2);
+    const both = scanClaudeTranscript(twice, EMPTY_SCAN).compactions;
+    assert.equal(both.length, 2);
+    // Only the first opens the file: the second follows conversation records.
+    assert.deepEqual(
+      both.map((c) => [c.boundaryId, c.atHead]),
+      [
+        [parentUuid, true],
+        [parentUuid, false],
+      ],
+    );
   } finally {
     sb.cleanup();
   }
@@ -868,7 +897,7 @@ test('runHook(claude): compaction latches; Bash writes, Write and every tracked 
   }
 });
 
-test('runHook(claude): a fork of a compacted session starts latched (its copied boundary trips it)', async (t) => {
+test('runHook(claude): a fork of a compacted session Latch never saw starts latched (its copied boundary trips it)', async (t) => {
   const sb = claudeSandbox();
   t.after(sb.cleanup);
   // SessionStart(fork) runs before Claude Code writes the fork's file.
@@ -877,6 +906,16 @@ test('runHook(claude): a fork of a compacted session starts latched (its copied 
   const r = await hook(sb, tool(sb, 'Bash', { command: 'echo x > x.txt' }));
   assert.ok(r.denied, 'the fork’s first tracked call is denied');
   assert.match(r.reason, /latched/);
+  // No session holds the compaction it copies: nobody verified it (test/unit/claude-fork.test.ts).
+  const db = openStore(sb.home, { create: false });
+  try {
+    const row = db.prepare("SELECT state_reason FROM sessions WHERE session_id = 'S'").get() as {
+      state_reason: string;
+    };
+    assert.match(row.state_reason, /no session Latch knows holds that compaction/);
+  } finally {
+    db.close();
+  }
 });
 
 test('runHook(claude): a failing Bash call is closed by PostToolUseFailure', async (t) => {

@@ -8,8 +8,10 @@
 // A compaction appends a `{"type":"system","subtype":"compact_boundary",...}` line (then the
 // `isCompactSummary` user line); it may reach the file only after PostCompact and the first tool call
 // after it, so the hooks are the first signal and this scan the second. A fork (`--fork-session`)
-// starts with copies of its parent's latest boundary: each boundary line counts, so the fork's first
-// scan finds it and trips (fail closed).
+// starts with copies of its parent's latest boundary and summary, uuid and timestamp unchanged: each
+// boundary line counts, and the scan reports its uuid (`boundaryId`) and whether it opens the file
+// (`atHead`: only metadata records before it), so the guard can tell a fork's copy of a compaction a
+// human already verified in another session (src/guard/compaction.ts) from the session's own.
 import { closeSync, existsSync, fstatSync, openSync, readSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -33,6 +35,18 @@ const BOUNDARY_MARK = Buffer.from('"subtype":"compact_boundary"');
 const RESULT_MARK = Buffer.from('"type":"tool_result"');
 const BRIEF_MARK = '<<<LATCH-BRIEF';
 const LEAD_TYPE = Buffer.from('{"type":"');
+/** Records of the conversation (they start with parentUuid, or with one of these types). */
+const CONVERSATION_TYPES = new Set(['user', 'assistant', 'system', 'attachment']);
+/** A boundary uuid as Claude Code writes it (a UUID); anything else is not an identity. */
+const BOUNDARY_ID = /^[0-9A-Za-z][0-9A-Za-z_-]{7,127}$/;
+
+/**
+ * What the scan carries between reads (ScanState.group): `{ head: true }` while the bytes read so
+ * far hold only metadata records; null otherwise, or when unknown (a state from before this field).
+ */
+interface ClaudeScanGroup {
+  head: true;
+}
 
 /** Scan `path` from `prev.offset`. Throws when the file cannot be read (callers fail closed). */
 export function scanClaudeTranscript(path: string, prev: ScanState): ScanResult {
@@ -58,7 +72,7 @@ export function scanClaudeTranscript(path: string, prev: ScanState): ScanResult 
       dev,
       ino,
       compactions: Math.max(scanner.count, reset ? prev.compactions : 0),
-      group: null,
+      group: scanner.head ? ({ head: true } satisfies ClaudeScanGroup) : null,
     };
     // After a reset only compactions beyond what was already counted are new.
     const compactions = reset ? scanner.found.filter((c) => c.index > prev.compactions) : scanner.found;
@@ -85,6 +99,8 @@ class LineScanner {
   outputs: string[] = [];
   briefOutputs: BriefOutput[] = [];
   badLines = 0;
+  /** No conversation record read yet in this file: a boundary here opens it (a fork's copy). */
+  head: boolean;
   private meta: { id: string | null; cliVersion: string | null; cwd: string | null } = {
     id: null,
     cliVersion: null,
@@ -94,6 +110,8 @@ class LineScanner {
   constructor(s: ScanState) {
     this.offset = s.offset;
     this.count = s.compactions;
+    // From the file's start, nothing read yet; past it, only a state that says so (unknown: not the head).
+    this.head = s.offset === 0 || (s.group as Partial<ClaudeScanGroup> | null)?.head === true;
   }
 
   metaResult(): SessionMeta | null {
@@ -135,6 +153,9 @@ class LineScanner {
     // start with parentUuid. Only `user` and `system` lines matter here.
     const lead = leadType(line);
     const wanted = lead === null || lead === 'user' || lead === 'system';
+    // Whether this line is the first conversation record (any line that is not a metadata record is).
+    const atHead = this.head;
+    if (lead === null || CONVERSATION_TYPES.has(lead)) this.head = false;
     // The boundary's bytes are looked for in EVERY line: an unterminated line the agent left in the
     // file joins the next line Claude Code appends, under the agent's lead type (fail closed below).
     const boundary = line.indexOf(BOUNDARY_MARK) >= 0;
@@ -150,18 +171,32 @@ class LineScanner {
       this.badLines++;
       // A line with the boundary's bytes that cannot be read is counted as one (fail closed; its time
       // unknown, so it also trips again after a restore).
-      if (boundary) this.compaction(end, null);
+      // Nor has it an identity, so it is never taken for another session's compaction.
+      if (boundary) this.compaction(end, null, null, false);
       return;
     }
     if (needMeta) this.readMeta(obj);
     if (boundary && obj.type === 'system' && obj.subtype === 'compact_boundary')
-      this.compaction(end, typeof obj.timestamp === 'string' ? obj.timestamp : null);
+      this.compaction(
+        end,
+        typeof obj.timestamp === 'string' ? obj.timestamp : null,
+        typeof obj.uuid === 'string' && BOUNDARY_ID.test(obj.uuid) ? obj.uuid : null,
+        atHead,
+      );
     else if (result && obj.type === 'user') this.toolResults(obj, end);
   }
 
-  private compaction(end: number, at: string | null): void {
+  private compaction(end: number, at: string | null, boundaryId: string | null, atHead: boolean): void {
     this.count++;
-    this.found.push({ index: this.count, endOffset: end, via: 'compact_boundary', summaryKind: null, at });
+    this.found.push({
+      index: this.count,
+      endOffset: end,
+      via: 'compact_boundary',
+      summaryKind: null,
+      at,
+      boundaryId,
+      atHead,
+    });
   }
 
   /** The tool_result blocks of a user line: their ids, and those that carry a brief page. */

@@ -14,6 +14,8 @@ interface CheckpointJson {
   tree: { sha256: string; files: number };
   git: { head: string | null; branch: string | null };
   transcript: { path: string | null; size: number | null; sha256: string | null };
+  /** A fork's copy of a compaction settled in these sessions: inherited, it did not trip (absent otherwise). */
+  inherited_from?: string[];
 }
 
 export function sessionJson(db: Db, row: SessionRow) {
@@ -22,6 +24,9 @@ export function sessionJson(db: Db, row: SessionRow) {
     .all(row.session_id) as Record<string, unknown>[];
   const compactions = compactionsOf(db, row.session_id);
   const viaOf = new Map(compactions.map((c) => [c.seq, JSON.parse(c.observed_via) as string[]]));
+  const inheritedOf = new Map(
+    compactions.filter((c) => c.inherited_from).map((c) => [c.seq, JSON.parse(c.inherited_from!) as string[]]),
+  );
   const held = blockers(db, row).filter((s) => s.session_id !== row.session_id);
   const denials = (
     db.prepare('SELECT COUNT(*) AS n FROM denials WHERE session_id = ?').get(row.session_id) as { n: number }
@@ -39,6 +44,9 @@ export function sessionJson(db: Db, row: SessionRow) {
       size: c.transcript_size as number | null,
       sha256: c.transcript_sha256 as string | null,
     },
+    ...(inheritedOf.has(c.compaction_seq as number)
+      ? { inherited_from: inheritedOf.get(c.compaction_seq as number)! }
+      : {}),
   }));
   const lastResume = db
     .prepare('SELECT at, decision, checks_json FROM resume_decisions WHERE session_id = ? ORDER BY id DESC LIMIT 1')
