@@ -14,12 +14,16 @@
 // Two tiers:
 // - `quickCheck`: the hook hot path. One SELECT and one lstat per recorded file (no hashing, no TOML,
 //   no file contents): a file whose lstat identity (kind, size, mtime_ns, ctime_ns, ino, dev) is
-//   unchanged is unchanged. ctime cannot be set back by a process, so "edit, then restore mtime"
-//   shows as a change.
-// - `fullCheck`: re-hash and re-parse the files (all of them, or the ones whose stat changed), and
-//   return findings as data. A stat change whose content is unchanged (`touch`) or whose change is
-//   benign (a trust entry added by the human's /hooks review, another table of config.toml) is no
-//   finding; `checkRegistration` then refreshes the recorded stat so the next hook is quick again.
+//   unchanged is unchanged, once that identity is trusted. ctime cannot be set back by a process, so
+//   "edit, then restore mtime" shows as a change. A write through a shared memory map moves no time
+//   until the kernel write-protects the page again, so an identity is trusted only once its content
+//   was read after an fdatasync or long after its ctime, on ext4/xfs/btrfs/f2fs (fingerprint.ts);
+//   until then, and always on tmpfs and other filesystems, the hook re-hashes the file (small ones).
+// - `fullCheck`: re-hash and re-parse the files (all of them, or the ones whose stat or content
+//   changed), and return findings as data. A stat change whose content is unchanged (`touch`) or
+//   whose change is benign (a trust entry added by the human's /hooks review, another table of
+//   config.toml) is no finding; `checkRegistration` then records the new identity and content
+//   baseline once (the baseline findings compare against is kept apart from the identity's trust).
 //
 // A change is accepted only by a human re-running `latch setup codex` / `latch setup claude` (which
 // re-records everything, the settings layers the sessions recorded included).
@@ -51,8 +55,21 @@ export {
   type Severity,
   type Touch,
   TOUCH_SCOPE,
+  type Verify,
 } from './tamper/types.js';
-export { canonicalJson, type FileNow, readNow, statSig, userCanChange } from './tamper/fingerprint.js';
+export {
+  canonicalJson,
+  CTIME_SETTLE_MS,
+  type FileNow,
+  readForTrust,
+  readNow,
+  statSig,
+  storedSig,
+  userCanChange,
+  VERIFY_MAX,
+  verifyOf,
+  WRITTEN_BACK_MS,
+} from './tamper/fingerprint.js';
 export { loadRecorded, quickCheck, type QuickResult } from './tamper/quick.js';
 export { isLatchHandler, latchHandlersOf, trustKeysOf } from './tamper/handlers.js';
 export { configPart } from './tamper/codex-config.js';

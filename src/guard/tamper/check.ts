@@ -13,9 +13,9 @@ import {
   recordClaudeLayers,
 } from './claude-layers.js';
 import { compareConfig, configPart, ruleCheckWorkspace } from './codex-config.js';
-import { canonicalJson, kindOfSig, readNow } from './fingerprint.js';
+import { canonicalJson, kindOfSig, readForTrust, readNow, storedSig, verifyOf, verifyOfRead } from './fingerprint.js';
 import { compareHooks, trustKeysOf } from './handlers.js';
-import { loadRecorded, quickCheck, workspaceRows } from './quick.js';
+import { loadRecorded, type QuickResult, quickCheck, workspaceRows } from './quick.js';
 import { resolveOnPath } from './records.js';
 import {
   type FileRow,
@@ -63,9 +63,14 @@ function allLatchKeys(recorded: Recorded): string[] {
 
 /**
  * Re-hashes and re-parses the recorded files (`only`: just these rows; default all) and compares
- * them with the fingerprint. Findings are data; `severity: "warn"` ones never latch.
+ * them with the fingerprint. Findings are data; `severity: "warn"` ones never latch. `trust`: read
+ * each file so that its identity may be trusted (readForTrust: after an fdatasync when recent), for
+ * the refresh to record (the hook's check; a report only reads).
  */
-export function fullCheck(recorded: Recorded, opts: { only?: FileRow[]; workspace?: string | null } = {}): FullResult {
+export function fullCheck(
+  recorded: Recorded,
+  opts: { only?: FileRow[]; workspace?: string | null; trust?: boolean } = {},
+): FullResult {
   const res: FullResult = { findings: [], refresh: [], scopeUpdates: [], checked: 0 };
   const layers = opts.workspace ? LAYER_PREFIX + opts.workspace : null;
   if (!recorded.scopes.some(isRegistration)) {
@@ -89,7 +94,8 @@ export function fullCheck(recorded: Recorded, opts: { only?: FileRow[]; workspac
   let pathFindings: Finding[] | null = null;
   for (const row of rows) {
     res.checked++;
-    const now = readNow(row.path);
+    const readAt = Date.now();
+    const now = opts.trust ? readForTrust(row.path, row.role) : readNow(row.path);
     const before = res.findings.length;
     /** The value a refresh records in the sha256 column (a layer's digest instead of the file's hash). */
     let digest: string | null = null;
@@ -101,7 +107,7 @@ export function fullCheck(recorded: Recorded, opts: { only?: FileRow[]; workspac
         if (digest !== row.sha256)
           f(
             'claude_settings_changed',
-            `Claude Code settings: ${describeLayerChange(row.sha256, digest)} (these keys decide whether Latch's hooks run, with what environment, and which programs Claude Code runs outside any sandbox)`,
+            `Claude Code settings: ${describeLayerChange(row.sha256, digest)} (${row.sig === 'absent' ? 'a layer written since Latch began watching this workspace; ' : ''}these keys decide whether Latch's hooks run, with what environment, and which programs Claude Code runs outside any sandbox)`,
           );
         break;
       }
@@ -218,10 +224,45 @@ export function fullCheck(recorded: Recorded, opts: { only?: FileRow[]; workspac
         break;
     }
     const tamper = res.findings.slice(before).some((x) => x.severity === 'tamper');
-    if (!tamper && now.sig !== row.sig)
-      res.refresh.push({ ...row, sig: now.sig, sha256: digest ?? now.sha256 ?? row.sha256, link: now.link });
+    // No finding: the new identity and content baseline are recorded, with whether the identity
+    // stands for the content (verifyOf; a row re-hashed on every hook gets the bytes read here).
+    if (!tamper && (now.sig !== row.sig || row.verify)) {
+      const next: FileRow = {
+        ...row,
+        sig: now.sig,
+        sha256: digest ?? now.sha256 ?? row.sha256,
+        link: now.link,
+        verify: verifyOf(row.role, row.path, now, readAt),
+      };
+      if (storedSig(next.sig, next.verify) !== storedSig(row.sig, row.verify) || next.sha256 !== row.sha256)
+        res.refresh.push(next);
+    }
   }
   return res;
+}
+
+/**
+ * Re-hashes the rows whose identity held but does not stand for the content (QuickResult.verify):
+ * `changed`, those whose bytes differ from what was last read at that identity (or whose identity
+ * moved meanwhile), to be compared like a stat change; `trusted`, `sync` rows read unchanged in a way
+ * verifyOfRead now trusts (after an fdatasync, or with a ctime old enough).
+ */
+function verifyContent(rows: QuickResult['verify']): {
+  changed: { scope: string; path: string; now: string; raw: string | null }[];
+  trusted: { scope: string; path: string; stored: string; sig: string }[];
+} {
+  const changed: { scope: string; path: string; now: string; raw: string | null }[] = [];
+  const trusted: { scope: string; path: string; stored: string; sig: string }[] = [];
+  for (const r of rows) {
+    const readAt = Date.now();
+    const sync = r.verify.until === 'sync';
+    const now = sync ? readForTrust(r.path) : readNow(r.path);
+    if (now.sig !== r.sig || now.sha256 === null || now.sha256 !== r.verify.raw)
+      changed.push({ scope: r.scope, path: r.path, now: now.sig, raw: now.sha256 });
+    else if (sync && verifyOfRead(r.path, now, readAt) === null)
+      trusted.push({ scope: r.scope, path: r.path, stored: storedSig(r.sig, r.verify), sig: now.sig });
+  }
+  return { changed, trusted };
 }
 
 function short(h: string | null): string {
@@ -264,11 +305,23 @@ export function checkRegistration(db: Db, opts: { workspace?: string | null; now
       escalated: false,
       cached: false,
     };
-  if (q.status === 'ok') return { status: 'ok', findings: [], escalated: false, cached: false };
+  // The identities that do not stand for the content yet are re-hashed (a few small files; none
+  // once their ctimes are old, on a filesystem that writes back).
+  const v = verifyContent(q.verify);
+  const promote = (d: Db) => {
+    const up = d.prepare('UPDATE registration_files SET sig = ? WHERE scope = ? AND path = ? AND sig = ?');
+    for (const t of v.trusted) up.run(t.sig, t.scope, t.path, t.stored);
+  };
+  if (q.status === 'ok' && v.changed.length === 0) {
+    if (v.trusted.length) immediate(db, () => promote(db));
+    return { status: 'ok', findings: [], escalated: false, cached: false };
+  }
+  // The alarm's key: every identity, and the content of a row that changed under a held identity.
+  const key = v.changed.length ? `${q.sigs}#${v.changed.map((c) => `${c.path}=${c.raw}`).join('|')}` : q.sigs;
   const alarm = db.prepare('SELECT sigs, findings_json FROM registration_alarm WHERE id = 1').get() as
     | { sigs: string; findings_json: string }
     | undefined;
-  if (alarm && alarm.sigs === q.sigs)
+  if (alarm && alarm.sigs === key)
     return {
       status: 'tampered',
       findings: JSON.parse(alarm.findings_json) as Finding[],
@@ -277,20 +330,21 @@ export function checkRegistration(db: Db, opts: { workspace?: string | null; now
     };
   const recorded = loadRecorded(db);
   const ws = workspaceRows(recorded, opts.workspace);
-  const only = q.changed
+  const only = [...q.changed, ...v.changed]
     .map(
       (c) =>
         recorded.files.find((f) => f.scope === c.scope && f.path === c.path) ??
         ws.find((f) => f.scope === c.scope && f.path === c.path),
     )
     .filter((r): r is FileRow => !!r);
-  const full = fullCheck(recorded, { only, workspace: opts.workspace });
+  const full = fullCheck(recorded, { only, workspace: opts.workspace, trust: true });
   const tamper = full.findings.filter((f) => f.severity === 'tamper');
   immediate(db, () => {
     const up = db.prepare(
       'INSERT INTO registration_files (scope, path, role, sig, sha256, link) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (scope, path) DO UPDATE SET sig = excluded.sig, sha256 = excluded.sha256, link = excluded.link',
     );
-    for (const r of full.refresh) up.run(r.scope, r.path, r.role, r.sig, r.sha256, r.link);
+    for (const r of full.refresh) up.run(r.scope, r.path, r.role, storedSig(r.sig, r.verify), r.sha256, r.link);
+    promote(db);
     // Same content, other stat identity (a touch): accepted, but kept as evidence, since a change
     // reverted before any hook ran (one that blinded the hooks meanwhile) looks the same.
     const touched: Touch[] = full.refresh
@@ -321,7 +375,7 @@ export function checkRegistration(db: Db, opts: { workspace?: string | null; now
     if (tamper.length) {
       db.prepare(
         'INSERT INTO registration_alarm (id, sigs, findings_json, at) VALUES (1, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET sigs = excluded.sigs, findings_json = excluded.findings_json, at = excluded.at',
-      ).run(q.sigs, JSON.stringify(full.findings), opts.now);
+      ).run(key, JSON.stringify(full.findings), opts.now);
     }
   });
   return { status: tamper.length ? 'tampered' : 'ok', findings: full.findings, escalated: true, cached: false };

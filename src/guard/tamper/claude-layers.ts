@@ -2,10 +2,21 @@
 // managed), recorded per workspace when a session is first seen (its SessionStart) and compared by the
 // keys that can disable or subvert Latch's hooks, so Claude Code's own edits (permission rules) are no
 // finding while a program the agent ran (an interpreter, `cp -r`, `git checkout`) is.
-import { lstatSync, readdirSync } from 'node:fs';
+import { type BigIntStats, lstatSync, readdirSync, statSync } from 'node:fs';
+import { homedir } from 'node:os';
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { immediate, type Db } from '../../store/store.js';
-import { canonicalJson, type FileNow, isTable, readNow, sha256, userCanChange } from './fingerprint.js';
+import {
+  canonicalJson,
+  type FileNow,
+  isTable,
+  readForTrust,
+  readNow,
+  sha256,
+  storedSig,
+  userCanChange,
+  verifyOf,
+} from './fingerprint.js';
 import { type FileRow, type HooksScope, type InstallScope, LAYER_PREFIX, type Role } from './types.js';
 
 /**
@@ -142,9 +153,20 @@ export function dropinDigest(dir: string): string {
 
 /** The row recording a layer as it is now (a drop-in directory: also one row per drop-in in it). */
 export function layerRowsNow(scope: string, path: string, role: Role): FileRow[] {
-  const now = readNow(path);
+  const readAt = Date.now();
+  const now = role === 'claude_settings' ? readForTrust(path, role) : readNow(path);
   if (role === 'claude_settings')
-    return [{ scope, path, role, sig: now.sig, sha256: layerDigest(now, path), link: now.link }];
+    return [
+      {
+        scope,
+        path,
+        role,
+        sig: now.sig,
+        sha256: layerDigest(now, path),
+        link: now.link,
+        verify: verifyOf(role, path, now, readAt),
+      },
+    ];
   const names = dropinNames(path);
   return [
     { scope, path, role, sig: now.sig, sha256: dropinDigest(path), link: now.link },
@@ -204,8 +226,9 @@ export function claudeLayerPaths(
   s: LayerSession,
   workspace: string,
   userDirs: readonly string[] = [],
-): { path: string; role: Role }[] {
+): { path: string; role: Role; project?: true }[] {
   const out = new Map<string, Role>();
+  const project = new Set<string>();
   const configDir = claudeConfigDirOf(s.transcript_path);
   for (const d of new Set([...(configDir ? [configDir] : []), ...userDirs])) {
     for (const n of USER_LAYER_FILES) out.set(join(d, n), 'claude_settings');
@@ -227,16 +250,17 @@ export function claudeLayerPaths(
     if (up === d || !(up === ws || up.startsWith(ws.endsWith('/') ? ws : `${ws}/`))) break;
     d = up;
   }
-  for (const p of projects) {
-    for (const n of PROJECT_LAYER_FILES) out.set(join(p, '.claude', n), 'claude_settings');
-    out.set(join(p, '.mcp.json'), 'claude_settings');
-  }
+  for (const p of projects)
+    for (const f of [...PROJECT_LAYER_FILES.map((n) => join(p, '.claude', n)), join(p, '.mcp.json')]) {
+      out.set(f, 'claude_settings');
+      project.add(f);
+    }
   const managed = claudeManagedDir();
   if (couldChange(join(managed, 'managed-settings.json'))) {
     out.set(join(managed, 'managed-settings.json'), 'claude_settings');
     out.set(join(managed, 'managed-settings.d'), 'claude_dropins');
   }
-  return [...out].map(([path, role]) => ({ path, role }));
+  return [...out].map(([path, role]) => (project.has(path) ? { path, role, project: true } : { path, role }));
 }
 
 /** The user settings directories of Claude Code registrations (setup's `<dir>/settings.json`) and `~/.claude` of setup's HOME. */
@@ -254,9 +278,86 @@ function claudeUserDirs(db: Db): string[] {
 }
 
 /**
+ * Since when Latch has watched the directory `workspace`, for the layers a later session is the first
+ * to read there: the first session of the workspace itself (`recorded`: only once its layers were
+ * recorded) and of every workspace enclosing it (a subdirectory made its own workspace, by `git init`
+ * or in a directory that is no repository, lies in one Latch watched), but not HOME or above it (a
+ * session started there does not make every project below it watched). `top`: the outermost such
+ * workspace; null: none (the workspace's first record: what is there is its baseline). An unreadable
+ * start counts as -Infinity (fail closed).
+ */
+function watchedSince(db: Db, workspace: string, recorded: boolean): { since: number; top: string } | null {
+  const dirs: string[] = [];
+  for (let d = resolve(workspace); dirs.at(-1) !== d; d = dirname(d)) dirs.push(d);
+  const rows = db
+    .prepare(
+      `SELECT workspace, min(created_at) AS at FROM sessions WHERE workspace IN (${dirs.map(() => '?').join(', ')}) GROUP BY workspace`,
+    )
+    .all(...dirs) as { workspace: string; at: string | null }[];
+  const homes = [homedir(), process.env.HOME, ...installHomes(db)]
+    .filter((h): h is string => !!h)
+    .map((h) => resolve(h));
+  const within = (dir: string, top: string) => dir === top || dir.startsWith(top.endsWith('/') ? top : `${top}/`);
+  let since = Number.POSITIVE_INFINITY;
+  let top: string | null = null;
+  const mine = resolve(workspace);
+  for (const r of rows) {
+    const ws = resolve(r.workspace);
+    const own = ws === mine;
+    if (own ? !recorded : !within(mine, ws) || homes.some((h) => within(h, ws))) continue;
+    const ms = r.at ? Date.parse(r.at) : Number.NaN;
+    since = Math.min(since, Number.isFinite(ms) ? ms : Number.NEGATIVE_INFINITY);
+    if (top === null || within(top, ws)) top = ws;
+  }
+  return top === null ? null : { since, top };
+}
+
+/** The HOME each `latch setup` ran with. */
+function installHomes(db: Db): string[] {
+  const j = db.prepare(`SELECT json FROM registrations WHERE kind = 'install'`).pluck().all() as string[];
+  return j.map((x) => (JSON.parse(x) as Partial<InstallScope>).home).filter((h): h is string => !!h);
+}
+
+/**
+ * The newest ctime (ms) of `path` (and of its target, through a link) and of the symbolic links among
+ * its directories below `top`. A ctime cannot be set back: a file written, linked, renamed or copied
+ * into place, or reached through a link made, since a time is newer than it.
+ */
+function newestCtime(path: string, top: string): number {
+  let newest = Number.NEGATIVE_INFINITY;
+  const see = (p: string, follow: boolean) => {
+    try {
+      const st = (follow ? statSync : lstatSync)(p, { bigint: true, throwIfNoEntry: false });
+      if (st) newest = Math.max(newest, Number(st.ctimeNs / 1_000_000n));
+      return st;
+    } catch {
+      return undefined;
+    }
+  };
+  if (see(path, false)?.isSymbolicLink()) see(path, true);
+  const under = top.endsWith('/') ? top : `${top}/`;
+  for (let d = dirname(path); d.startsWith(under); d = dirname(d)) {
+    let st: BigIntStats | undefined;
+    try {
+      st = lstatSync(d, { bigint: true, throwIfNoEntry: false });
+    } catch {
+      st = undefined;
+    }
+    if (st?.isSymbolicLink()) newest = Math.max(newest, Number(st.ctimeNs / 1_000_000n));
+  }
+  return newest;
+}
+
+/**
  * Records the settings layers of the workspace's sessions that Latch has not seen yet (normally at their
  * SessionStart, the first hook of a session): a layer already recorded for the workspace keeps its
- * baseline, so a session started after a change cannot make it the norm. Returns the rows added.
+ * baseline, so a session started after a change cannot make it the norm. A project layer that a
+ * later session is the first to read (its cwd is a directory the earlier ones did not start in, or a
+ * workspace inside one Latch watched) is recorded as absent when it holds a security key and was
+ * written since Latch began watching (watchedSince): the agent of an earlier session may have planted
+ * it for this one, so its keys are a finding (a human's own such layer is accepted by `latch setup
+ * claude`). The first Claude Code session of a workspace no Latch session enclosed records what is
+ * there. Returns the rows added.
  */
 export function recordClaudeLayers(db: Db, workspace: string, now: string): number {
   const scope = LAYER_PREFIX + workspace;
@@ -279,11 +380,16 @@ export function recordClaudeLayers(db: Db, workspace: string, now: string): numb
   const rows: FileRow[] = [];
   if (fresh.length) {
     const userDirs = claudeUserDirs(db);
+    const watched = watchedSince(db, workspace, have.size > 0);
     for (const s of fresh)
-      for (const { path, role } of claudeLayerPaths(s, workspace, userDirs)) {
+      for (const { path, role, project } of claudeLayerPaths(s, workspace, userDirs)) {
         if (have.has(path)) continue;
         have.add(path);
-        rows.push(...layerRowsNow(scope, path, role));
+        const now = layerRowsNow(scope, path, role);
+        const digest = now[0]?.sha256 ?? 'none';
+        if (watched && project && digest !== 'none' && newestCtime(path, watched.top) >= watched.since)
+          rows.push({ scope, path, role, sig: 'absent', sha256: 'none', link: null, verify: null });
+        else rows.push(...now);
       }
   }
   // The files were read outside the lock; INSERT OR IGNORE keeps a baseline a concurrent hook wrote.
@@ -292,7 +398,8 @@ export function recordClaudeLayers(db: Db, workspace: string, now: string): numb
       'INSERT OR IGNORE INTO registration_files (scope, path, role, sig, sha256, link) VALUES (?, ?, ?, ?, ?, ?)',
     );
     let added = 0;
-    for (const r of rows) added += ins.run(r.scope, r.path, r.role, r.sig, r.sha256, r.link).changes;
+    for (const r of rows)
+      added += ins.run(r.scope, r.path, r.role, storedSig(r.sig, r.verify), r.sha256, r.link).changes;
     if (throughOf() < top)
       db.prepare(
         `INSERT INTO registrations (scope, kind, recorded_at, json) VALUES (?, 'layers', ?, ?) ON CONFLICT (scope) DO UPDATE SET json = excluded.json, recorded_at = excluded.recorded_at`,
@@ -310,7 +417,8 @@ export function rebaselineClaudeLayers(db: Db): void {
     'INSERT INTO registration_files (scope, path, role, sig, sha256, link) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (scope, path) DO UPDATE SET role = excluded.role, sig = excluded.sig, sha256 = excluded.sha256, link = excluded.link',
   );
   for (const r of rows)
-    for (const n of layerRowsNow(r.scope, r.path, r.role)) up.run(n.scope, n.path, n.role, n.sig, n.sha256, n.link);
+    for (const n of layerRowsNow(r.scope, r.path, r.role))
+      up.run(n.scope, n.path, n.role, storedSig(n.sig, n.verify), n.sha256, n.link);
 }
 
 /** What changed between two layer digests, for a finding. */

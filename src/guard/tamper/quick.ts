@@ -2,7 +2,7 @@
 // on the hook hot path compare every recorded file's lstat identity (one SELECT, one lstat each).
 import { join } from 'node:path';
 import type { Db } from '../../store/store.js';
-import { statSig } from './fingerprint.js';
+import { markAt, parseStoredSig, statSig } from './fingerprint.js';
 import {
   type FileRow,
   type Finding,
@@ -10,8 +10,15 @@ import {
   LAYER_PREFIX,
   type Recorded,
   type ScopeRow,
+  type Verify,
   WS_PREFIX,
 } from './types.js';
+
+/** A row as the store keeps it: the sig column also says whether the identity is trusted (fingerprint.ts, storedSig). */
+function decoded<T extends { sig: string }>(row: T): T & { verify: Verify | null } {
+  const { sig, verify } = parseStoredSig(row.sig);
+  return { ...row, sig, verify };
+}
 
 // ---------------------------------------------------------------------------------------------
 // store access
@@ -20,9 +27,11 @@ export function loadRecorded(db: Db): Recorded {
   const scopes = db
     .prepare('SELECT scope, kind, recorded_at, json FROM registrations ORDER BY scope')
     .all() as ScopeRow[];
-  const files = db
-    .prepare('SELECT scope, path, role, sig, sha256, link FROM registration_files ORDER BY scope, path')
-    .all() as FileRow[];
+  const files = (
+    db
+      .prepare('SELECT scope, path, role, sig, sha256, link FROM registration_files ORDER BY scope, path')
+      .all() as FileRow[]
+  ).map(decoded);
   const a = db.prepare('SELECT sigs, findings_json, at FROM registration_alarm WHERE id = 1').get() as
     | { sigs: string; findings_json: string; at: string }
     | undefined;
@@ -67,6 +76,7 @@ interface QuickRow {
   scope: string;
   path: string;
   sig: string;
+  verify?: Verify | null;
 }
 
 interface Packed {
@@ -85,7 +95,7 @@ function packedRows(db: Db, workspace: string): Packed {
   const rows = r.p
     ? r.p.split('\x1e').map((x) => {
         const [scope = '', path = '', sig = ''] = x.split('\x1f');
-        return { scope, path, sig };
+        return markAt(sig) < 0 ? { scope, path, sig, verify: null } : decoded({ scope, path, sig });
       })
     : [];
   return { rows, layersBehind: workspace !== '' && r.top !== null && r.top > through };
@@ -96,7 +106,7 @@ export function workspaceRows(src: Db | Recorded, workspace: string | null | und
   const scope = WS_PREFIX + workspace;
   const recorded = isRecorded(src)
     ? src.files.filter((f) => f.scope === scope)
-    : (stmts(src).ws.all(scope) as FileRow[]);
+    : (stmts(src).ws.all(scope) as FileRow[]).map(decoded);
   const rows: FileRow[] = [];
   for (const [name, role] of [
     ['config.toml', 'ws_config'],
@@ -112,6 +122,8 @@ export interface QuickResult {
   /** ok: every recorded stat identity holds; changed: some differ (escalate); unrecorded: no fingerprint. */
   status: 'ok' | 'changed' | 'unrecorded';
   changed: { scope: string; path: string; now: string }[];
+  /** Rows whose identity holds but does not stand for the content (FileRow.verify): the caller re-hashes them. */
+  verify: { scope: string; path: string; sig: string; verify: Verify }[];
   /** Every current identity, in row order (the alarm key). */
   sigs: string;
   files: number;
@@ -123,7 +135,8 @@ export interface QuickResult {
  * The hot-path tier: lstat every recorded file (the installation's, the registrations', the
  * workspace's Claude Code settings layers, and its `.codex/config.toml` and `.codex/hooks.json`),
  * compare with the recorded identity. Reads no file contents, loads no crypto and no TOML. Cost: one
- * SELECT (one packed string) + one lstat per file.
+ * SELECT (one packed string) + one lstat per file. A held identity that does not stand for the
+ * content yet (FileRow.verify) is listed in `verify`, for the caller to re-hash.
  */
 export function quickCheck(src: Db | Recorded, opts: { workspace?: string | null } = {}): QuickResult {
   const wsScope = opts.workspace ? WS_PREFIX + opts.workspace : '';
@@ -146,12 +159,14 @@ export function quickCheck(src: Db | Recorded, opts: { workspace?: string | null
     }
   }
   const changed: QuickResult['changed'] = [];
+  const verify: QuickResult['verify'] = [];
   const all: string[] = [];
   for (const row of rows) {
     const now = statSig(row.path);
     all.push(now);
     if (now !== row.sig) changed.push({ scope: row.scope, path: row.path, now });
+    else if (row.verify) verify.push({ scope: row.scope, path: row.path, sig: now, verify: row.verify });
   }
   const status = files.length === 0 ? 'unrecorded' : changed.length ? 'changed' : 'ok';
-  return { status, changed, sigs: all.join('|'), files: rows.length, layersBehind: packed.layersBehind };
+  return { status, changed, verify, sigs: all.join('|'), files: rows.length, layersBehind: packed.layersBehind };
 }

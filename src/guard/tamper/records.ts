@@ -6,7 +6,18 @@ import { delimiter, dirname, isAbsolute, join, resolve } from 'node:path';
 import { immediate, type Db } from '../../store/store.js';
 import { rebaselineClaudeLayers } from './claude-layers.js';
 import { configPart } from './codex-config.js';
-import { canonicalJson, readNow, realOr, sha256, statSig, userCanChange } from './fingerprint.js';
+import {
+  canonicalJson,
+  parseStoredSig,
+  readForTrust,
+  readNow,
+  realOr,
+  sha256,
+  statSig,
+  storedSig,
+  userCanChange,
+  verifyOf,
+} from './fingerprint.js';
 import { latchHandlersOf, parseHooks, trustKeysOf } from './handlers.js';
 import {
   CACHED_BUNDLES,
@@ -127,8 +138,17 @@ export function installedFiles(entry: string): string[] {
 }
 
 function fileRow(scope: string, path: string, role: Role): FileRow {
-  const now = readNow(path);
-  return { scope, path, role, sig: now.sig, sha256: now.sha256, link: now.link };
+  const readAt = Date.now();
+  const now = readForTrust(path, role);
+  return {
+    scope,
+    path,
+    role,
+    sig: now.sig,
+    sha256: now.sha256,
+    link: now.link,
+    verify: verifyOf(role, path, now, readAt),
+  };
 }
 
 /**
@@ -141,7 +161,8 @@ export function recordRegistration(
   input: RecordInput,
   now: string,
 ): { files: number; missingCaches: string[] } {
-  const hooks = readNow(input.hooksFile);
+  const hooksReadAt = Date.now();
+  const hooks = readForTrust(input.hooksFile, 'hooks');
   const parsed = hooks.bytes ? parseHooks(hooks.bytes) : { data: null };
   const handlers = latchHandlersOf(parsed.data);
   const keys = handlers.flatMap((h) => trustKeysOf(input.hooksFile, h));
@@ -154,12 +175,22 @@ export function recordRegistration(
       sig: hooks.sig,
       sha256: hooks.sha256,
       link: hooks.link,
+      verify: verifyOf('hooks', input.hooksFile, hooks, hooksReadAt),
     },
   ];
   for (const c of [...new Set(input.configFiles)]) {
-    const r = readNow(c);
+    const readAt = Date.now();
+    const r = readForTrust(c, 'config');
     config[c] = configPart(r.bytes, keys, input.project && c === input.projectTrustFile ? input.project : null);
-    rows.push({ scope: input.hooksFile, path: c, role: 'config', sig: r.sig, sha256: r.sha256, link: r.link });
+    rows.push({
+      scope: input.hooksFile,
+      path: c,
+      role: 'config',
+      sig: r.sig,
+      sha256: r.sha256,
+      link: r.link,
+      verify: verifyOf('config', c, r, readAt),
+    });
   }
   const scope: HooksScope = {
     hooks_file: input.hooksFile,
@@ -209,7 +240,7 @@ export function recordRegistration(
     const ins = db.prepare(
       'INSERT INTO registration_files (scope, path, role, sig, sha256, link) VALUES (?, ?, ?, ?, ?, ?)',
     );
-    for (const r of [...rows, ...inst]) ins.run(r.scope, r.path, r.role, r.sig, r.sha256, r.link);
+    for (const r of [...rows, ...inst]) ins.run(r.scope, r.path, r.role, storedSig(r.sig, r.verify), r.sha256, r.link);
     // The settings layers recorded for the workspaces' sessions: re-recording accepts them as they are.
     rebaselineClaudeLayers(db);
   });
@@ -253,9 +284,10 @@ export function rerecordCodeCachesAtExit(openDb: () => Db): void {
           'UPDATE registration_files SET sig = ?, sha256 = ?, link = ? WHERE scope = ? AND path = ?',
         );
         for (const r of rows) {
-          if (statSig(r.path) === r.sig) continue;
+          if (statSig(r.path) === parseStoredSig(r.sig).sig) continue;
+          const readAt = Date.now();
           const now = readNow(r.path);
-          up.run(now.sig, now.sha256, now.link, r.scope, r.path);
+          up.run(storedSig(now.sig, verifyOf(r.role, r.path, now, readAt)), now.sha256, now.link, r.scope, r.path);
         }
       } finally {
         db.close();

@@ -28,9 +28,27 @@ export interface FileRow {
   role: Role;
   /** lstat identity: `absent`, or `kind:size:mtime_ns:ctime_ns:ino:dev` (a symlink adds `>` + its target's). */
   sig: string;
+  /**
+   * The content baseline findings compare against: the file's sha256, or what a role compares (a
+   * settings layer's digest of its security keys). Kept apart from the trust in `sig`: a change
+   * that is no finding records its new baseline once, however long its identity stays untrusted.
+   */
   sha256: string | null;
   /** readlink of a symlink. */
   link: string | null;
+  /**
+   * Set while `sig` does not stand for the content (fingerprint.ts, verifyOf: a recent ctime, or a
+   * filesystem where writes through a shared memory map leave the stat as it is): every hook re-hashes
+   * the file against `raw`. Stored in the sig column after `?` or `!` (`sig?raw`, `sig!raw`).
+   */
+  verify?: Verify | null;
+}
+
+/** What the quick tier re-hashes a file against: the sha256 of the bytes last read at its identity. */
+export interface Verify {
+  raw: string | null;
+  /** `sync`: until a hook reads it again after an fdatasync (then trusted); `never`: a filesystem that does not write back. */
+  until: 'sync' | 'never';
 }
 
 export interface CanonHandler {
