@@ -7,7 +7,7 @@
 // then writes the code caches (dist/*.cjs.v8cache) by running the hook and `latch doctor`. better-sqlite3's JS is bundled; its
 // native addon is loaded by path from node_modules (src/store/store.ts).
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { build } from 'esbuild';
@@ -58,11 +58,9 @@ await Promise.all([
 ]);
 
 // Warm the code caches with representative hooks: a session's first PreToolUse (dist/slow.cjs), a
-// Close synced with the workspace watcher (dist/observer.cjs), then a later PreToolUse (dist/main.cjs).
-rmSync('dist/main.cjs.v8cache', { force: true });
-rmSync('dist/slow.cjs.v8cache', { force: true });
-rmSync('dist/observer.cjs.v8cache', { force: true });
-rmSync('dist/cli.cjs.v8cache', { force: true });
+// Close synced with the workspace watcher (dist/observer.cjs), then a later PreToolUse of each agent
+// (dist/main.cjs, one cache per agent: src/base/code-cache.ts).
+for (const n of readdirSync('dist')) if (n.endsWith('.v8cache')) rmSync(join('dist', n));
 const tmp = mkdtempSync(join(tmpdir(), 'latch-build-'));
 try {
   const work = join(tmp, 'work');
@@ -75,11 +73,11 @@ try {
     JSON.stringify({ type: 'session_meta', payload: { id: 'warm', cli_version: '0.0.0' } }) + '\n',
   );
   const env = { ...process.env, LATCH_HOME: join(tmp, 'state') };
-  const latch = (args, input, write, ok = [0]) => {
+  const latch = (args, input, write, ok = [0], extra = {}) => {
     const r = spawnSync(process.execPath, ['dist/latch.cjs', ...args], {
       input,
       encoding: 'utf8',
-      env: { ...env, LATCH_WRITE_CODE_CACHE: write },
+      env: { ...env, ...extra, LATCH_WRITE_CODE_CACHE: write },
     });
     if (!ok.includes(r.status)) throw new Error(`code-cache warm-up (${args.join(' ')}) failed: ${r.stderr}`);
     return r.stdout;
@@ -114,7 +112,43 @@ try {
   // The commands' bundle, warmed by `latch doctor FILE` on a real session (its analyser is the
   // command's hot code); main.cjs's cache is written again by the hook after it.
   latch(['doctor', 'test/fixtures/doctor/hooked-session.jsonl', '--json'], '', '1', [0, 1, 3]);
-  hook('PreToolUse', pre('e'), '1'); // the hot path: main.cjs
+  hook('PreToolUse', pre('e'), '1'); // the hot path: main.cjs, with Codex's own cache (src/base/code-cache.ts)
+  latch(['watch', 'stop', '--cwd', work], '', '0');
+  // Claude Code's hook path gets a cache of its own, warmed the same way.
+  const claudeEnv = { CLAUDE_CONFIG_DIR: join(tmp, 'claude') };
+  const claudeTranscript = join(tmp, 'claude-session.jsonl');
+  const claudeLine = (n) =>
+    `${JSON.stringify({
+      type: 'assistant',
+      sessionId: 'warm-claude',
+      version: '0.0.0',
+      cwd: work,
+      message: { role: 'assistant', content: [{ type: 'tool_use', id: `toolu_${n}`, name: 'Bash', input: {} }] },
+    })}\n`;
+  writeFileSync(claudeTranscript, claudeLine(0));
+  const claudePre = (n) => {
+    appendFileSync(claudeTranscript, claudeLine(n));
+    return JSON.stringify({
+      session_id: 'warm-claude',
+      transcript_path: claudeTranscript,
+      cwd: work,
+      prompt_id: 'p',
+      permission_mode: 'default',
+      hook_event_name: 'PreToolUse',
+      tool_name: 'Bash',
+      tool_input: { command: 'ls -la && echo hi > a.txt', description: 'warm' },
+      tool_use_id: `toolu_${n}`,
+    });
+  };
+  // Each run adds what it compiled to the cache it loaded: first sight, a Close, the hot path.
+  latch(['setup', 'claude'], '', '0', [0], claudeEnv);
+  latch(['hook', 'claude', '--event', 'PreToolUse'], claudePre(1), '1', [0], claudeEnv);
+  writeFileSync(join(work, 'a.txt'), 'claude\n');
+  const claudePost = claudePre(1)
+    .replace('"PreToolUse"', '"PostToolUse"')
+    .replace('"tool_use_id"', '"tool_response":{"stdout":"","stderr":""},"tool_use_id"');
+  latch(['hook', 'claude', '--event', 'PostToolUse'], claudePost, '1', [0], claudeEnv);
+  latch(['hook', 'claude', '--event', 'PreToolUse'], claudePre(2), '1', [0], claudeEnv);
   latch(['watch', 'stop', '--cwd', work], '', '0');
 } finally {
   rmSync(tmp, { recursive: true, force: true });

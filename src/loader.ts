@@ -9,6 +9,7 @@ import { accessSync, constants, readFileSync, renameSync, writeFileSync } from '
 import Module from 'node:module';
 import { dirname, join } from 'node:path';
 import { Script } from 'node:vm';
+import { mainCacheName } from './base/code-cache.js';
 
 declare const __filename: string;
 
@@ -29,8 +30,8 @@ type ModuleInternals = typeof Module & {
   _extensions: Record<string, (module: Module, filename: string) => void>;
 };
 
-/** Compiles a CommonJS file with its code cache (`<file>.v8cache`); schedules a cache write when wanted. */
-function compileCached(path: string): CompiledFn | null {
+/** Compiles a CommonJS file with its code cache (`<file>.v8cache` unless named); schedules a cache write when wanted. */
+function compileCached(path: string, cacheFile = `${path}.v8cache`): CompiledFn | null {
   let source: string;
   let cached: Buffer | undefined;
   try {
@@ -38,7 +39,6 @@ function compileCached(path: string): CompiledFn | null {
   } catch {
     return null;
   }
-  const cacheFile = `${path}.v8cache`;
   try {
     cached = readFileSync(cacheFile);
   } catch {
@@ -89,7 +89,8 @@ function hookSlow(): void {
 }
 
 function runCached(): boolean {
-  const fn = compileCached(file);
+  // A hook runs main.cjs from its agent's cache (src/base/code-cache.ts).
+  const fn = compileCached(file, join(dirname(file), mainCacheName(process.argv.slice(2))));
   if (!fn) return false;
   const mod = new Module(file);
   mod.filename = file;

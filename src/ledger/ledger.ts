@@ -18,6 +18,7 @@
 import { closeSync, constants, fstatSync, futimesSync, openSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Db } from '../store/store.js';
+import { wallNs } from '../base/clock.js';
 
 export type AttemptState = 'started' | 'closing' | 'closed' | 'abandoned';
 /** An attempt's place in the state table: a row's state, or `absent` before its Start (no row). */
@@ -126,7 +127,7 @@ export function attemptId(sessionId: string, toolUseId: string): string {
 
 /** Wall-clock time in ns with sub-millisecond precision (compared with file ctimes). */
 export function nowNs(): bigint {
-  return BigInt(Math.round((performance.timeOrigin + performance.now()) * 1e6));
+  return wallNs();
 }
 
 /**

@@ -95,11 +95,12 @@ export function openStore(home: string, opts: OpenOptions): Db {
     throw new StoreError(`cannot open Latch store ${file}: ${errorMessage(err)}`, { cause: err });
   }
   try {
-    if (!opts.readonly) {
-      db.pragma('journal_mode = WAL');
-      db.pragma('synchronous = NORMAL');
-    }
-    db.pragma('foreign_keys = ON');
+    // One exec, not a prepared statement each: every hook opens the store.
+    db.exec(
+      opts.readonly
+        ? 'PRAGMA foreign_keys = ON'
+        : 'PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON',
+    );
     migrate(db, file, opts.readonly ?? false);
   } catch (err) {
     db.close();

@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { AGENT_NAMES, isAgentName, loadAgent } from '../../src/agents/index.js';
+import { codeCacheNames, HOOK_CACHE_AGENTS, mainCacheName } from '../../src/base/code-cache.js';
 
 /** Names only Codex's formats use (issue 12): its tools, rollout record types and fields. */
 const CODEX_ONLY = [
@@ -71,6 +72,18 @@ test('the registry names each agent once, by its own name', async () => {
   }
   assert.equal(isAgentName('toString'), false, 'no prototype key is an agent');
   assert.equal(await loadAgent('claude-next'), null);
+});
+
+test("each agent's hook runs main.cjs from a code cache of its own (a new agent gets one too)", () => {
+  assert.deepEqual(HOOK_CACHE_AGENTS, AGENT_NAMES, 'src/base/code-cache.ts lists the registry');
+  for (const name of AGENT_NAMES) {
+    assert.equal(mainCacheName(['hook', name, '--event', 'PreToolUse']), `main.cjs.${name}.v8cache`);
+    assert.ok(codeCacheNames().includes(`main.cjs.${name}.v8cache`), 'fingerprinted and packed');
+  }
+  assert.equal(mainCacheName(['doctor']), 'main.cjs.v8cache', 'the commands share one');
+  assert.equal(mainCacheName(['hook', 'toString']), 'main.cjs.v8cache', 'an unknown agent names no file');
+  assert.equal(mainCacheName(['hook', '../x']), 'main.cjs.v8cache');
+  assert.equal(mainCacheName([]), 'main.cjs.v8cache');
 });
 
 test('every agent provides its commands through the port: setup, uninstall, doctor, the flags it takes', async () => {

@@ -57,6 +57,7 @@ import {
   type Finding,
   type Recorded,
 } from '../../src/guard/tamper.js';
+import { HOOK_CACHE_AGENTS } from '../../src/base/code-cache.js';
 
 type Json = any; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -325,6 +326,21 @@ describe('each file class is watched', () => {
     // A code cache appearing or changing is code too.
     writeFileSync(join(b.dist, 'slow.cjs.v8cache'), Buffer.alloc(64, 1));
     assert.ok(check(b).findings.some((f) => f.path.endsWith('slow.cjs.v8cache') && f.code === 'file_changed'));
+  });
+
+  test("an agent's hook cache planted where setup found none (main.cjs.<agent>.v8cache) is a finding", async () => {
+    const b = box();
+    await setup(b);
+    assert.equal(check(b).status, 'ok');
+    for (const agent of HOOK_CACHE_AGENTS) {
+      const cache = join(b.dist, `main.cjs.${agent}.v8cache`);
+      writeFileSync(cache, Buffer.alloc(64, 7));
+      assert.ok(
+        check(b).findings.some((f) => f.path === cache),
+        `${agent}: a planted cache is code the hook would run`,
+      );
+      rmSync(cache);
+    }
   });
 
   test('a shell startup file: appended to ~/.bash_profile, and ~/.bash_login created', async () => {

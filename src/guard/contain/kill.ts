@@ -14,6 +14,7 @@ import {
   toCandidate,
   unsupported,
 } from './scan.js';
+import { monoMs } from '../../base/clock.js';
 
 const MAX_ROUNDS = 8;
 
@@ -31,7 +32,7 @@ function signal(pid: number, startTicks: string, sig: NodeJS.Signals): 'ok' | 'g
 
 /** Stops, then kills, every candidate. Never throws; never signals this process, its ancestors, PID 1 or another uid. */
 export function contain(input: ScanInput): ContainResult {
-  const t0 = performance.now();
+  const t0 = monoMs();
   if (!procSupported()) return unsupported(t0);
   const errors: string[] = [];
   const notes: string[] = [];
@@ -46,7 +47,7 @@ export function contain(input: ScanInput): ContainResult {
     candidates,
     spared: [...spared.values()],
     rounds: n,
-    ms: performance.now() - t0,
+    ms: monoMs() - t0,
     errors,
   });
   try {

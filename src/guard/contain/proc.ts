@@ -2,6 +2,7 @@
 // namespace; a snapshot of every process with its children; a pid's ancestry; whether a pid still
 // names the process it named (pid reuse). Every reader returns null / [] instead of throwing.
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { wallNs } from '../../base/clock.js';
 
 /** USER_HZ: /proc/PID/stat start times are in these ticks (100 on every mainstream Linux). */
 const CLK_TCK = 100n;
@@ -28,10 +29,7 @@ export function procSupported(): boolean {
   }
 }
 
-/** Wall-clock ns now, from the monotonic clock's origin (as bootNs computes it). */
-export function wallNs(): bigint {
-  return BigInt(Math.round((performance.timeOrigin + performance.now()) * 1e6));
-}
+export { wallNs };
 
 /** Wall-clock ns of the boot (CLOCK_BOOTTIME origin), from /proc/uptime: ~10 ms precise (btime in /proc/stat is whole seconds). */
 export function bootNs(): bigint {

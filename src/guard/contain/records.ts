@@ -6,6 +6,7 @@ import { findAgent } from './match.js';
 import { bootNs, exeOf, nsOf, type Proc, procSupported, readProc } from './proc.js';
 import { type ContainResult, failed, listCandidates, type ScanInput, unsupported } from './scan.js';
 import { attemptWindows, watcherIds } from './windows.js';
+import { monoMs } from '../../base/clock.js';
 
 /**
  * Called by the guard after the trip's transaction committed: contains the processes of the
@@ -18,7 +19,7 @@ export function containAfterTrip(
   compactionSeq: number,
   opts: { workspace?: string | null; now?: string; orphanFilter?: (p: Proc) => boolean; mode?: string } = {},
 ): ContainResult {
-  const t0 = performance.now();
+  const t0 = monoMs();
   let result: ContainResult;
   try {
     if (!procSupported()) result = unsupported(t0);
@@ -70,7 +71,7 @@ export function listForSession(
   sessionId: string,
   opts: { orphanFilter?: (p: Proc) => boolean } = {},
 ): ContainResult {
-  const t0 = performance.now();
+  const t0 = monoMs();
   if (!procSupported()) return unsupported(t0);
   try {
     const s = db.prepare('SELECT workspace FROM sessions WHERE session_id = ?').get(sessionId) as

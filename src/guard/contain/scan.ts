@@ -23,6 +23,7 @@ import {
   snapshot,
 } from './proc.js';
 import { type AttemptWindow, windowOf } from './windows.js';
+import { monoMs } from '../../base/clock.js';
 
 export type Why = 'agent_descendant' | 'orphan_of_attempt' | 'orphan_during_containment';
 
@@ -65,7 +66,7 @@ export function unsupported(t0: number): ContainResult {
     candidates: [],
     spared: [],
     rounds: 0,
-    ms: performance.now() - t0,
+    ms: monoMs() - t0,
     errors: [],
   };
 }
@@ -79,7 +80,7 @@ export function failed(t0: number, err: unknown): ContainResult {
     candidates: [],
     spared: [],
     rounds: 0,
-    ms: performance.now() - t0,
+    ms: monoMs() - t0,
     errors: [String((err as Error)?.message ?? err)],
   };
 }
@@ -223,7 +224,7 @@ export function toCandidate(f: Found, action: string): Candidate {
 
 /** The candidates, without signalling anything (for `latch status` and tests). */
 export function listCandidates(input: ScanInput): ContainResult {
-  const t0 = performance.now();
+  const t0 = monoMs();
   if (!procSupported()) return unsupported(t0);
   try {
     const boot = bootNs();
@@ -237,7 +238,7 @@ export function listCandidates(input: ScanInput): ContainResult {
       candidates: [...found.values()].map((f) => toCandidate(f, 'listed')),
       spared: [...spared.values()],
       rounds: 1,
-      ms: performance.now() - t0,
+      ms: monoMs() - t0,
       errors: [],
     };
   } catch (err) {

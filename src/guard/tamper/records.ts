@@ -20,7 +20,6 @@ import {
 } from './fingerprint.js';
 import { latchHandlersOf, parseHooks, trustKeysOf } from './handlers.js';
 import {
-  CACHED_BUNDLES,
   type ConfigPart,
   type FileRow,
   type HooksScope,
@@ -30,6 +29,7 @@ import {
   type Role,
   TOUCH_SCOPE,
 } from './types.js';
+import { bundleOfCache, codeCacheNames } from '../../base/code-cache.js';
 
 // ---------------------------------------------------------------------------------------------
 // PATH
@@ -115,7 +115,9 @@ export function installedFiles(entry: string): string[] {
     names = [];
   }
   for (const n of names) if (n.endsWith('.cjs')) out.add(join(dist, n));
-  for (const n of CACHED_BUNDLES) if (names.includes(n)) out.add(join(dist, `${n}.v8cache`));
+  // Every code cache the loader may read for a bundle that is there, present or absent (a cache
+  // planted later is code the hook would run).
+  for (const n of codeCacheNames()) if (names.includes(bundleOfCache(n))) out.add(join(dist, n));
   const bin = join(dist, '..', 'bin', 'latch.cjs');
   if (readNow(bin).kind !== 'absent') out.add(resolve(bin));
   const r = createRequire(entry);
@@ -225,9 +227,9 @@ export function recordRegistration(
     if (p.startsWith(input.home + '/') || userCanChange(p)) add(p, 'shell');
   for (const d of dirs) if (userCanChange(d)) add(d, 'path_dir');
   if (resolved.latch) add(resolved.latch, 'path_target');
-  const missingCaches = CACHED_BUNDLES.map((n) => join(dirname(input.entry), `${n}.v8cache`)).filter((p) =>
-    inst.some((r) => r.path === p && r.sig === 'absent'),
-  );
+  const missingCaches = codeCacheNames()
+    .map((n) => join(dirname(input.entry), n))
+    .filter((p) => inst.some((r) => r.path === p && r.sig === 'absent'));
   immediate(db, () => {
     db.prepare('DELETE FROM registration_files WHERE scope IN (?, ?)').run(input.hooksFile, INSTALL_SCOPE);
     db.prepare('DELETE FROM registration_alarm').run();

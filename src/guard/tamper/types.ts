@@ -124,9 +124,6 @@ export interface Touch {
 
 export const PATH_NAMES = ['latch', 'node', 'codex'] as const;
 
-/** The bundles the loader reads a code cache for (src/loader.ts). */
-export const CACHED_BUNDLES = ['main.cjs', 'slow.cjs', 'observer.cjs', 'cli.cjs'];
-
 export const WS_PREFIX = 'ws:';
 
 /**

@@ -869,7 +869,7 @@ function snapshotLatch(dir: string): string {
   try {
     mkdirSync(join(dir, 'dist'), { recursive: true });
     for (const n of readdirSync(join(root, 'dist')))
-      if (/\.cjs(\.v8cache)?$/.test(n)) copyFileSync(join(root, 'dist', n), join(dir, 'dist', n));
+      if (/\.cjs((\.\w+)?\.v8cache)?$/.test(n)) copyFileSync(join(root, 'dist', n), join(dir, 'dist', n));
     copyFileSync(join(root, 'package.json'), join(dir, 'package.json'));
     symlinkSync(join(root, 'node_modules'), join(dir, 'node_modules'));
     if (existsSync(join(root, 'data'))) symlinkSync(join(root, 'data'), join(dir, 'data'));
