@@ -314,19 +314,7 @@ export function transition(
   if (restores) {
     // A restore closes every compaction number a tripping source reached (see hookSeqOf); a PreCompact
     // that nothing else observed stays open for the next PreCompact.
-    db.prepare(
-      `UPDATE sessions SET restored_at = ?, closed_seq = MAX(closed_seq, seen_post_compact, seen_start_compact,
-         transcript_compactions, COALESCE((SELECT MAX(seq) FROM compactions
-           WHERE compactions.session_id = sessions.session_id AND tripped_at IS NOT NULL), 0))
-       WHERE session_id = ?`,
-    ).run(now, row.session_id);
-    const r = db.prepare('SELECT restored_at, closed_seq FROM sessions WHERE session_id = ?').get(row.session_id) as
-      | Pick<SessionRow, 'restored_at' | 'closed_seq'>
-      | undefined;
-    if (r) {
-      row.restored_at = r.restored_at;
-      row.closed_seq = r.closed_seq;
-    }
+    closeNumbers(db, row, now, 0);
   }
   row.state = to;
   row.state_reason = endsEpisode ? null : reason;
@@ -438,19 +426,7 @@ export function settleInherited(db: Db, row: SessionRow, seq: number, from: read
     row.session_id,
     seq,
   );
-  db.prepare(
-    `UPDATE sessions SET restored_at = ?, updated_at = ?, closed_seq = MAX(closed_seq, seen_post_compact, seen_start_compact,
-       transcript_compactions, ?, COALESCE((SELECT MAX(seq) FROM compactions
-         WHERE compactions.session_id = sessions.session_id AND tripped_at IS NOT NULL), 0))
-     WHERE session_id = ?`,
-  ).run(now, now, seq, row.session_id);
-  const r = db.prepare('SELECT restored_at, closed_seq FROM sessions WHERE session_id = ?').get(row.session_id) as
-    | Pick<SessionRow, 'restored_at' | 'closed_seq'>
-    | undefined;
-  if (r) {
-    row.restored_at = r.restored_at;
-    row.closed_seq = r.closed_seq;
-  }
+  closeNumbers(db, row, now, seq);
 }
 
 /** Records the session a fork was taken from, when the store did not know it. */
@@ -459,4 +435,24 @@ export function noteParent(db: Db, sessionId: string, parentId: string): void {
     parentId,
     sessionId,
   );
+}
+
+/**
+ * Records a restore of `row` at `now`: closes every compaction number a tripping source reached (and
+ * `atLeast`), so a hook observation after it opens the next number (see hookSeqOf). Updates `row`.
+ */
+function closeNumbers(db: Db, row: SessionRow, now: string, atLeast: number): void {
+  db.prepare(
+    `UPDATE sessions SET restored_at = ?, updated_at = ?, closed_seq = MAX(closed_seq, seen_post_compact, seen_start_compact,
+       transcript_compactions, ?, COALESCE((SELECT MAX(seq) FROM compactions
+         WHERE compactions.session_id = sessions.session_id AND tripped_at IS NOT NULL), 0))
+     WHERE session_id = ?`,
+  ).run(now, now, atLeast, row.session_id);
+  const r = db.prepare('SELECT restored_at, closed_seq FROM sessions WHERE session_id = ?').get(row.session_id) as
+    | Pick<SessionRow, 'restored_at' | 'closed_seq'>
+    | undefined;
+  if (r) {
+    row.restored_at = r.restored_at;
+    row.closed_seq = r.closed_seq;
+  }
 }

@@ -5,7 +5,7 @@
 // node's runner reports it as TODO, so the suite stays green while the hole is on record.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import {
   appendFileSync,
   closeSync,
@@ -20,7 +20,6 @@ import {
   writeSync,
 } from 'node:fs';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { claude } from '../../src/agents/claude/index.js';
 import { classifyTool } from '../../src/agents/claude/tools.js';
 import { isAgentProcess } from '../../src/guard/contain.js';
@@ -29,6 +28,7 @@ import { runHook } from '../../src/hook.js';
 import { openStore } from '../../src/store/store.js';
 import { getSession, transition } from '../../src/session/records.js';
 import { sandbox, type Sandbox } from '../helpers/workspace.js';
+import { mapper } from '../helpers/mmap.js';
 
 const FIX = join('test', 'fixtures', 'claude');
 const DIST = join(process.cwd(), 'dist', 'latch.cjs');
@@ -707,35 +707,6 @@ test('a layer changed before the session’s first hook is the session’s basel
   assert.ok(await blocked(b, 'Bash', { command: 'echo 2 > b' }), 'a change while the session runs is not');
   assert.equal(state(b), 'latched');
 });
-
-/** A python3 child holding a MAP_SHARED read-write mapping of `file`; `w OFFSET TEXT` writes through it. */
-async function mapper(file: string): Promise<{ send(cmd: string): Promise<void>; close(): void }> {
-  const py = [
-    'import mmap, os, sys',
-    'fd = os.open(sys.argv[1], os.O_RDWR)',
-    'm = mmap.mmap(fd, 0, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)',
-    "print('ready', flush=True)",
-    'for line in sys.stdin:',
-    "    op = line.rstrip('\\n').split(' ', 2)",
-    '    off = int(op[1]); data = op[2].encode()',
-    '    m[off:off + len(data)] = data',
-    "    print('ok', flush=True)",
-  ].join('\n');
-  const child = spawn('python3', ['-c', py, file], { stdio: ['pipe', 'pipe', 'inherit'] });
-  const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
-  const next = async () => (await lines.next()).value as string | undefined;
-  assert.equal(await next(), 'ready');
-  return {
-    async send(cmd: string) {
-      child.stdin.write(`${cmd}\n`);
-      assert.equal(await next(), 'ok', cmd);
-    },
-    close() {
-      child.stdin.end();
-      child.kill();
-    },
-  };
-}
 
 // A program left running while mutable (allowed: the classifier cannot read it) maps a settings layer
 // MAP_SHARED. Its first write to a page moves mtime and ctime (the kernel write-protects clean pages);

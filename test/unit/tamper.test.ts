@@ -18,9 +18,8 @@ import {
   utimesSync,
   writeFileSync,
 } from 'node:fs';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { createRequire, syncBuiltinESMExports } from 'node:module';
-import { createInterface } from 'node:readline';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import type { Io } from '../../src/commands/io.js';
@@ -58,6 +57,7 @@ import {
   type Recorded,
 } from '../../src/guard/tamper.js';
 import { HOOK_CACHE_AGENTS } from '../../src/base/code-cache.js';
+import { mapper } from '../helpers/mmap.js';
 
 type Json = any; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -652,6 +652,26 @@ interface ClaudeBox extends Box {
 }
 
 /** A Claude install (`latch setup claude` records its settings.json) and the Claude config dir. */
+/** What `latch setup claude` records for the user settings in `config` (its hooks file). */
+function claudeSetupInput(b: Box, config: string): Parameters<typeof recordRegistration>[1] {
+  return {
+    kind: 'user',
+    hooksFile: join(config, 'settings.json'),
+    configFiles: [],
+    project: null,
+    node: process.execPath,
+    entry: b.entry,
+    home: b.home,
+    pathVar: b.io.env.PATH,
+    version: 'test',
+  };
+}
+
+/** `latch setup claude` run again: re-recording accepts the layers as they are. */
+function recordClaudeSetup(b: ClaudeBox, when = new Date().toISOString()): void {
+  withDb(b, (db) => recordRegistration(db, claudeSetupInput(b, b.config), when));
+}
+
 function claudeBox(): ClaudeBox {
   const b = box();
   const config = join(b.home, '.claude');
@@ -667,21 +687,7 @@ function claudeBox(): ClaudeBox {
   mkdirSync(b.latchHome);
   const db = openStore(b.latchHome, { create: true });
   try {
-    recordRegistration(
-      db,
-      {
-        kind: 'user',
-        hooksFile: join(config, 'settings.json'),
-        configFiles: [],
-        project: null,
-        node: process.execPath,
-        entry: b.entry,
-        home: b.home,
-        pathVar: b.io.env.PATH,
-        version: 'test',
-      },
-      new Date().toISOString(),
-    );
+    recordRegistration(db, claudeSetupInput(b, config), new Date().toISOString());
   } finally {
     db.close();
   }
@@ -835,23 +841,7 @@ describe('Claude Code settings layers', () => {
       assert.match(registrationLines(rep)[0]!, /^CHANGED since `latch setup claude`/);
     });
     // The human's way to accept it: `latch setup claude` records the layers again as they are.
-    withDb(b, (db) =>
-      recordRegistration(
-        db,
-        {
-          kind: 'user',
-          hooksFile: join(b.config, 'settings.json'),
-          configFiles: [],
-          project: null,
-          node: process.execPath,
-          entry: b.entry,
-          home: b.home,
-          pathVar: b.io.env.PATH,
-          version: 'test',
-        },
-        now,
-      ),
-    );
+    recordClaudeSetup(b, now);
     withDb(b, (db) => assert.equal(checkRegistration(db, { workspace: b.work, now }).status, 'ok'));
   });
 
@@ -903,41 +893,6 @@ describe('Claude Code settings layers', () => {
 
 // ---------------------------------------------------------------------------------------------
 // Writes through a shared memory map: the stat identity does not always stand for the content
-
-/**
- * A python3 child that maps `file` MAP_SHARED (read-write) and holds the mapping; each command writes
- * through it (`w OFFSET TEXT`) or reads one byte (`r`), answered by `ok`.
- */
-async function mapper(file: string): Promise<{ send(cmd: string): Promise<void>; close(): void }> {
-  const py = [
-    'import mmap, os, sys',
-    'fd = os.open(sys.argv[1], os.O_RDWR)',
-    'm = mmap.mmap(fd, 0, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)',
-    "print('ready', flush=True)",
-    'for line in sys.stdin:',
-    "    op = line.rstrip('\\n').split(' ', 2)",
-    "    if op[0] == 'w':",
-    '        off = int(op[1]); data = op[2].encode()',
-    '        m[off:off + len(data)] = data',
-    "    elif op[0] == 'r':",
-    '        _ = m[0]',
-    "    print('ok', flush=True)",
-  ].join('\n');
-  const child = spawn('python3', ['-c', py, file], { stdio: ['pipe', 'pipe', 'inherit'] });
-  const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
-  const next = async () => (await lines.next()).value as string | undefined;
-  assert.equal(await next(), 'ready');
-  return {
-    async send(cmd: string) {
-      child.stdin.write(`${cmd}\n`);
-      assert.equal(await next(), 'ok', cmd);
-    },
-    close() {
-      child.stdin.end();
-      child.kill();
-    },
-  };
-}
 
 const hasPython = spawnSync('python3', ['-c', 'import mmap']).status === 0;
 const TMPFS = 0x01021994;
@@ -1192,23 +1147,7 @@ describe('a settings layer a later session is the first to read', () => {
       assert.match(r.findings[0]!.detail, /env added \(a layer written since Latch began watching this workspace/);
     });
     // `latch setup claude` (a human accepting it) records it as it is.
-    withDb(b, (db) =>
-      recordRegistration(
-        db,
-        {
-          kind: 'user',
-          hooksFile: join(b.config, 'settings.json'),
-          configFiles: [],
-          project: null,
-          node: process.execPath,
-          entry: b.entry,
-          home: b.home,
-          pathVar: b.io.env.PATH,
-          version: 'test',
-        },
-        at(),
-      ),
-    );
+    recordClaudeSetup(b);
     withDb(b, (db) => assert.equal(checkRegistration(db, { workspace: b.work, now: at() }).status, 'ok'));
   });
 
