@@ -295,7 +295,13 @@ function countHook(
     parts &&
     (source === 'pre_compact' || (source === 'session_start' && !briefSince(db, row.session_id, comp.first_seen_at)))
   ) {
-    slow.captureBrief(db, row, path, now, parts);
+    try {
+      slow.captureBrief(db, row, path, now, parts);
+    } catch {
+      // An unreadable transcript (gone, replaced by a directory, not yet written) must not undo the
+      // count around it: the brief then holds the ledger's facts only, as with no transcript at all.
+      slow.captureBrief(db, row, null, now, parts);
+    }
   }
   return seq;
 }

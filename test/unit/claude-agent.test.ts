@@ -941,3 +941,28 @@ test('runHook(claude): a failing Bash call is closed by PostToolUseFailure', asy
     db.close();
   }
 });
+
+test('runHook(claude): a compaction hook whose transcript cannot be read still counts (the brief holds the ledger’s facts); nothing wedges', async (t) => {
+  const sb = claudeSandbox();
+  t.after(sb.cleanup);
+  // No transcript file at all (gone, or never written): the brief capture cannot read it.
+  assert.equal((await hook(sb, payload('session-start-startup', sb))).stdout, null);
+  await hook(sb, payload('pre-compact-auto', sb));
+  const db = openStore(sb.home, { create: false });
+  try {
+    const n = db.prepare('SELECT COUNT(*) AS n FROM compactions WHERE session_id = ?').get('S') as { n: number };
+    assert.equal(n.n, 1, 'the PreCompact was counted, not rolled back by the failed capture');
+    const brief = db.prepare('SELECT COUNT(*) AS n FROM briefs WHERE session_id = ?').get('S') as { n: number };
+    assert.equal(brief.n, 1, 'a brief of the ledger’s facts was recorded');
+  } finally {
+    db.close();
+  }
+  // The next call is decided, not an internal error (PreCompact alone does not latch).
+  const next = await hook(sb, tool(sb, 'Bash', { command: 'echo one > one.txt', description: 'write one' }));
+  assert.equal(next.denied, false, next.reason);
+  const start = await hook(sb, payload('session-start-compact', sb));
+  assert.doesNotMatch(start.stdout ?? '', /internal error/);
+  const after = await hook(sb, tool(sb, 'Bash', { command: 'echo two > two.txt', description: 'write two' }));
+  assert.ok(after.denied, 'SessionStart(compact) latches as ever');
+  assert.doesNotMatch(after.reason, /internal error/);
+});
