@@ -3,14 +3,22 @@
 //
 // `performance.timeOrigin + performance.now()` gives the same, but the first touch of the
 // `performance` global loads Node's perf_hooks internals: ~2 ms of a hook that lives ~50 ms. Here the
-// monotonic clock is anchored once per process to the edge of a Date.now() millisecond: the loop
-// reads the monotonic clock, then the wall clock, until the wall clock's millisecond changes, so the
-// anchor is off by at most one loop turn (well under a microsecond), in either direction. It waits
-// for that edge (half a millisecond on average, at most one), and only when a caller first asks.
+// monotonic clock is anchored once per process to the edge of a Date.now() millisecond: the edge lies
+// after the monotonic reading taken before the last Date.now() that returned the old millisecond and
+// before the one taken after the first that returned the new one. That interval is a few hundred ns
+// unless the process was preempted there; an anchor is kept only when it is under ANCHOR_WIDTH_NS
+// (its midpoint is then within half of that), else the next edge is tried, and after a few edges the
+// clock falls back to `performance` (correct, only slower). It waits for an edge (half a millisecond
+// on average), and only when a caller first asks.
+
+/** The widest interval an anchor may come from (its error is at most half of it). */
+const ANCHOR_WIDTH_NS = 20_000n;
+/** Edges tried before falling back to `performance`. */
+const ANCHOR_EDGES = 5;
 
 let offset: bigint | null = null;
 
-/** Wall-clock time (CLOCK_REALTIME) in ns, precise to about a microsecond. */
+/** Wall-clock time (CLOCK_REALTIME) in ns, within 10 µs (ANCHOR_WIDTH_NS / 2). */
 export function wallNs(): bigint {
   if (offset === null) offset = anchor();
   return process.hrtime.bigint() + offset;
@@ -23,13 +31,19 @@ export function monoMs(): number {
 
 /** wall ns − monotonic ns, taken at the edge of a wall-clock millisecond. */
 function anchor(): bigint {
-  const first = Date.now();
-  let hr = process.hrtime.bigint();
-  let ms = Date.now();
-  // A wall clock set back by more than it advances cannot hold the loop: any change ends it.
-  while (ms === first) {
-    hr = process.hrtime.bigint();
-    ms = Date.now();
+  let before = process.hrtime.bigint();
+  let prev = Date.now();
+  for (let edges = 0; edges < ANCHOR_EDGES; ) {
+    const a = process.hrtime.bigint();
+    const ms = Date.now();
+    const b = process.hrtime.bigint();
+    if (ms !== prev) {
+      // A wall clock set back is an edge too: only the interval's width decides.
+      if (b - before <= ANCHOR_WIDTH_NS) return BigInt(ms) * 1_000_000n - (before + b) / 2n;
+      edges++;
+    }
+    before = a;
+    prev = ms;
   }
-  return BigInt(ms) * 1_000_000n - hr;
+  return BigInt(Math.round((performance.timeOrigin + performance.now()) * 1e6)) - process.hrtime.bigint();
 }
