@@ -15,6 +15,8 @@
 const ANCHOR_WIDTH_NS = 20_000n;
 /** Edges tried before falling back to `performance`. */
 const ANCHOR_EDGES = 5;
+/** How long the edges are waited for before falling back to `performance` (five edges take 5 ms). */
+const ANCHOR_GIVE_UP_NS = 20_000_000n;
 
 let offset: bigint | null = null;
 
@@ -31,9 +33,12 @@ export function monoMs(): number {
 
 /** wall ns − monotonic ns, taken at the edge of a wall-clock millisecond. */
 function anchor(): bigint {
-  let before = process.hrtime.bigint();
+  const start = process.hrtime.bigint();
+  let before = start;
   let prev = Date.now();
-  for (let edges = 0; edges < ANCHOR_EDGES; ) {
+  // Bounded by monotonic time too: a Date.now() that never moves (a frozen or mocked clock) must not
+  // hold the hook in a loop its deadline cannot interrupt.
+  for (let edges = 0; edges < ANCHOR_EDGES && before - start < ANCHOR_GIVE_UP_NS; ) {
     const a = process.hrtime.bigint();
     const ms = Date.now();
     const b = process.hrtime.bigint();

@@ -65,3 +65,18 @@ test('reading the clock does not load perf_hooks (what it exists to avoid)', () 
   assert.equal(r.status, 0, r.stderr);
   assert.deepEqual(JSON.parse(r.stdout), []);
 });
+
+test('a Date.now() that never moves does not hold the clock in its loop (it falls back to performance)', () => {
+  const script = `
+    Date.now = () => 1700000000000;
+    const { wallNs } = await import(${JSON.stringify(new URL('../../src/base/clock.ts', import.meta.url).href)});
+    const ns = wallNs();
+    const perf = BigInt(Math.round((performance.timeOrigin + performance.now()) * 1e6));
+    process.stdout.write(String(perf - ns));`;
+  const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+    encoding: 'utf8',
+    timeout: 20_000,
+  });
+  assert.equal(r.status, 0, r.stderr || 'timed out');
+  assert.ok(BigInt(r.stdout) >= 0n && BigInt(r.stdout) < 50_000_000n, `off by ${r.stdout} ns`);
+});
