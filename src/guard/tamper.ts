@@ -66,7 +66,6 @@ export {
   statSig,
   storedSig,
   userCanChange,
-  VERIFY_MAX,
   verifyOf,
   WRITTEN_BACK_MS,
 } from './tamper/fingerprint.js';

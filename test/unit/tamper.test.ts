@@ -992,6 +992,39 @@ describe('writes through a shared memory map', () => {
     });
   });
 
+  // The agent decides a file's size: a layer padded over 1 MiB with a key that is no finding was
+  // trusted by its stat at once (no sync, no re-hash), and the write through the map after it went unseen.
+  test('a layer padded over 1 MiB (no finding) is no more trusted: the write through the map after it is noticed', {
+    skip: !hasPython && 'no python3 with mmap',
+  }, async (t) => {
+    const b = claudeBox();
+    const now = new Date().toISOString();
+    mkdirSync(join(b.work, '.claude'));
+    const layer = join(b.work, '.claude', 'settings.json');
+    writeFileSync(layer, layerText());
+    withDb(b, (db) => {
+      claudeSession(db, b);
+      assert.equal(checkRegistration(db, { workspace: b.work, now }).status, 'ok');
+    });
+    const big = layerText().replace(/}$/, `,"pad":"${'a'.repeat(1100 * 1024)}"}`);
+    writeFileSync(layer, big);
+    const m = await mapper(layer);
+    t.after(m.close);
+    await m.send('w 0 {'); // the same byte: the first write to the page moves mtime and ctime
+    withDb(b, (db) => {
+      const r = checkRegistration(db, { workspace: b.work, now });
+      assert.equal(r.status, 'ok', 'a padding key is no finding');
+      assert.ok(loadRecorded(db).files.find((f) => f.path === layer)!.verify, 'just written: not trusted yet');
+    });
+    await m.send(`w ${big.indexOf(FILLER)} ${ATTACK}`);
+    assert.match(readFileSync(layer, 'utf8'), /"disableAllHooks":true/);
+    withDb(b, (db) => {
+      const r = checkRegistration(db, { workspace: b.work, now });
+      assert.equal(r.status, 'tampered', JSON.stringify(r.findings));
+      assert.match(r.findings[0]!.detail, /disableAllHooks added/);
+    });
+  });
+
   test('tmpfs: a mapping that read first writes without ever moving the stat; the file is re-hashed on every hook', {
     skip: (!hasPython && 'no python3 with mmap') || (!tmpfsDir && 'no tmpfs at /dev/shm'),
   }, async (t) => {
@@ -1073,7 +1106,11 @@ describe('writes through a shared memory map', () => {
     assert.equal(verifyOf('shell', join(b.home, 'nope'), readNowForTest(join(b.home, 'nope')), t0), null, 'absent');
     const big = join(b.dir, 'big');
     writeFileSync(big, Buffer.alloc(1024 * 1024 + 1));
-    assert.equal(verifyOf('shell', big, readNowForTest(big), t0), null, 'over 1 MiB: trusted by its stat');
+    assert.notEqual(
+      verifyOf('shell', big, readNowForTest(big), t0),
+      null,
+      'over 1 MiB: not trusted by its stat either',
+    );
     if (tmpfsDir) {
       const f = join(mkdtempSync(join(tmpfsDir, 'latch-tamper-')), 'x');
       dirs.push(dirname(f));

@@ -70,14 +70,14 @@ export function statSig(path: string): string {
 // stall the hook into its agent's timeout; otherwise (`sync`: a later hook syncs and reads again), and
 // on any other filesystem (`never`: tmpfs, overlayfs, NFS, FUSE, non-Linux), the quick tier lists the
 // file and the hook re-hashes it (FileRow.verify: the sha256 of the bytes last read at the identity).
-// Directories, Latch's own code (the hook runs it: a change to it is a change to the code that would
-// compare it) and files over VERIFY_MAX are trusted by their stat.
+// Directories and Latch's own code (the hook runs it: a change to it is a change to the code that would
+// compare it) are trusted by their stat. Size is no reason to trust: the agent decides it (a settings
+// layer padded over a megabyte with a key that is no finding, then rewritten through a map, went
+// unseen while files over 1 MiB were trusted by their stat); a large file is synced and read once
+// like a small one, and re-hashed on every hook only where nothing writes back.
 
 /** Filesystems (statfs f_type) whose writeback write-protects mapped pages: ext2/3/4, xfs, btrfs, f2fs. */
 const WRITEBACK_FS = new Set([0xef53, 0x58465342, 0x9123683e, 0xf2f52010]);
-
-/** Larger files are trusted by their stat (re-hashing one on every hook would cost milliseconds). */
-export const VERIFY_MAX = 1024 * 1024;
 
 /** How old a ctime must be when the content is read after a sync for its identity to be trusted (many clock ticks). */
 export const CTIME_SETTLE_MS = 1000;
@@ -145,13 +145,7 @@ export function readForTrust(path: string, role?: Role): FileNow {
   const sig = statSig(path);
   const f = fileSigOf(sig);
   const age = ctimeAge(sig, Date.now());
-  const sync =
-    !!f &&
-    Number(f.split(':')[1]) <= VERIFY_MAX &&
-    age !== null &&
-    age < WRITTEN_BACK_MS &&
-    writesBack(path) &&
-    syncIsCheap();
+  const sync = !!f && age !== null && age < WRITTEN_BACK_MS && writesBack(path) && syncIsCheap();
   return readNow(path, { sync });
 }
 
@@ -168,7 +162,6 @@ export function verifyOf(role: Role, path: string, now: FileNow, readAtMs: numbe
 export function verifyOfRead(path: string, now: FileNow, readAtMs: number): Verify | null {
   const f = fileSigOf(now.sig);
   if (!f || now.kind === 'error') return null; // absent, a directory, a special file, dangling: nothing to map
-  if (Number(f.split(':')[1]) > VERIFY_MAX) return null;
   const raw = now.sha256 && !now.sha256.startsWith('too-large:') ? now.sha256 : null;
   if (!writesBack(path)) return { raw, until: 'never' };
   const age = ctimeAge(now.sig, readAtMs) ?? -1;
