@@ -27,43 +27,15 @@ import { setupClaude } from '../../src/agents/claude/setup.js';
 import { runHook } from '../../src/hook.js';
 import { openStore } from '../../src/store/store.js';
 import { getSession, transition } from '../../src/session/records.js';
-import { sandbox, type Sandbox } from '../helpers/workspace.js';
+import {
+  CLAUDE_USER_LINE as USER_LINE,
+  claudeBox as box,
+  claudeBoxPayload as payload,
+  type ClaudeBox as Box,
+} from '../helpers/claude-box.js';
 import { mapper } from '../helpers/mmap.js';
 
-const FIX = join('test', 'fixtures', 'claude');
 const DIST = join(process.cwd(), 'dist', 'latch.cjs');
-
-function fixture(name: string): Record<string, unknown> {
-  return JSON.parse(readFileSync(join(FIX, `${name}.json`), 'utf8')) as Record<string, unknown>;
-}
-
-interface Box extends Sandbox {
-  config: string;
-  userHome: string;
-  tr: string;
-}
-
-/** A workspace, a Latch home, a Claude config dir and a HOME of the test's own. */
-function box(): Box {
-  const sb = sandbox();
-  const config = join(sb.base, 'claude-config');
-  const userHome = join(sb.base, 'home');
-  mkdirSync(join(config, 'projects', '-w'), { recursive: true });
-  mkdirSync(userHome);
-  const tr = join(config, 'projects', '-w', 'S.jsonl');
-  writeFileSync(tr, USER_LINE);
-  return {
-    ...sb,
-    config,
-    userHome,
-    tr,
-    env: { ...sb.env, HOME: userHome, CLAUDE_CONFIG_DIR: config, LATCH_CONTAIN: 'list' },
-  };
-}
-
-function payload(b: Box, name: string, over: Record<string, unknown> = {}): Record<string, unknown> {
-  return { ...fixture(name), session_id: 'S', cwd: b.work, transcript_path: b.tr, ...over };
-}
 
 let seq = 0;
 function tool(b: Box, name: string, input: unknown, over: Record<string, unknown> = {}): Record<string, unknown> {
@@ -114,7 +86,6 @@ async function latched(b: Box): Promise<void> {
   assert.equal(state(b), 'latched');
 }
 
-const USER_LINE = `${JSON.stringify({ parentUuid: 'p0', type: 'user', message: { role: 'user', content: 'go' }, sessionId: 'S', version: '2.1.332', cwd: '/w' })}\n`;
 const MARK = '"subtype":"compact_boundary"';
 const boundaryLine = (uuid: string) =>
   `${JSON.stringify({ parentUuid: null, logicalParentUuid: 'p0', type: 'system', subtype: 'compact_boundary', content: 'Conversation compacted', compactMetadata: { trigger: 'auto', preTokens: 990028 }, uuid, sessionId: 'S', version: '2.1.332' })}\n`;

@@ -4,42 +4,14 @@
 // temp LATCH_HOME, CLAUDE_CONFIG_DIR and HOME), as test/unit/claude-adversarial.test.ts does.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { claude } from '../../src/agents/claude/index.js';
 import { classifyTool, NETWORK_TOOLS } from '../../src/agents/claude/tools.js';
 import { summarizeCall } from '../../src/guard/events.js';
 import { runHook } from '../../src/hook.js';
 import { openStore } from '../../src/store/store.js';
-import { sandbox, type Sandbox } from '../helpers/workspace.js';
-
-const FIX = join('test', 'fixtures', 'claude');
-const fixture = (name: string) =>
-  JSON.parse(readFileSync(join(FIX, `${name}.json`), 'utf8')) as Record<string, unknown>;
-const USER_LINE = `${JSON.stringify({ parentUuid: 'p0', type: 'user', message: { role: 'user', content: 'go' }, sessionId: 'S', version: '2.1.332', cwd: '/w' })}\n`;
-
-interface Box extends Sandbox {
-  tr: string;
-}
-
-function box(): Box {
-  const sb = sandbox();
-  const config = join(sb.base, 'claude-config');
-  const userHome = join(sb.base, 'home');
-  mkdirSync(join(config, 'projects', '-w'), { recursive: true });
-  mkdirSync(userHome);
-  const tr = join(config, 'projects', '-w', 'S.jsonl');
-  writeFileSync(tr, USER_LINE);
-  return { ...sb, tr, env: { ...sb.env, HOME: userHome, CLAUDE_CONFIG_DIR: config, LATCH_CONTAIN: 'list' } };
-}
-
-const payload = (b: Box, name: string, over: Record<string, unknown> = {}): Record<string, unknown> => ({
-  ...fixture(name),
-  session_id: 'S',
-  cwd: b.work,
-  transcript_path: b.tr,
-  ...over,
-});
+import { claudeBox as box, claudeBoxPayload as payload, type ClaudeBox as Box } from '../helpers/claude-box.js';
 
 let seq = 0;
 const tool = (b: Box, name: string, input: unknown) =>

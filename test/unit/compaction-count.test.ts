@@ -33,6 +33,7 @@ import { openStore, immediate } from '../../src/store/store.js';
 import { getSession, transition } from '../../src/session/records.js';
 import { announce, announcedDir, pendingAnnouncements, sessionKey } from '../../src/session/announce.js';
 import { bash, payload as codexPayload, sandbox, type Sandbox } from '../helpers/workspace.js';
+import { claudeBox, claudeBoxPayload } from '../helpers/claude-box.js';
 
 type Ev = 'start' | 'pre' | 'ss' | 'post' | 'stop';
 
@@ -54,7 +55,6 @@ interface Harness {
   cleanup(): void;
 }
 
-const CLAUDE_FIX = join('test', 'fixtures', 'claude');
 const CLAUDE_EVENTS: Record<Ev, string> = {
   start: 'session-start-startup',
   pre: 'pre-compact-auto',
@@ -78,26 +78,9 @@ function decision(stdout: string | null) {
 }
 
 function claudeHarness(): Harness {
-  const sb = sandbox();
-  const config = join(sb.base, 'claude-config');
-  const userHome = join(sb.base, 'home');
-  mkdirSync(join(config, 'projects', '-w'), { recursive: true });
-  mkdirSync(userHome);
-  const tr = join(config, 'projects', '-w', 'S.jsonl');
-  writeFileSync(
-    tr,
-    `${JSON.stringify({ parentUuid: 'p0', type: 'user', message: { role: 'user', content: 'go' }, sessionId: 'S', version: '2.1.332', cwd: '/w' })}\n`,
-  );
-  const env = { ...sb.env, HOME: userHome, CLAUDE_CONFIG_DIR: config, LATCH_CONTAIN: 'list' };
-  const fixture = (name: string) =>
-    JSON.parse(readFileSync(join(CLAUDE_FIX, `${name}.json`), 'utf8')) as Record<string, unknown>;
-  const payload = (name: string, over: Record<string, unknown> = {}): Record<string, unknown> => ({
-    ...fixture(name),
-    session_id: 'S',
-    cwd: sb.work,
-    transcript_path: tr,
-    ...over,
-  });
+  const sb = claudeBox();
+  const { tr, env } = sb;
+  const payload = (name: string, over: Record<string, unknown> = {}) => claudeBoxPayload(sb, name, over);
   let uuid = 0;
   return {
     agent: 'claude',
