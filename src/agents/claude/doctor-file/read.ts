@@ -2,6 +2,7 @@
 // the tool calls paired with their results).
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { errorMessage, LatchError } from '../../../base/errors.js';
+import { addFinding } from '../../shared/file-doctor.js';
 import { encodeToolResult } from '../outputs.js';
 import { classifyTool } from '../tools.js';
 import { resultText } from '../transcript.js';
@@ -24,13 +25,7 @@ const num = (v: unknown): number | null => (typeof v === 'number' && Number.isFi
 class Findings {
   readonly map = new Map<string, ClaudeFinding>();
   add(code: string, severity: ClaudeSeverity, message: string, line?: number): void {
-    let f = this.map.get(code);
-    if (!f) {
-      f = { code, severity, message, count: 0, lines: [] };
-      this.map.set(code, f);
-    }
-    f.count++;
-    if (line !== undefined && f.lines.length < LIST_CAP) f.lines.push(line);
+    addFinding(this.map, LIST_CAP, code, severity, message, line);
   }
 }
 

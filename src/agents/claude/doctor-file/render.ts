@@ -1,4 +1,5 @@
 // Rendering: the human-readable summary of a ClaudeDoctorReport.
+import { renderFindings } from '../../shared/file-doctor.js';
 import { clip } from './read.js';
 import type { ClaudeCall, ClaudeDoctorReport } from './types.js';
 
@@ -113,18 +114,7 @@ export function renderClaudeReport(r: ClaudeDoctorReport): string {
       }
     }
   }
-  if (r.findings.length === 0 && !r.unreadable) out.push('  findings: none — OK');
-  else if (r.findings.length > 0) {
-    out.push(`  findings (${r.findings.length}):`);
-    for (const f of r.findings) {
-      const lines = f.lines.length
-        ? ` (line${f.lines.length > 1 ? 's' : ''} ${f.lines.slice(0, 8).join(', ')}${f.lines.length > 8 || f.count > f.lines.length ? ', …' : ''})`
-        : '';
-      out.push(
-        `    ${f.severity === 'error' ? 'ERROR' : f.severity === 'warning' ? 'WARN ' : 'NOTE '} ${f.code}${f.count > 1 ? ` ×${f.count}` : ''}${lines}: ${f.message}`,
-      );
-    }
-  }
+  renderFindings(out, r.findings, r.unreadable);
   if (r.exit_code === 1) out.push('  verdict: damaged or inconsistent (exit 1)');
   if (r.truncated_last_line)
     out.push(`  truncated last line: line ${r.truncated_last_line.line} (${r.truncated_last_line.bytes} bytes)`);

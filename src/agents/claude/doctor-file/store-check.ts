@@ -1,11 +1,12 @@
 // The store cross-check (read-only): the Latch store's record of the session against the file.
 import { createHash } from 'node:crypto';
-import { closeSync, existsSync, openSync, readdirSync, readFileSync, readSync, realpathSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readdirSync, readFileSync, readSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { errorMessage } from '../../../base/errors.js';
 import { dbPath } from '../../../base/paths.js';
 import type { BriefDigest } from '../../../continuity/page-read.js';
 import { type Db, openStore } from '../../../store/store.js';
+import { safeJsonArray, safeRealpath } from '../../shared/file-doctor.js';
 import { checkRead } from './brief-reads.js';
 import type { Analyser, PendingRead } from './read.js';
 import { type BriefReadInfo, CHUNK, type ClaudeStoreCheck, LIST_CAP } from './types.js';
@@ -38,14 +39,6 @@ interface StoreRows {
   denials: { tool_use_id: string | null; tool_name: string; at: string }[];
   attempts: { tool_use_id: string | null; started_at: string }[];
   reads: { call_id: string; version: number | null; ok: number }[];
-}
-
-function safeRealpath(p: string): string {
-  try {
-    return realpathSync(p);
-  } catch {
-    return p;
-  }
 }
 
 function findSession(db: Db, path: string, ids: string[]): string | null {
@@ -87,15 +80,6 @@ function briefDigest(db: Db, session: string, version: number): BriefDigest | nu
   if (!r) return null;
   const shas = safeJsonArray(r.page_digests);
   return { session, version, pages: shas.map((sha256, i) => ({ n: i + 1, sha256 })) };
-}
-
-function safeJsonArray(s: string): string[] {
-  try {
-    const v = JSON.parse(s) as unknown;
-    return Array.isArray(v) ? v.map(String) : [];
-  } catch {
-    return [];
-  }
 }
 
 function hashPrefix(path: string, size: number): string | null {

@@ -1,16 +1,10 @@
 // The report's types and the constants the Claude transcript doctor shares (src/agents/claude/doctor-file.ts).
+import type { FileFinding } from '../../shared/file-doctor.js';
 export type ClaudeSeverity = 'error' | 'warning' | 'notice';
 export type ClaudeDoctorExit = 0 | 1 | 2;
 
-export interface ClaudeFinding {
-  code: string;
-  severity: ClaudeSeverity;
-  message: string;
-  /** How many times it occurred. */
-  count: number;
-  /** 1-based line numbers of the first occurrences (at most LIST_CAP). */
-  lines: number[];
-}
+/** A finding (its lines: at most LIST_CAP). */
+export type ClaudeFinding = FileFinding<ClaudeSeverity>;
 
 export type CallOutcome = 'ran' | 'error' | 'blocked' | 'no_result';
 

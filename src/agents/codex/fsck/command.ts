@@ -5,6 +5,7 @@
 import { statSync } from 'node:fs';
 import { fsckFile, type FsckReport, type OutcomeCounts } from './fsck.js';
 import { homeOf, json, type Io } from '../../../commands/io.js';
+import { renderFindings } from '../../shared/file-doctor.js';
 
 export interface TranscriptDoctorOptions {
   file: string;
@@ -193,18 +194,7 @@ export function render(r: FsckReport): string {
       }
     }
   }
-  if (r.findings.length === 0 && !r.unreadable) out.push('  findings: none — OK');
-  else if (r.findings.length > 0) {
-    out.push(`  findings (${r.findings.length}):`);
-    for (const f of r.findings) {
-      const lines = f.lines.length
-        ? ` (line${f.lines.length > 1 ? 's' : ''} ${f.lines.slice(0, 8).join(', ')}${f.lines.length > 8 || f.count > f.lines.length ? ', …' : ''})`
-        : '';
-      out.push(
-        `    ${f.severity === 'error' ? 'ERROR' : f.severity === 'warning' ? 'WARN ' : 'NOTE '} ${f.code}${f.count > 1 ? ` ×${f.count}` : ''}${lines}: ${f.message}`,
-      );
-    }
-  }
+  renderFindings(out, r.findings, r.unreadable);
   if (r.exit_code === 3)
     out.push(
       `  verdict: no damage found; exit 3 because Codex ${r.writer.cli_version ?? '(unknown version)'} is not qualified by Latch (age, not damage)`,

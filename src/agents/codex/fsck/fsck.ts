@@ -25,8 +25,9 @@ import {
 } from '../qualification-doctor.js';
 import type { Hash } from 'node:crypto';
 import { nodeCrypto } from '../../../base/lazy.js';
-import { closeSync, existsSync, fstatSync, openSync, read, readSync, realpathSync, statSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, openSync, read, readSync, statSync } from 'node:fs';
 import { basename, resolve } from 'node:path';
+import { safeJsonArray, safeRealpath } from '../../shared/file-doctor.js';
 import { errorMessage, isLatchError, LatchError } from '../../../base/errors.js';
 import {
   Analyser,
@@ -560,14 +561,6 @@ function hashFilePrefix(path: string, size: number): string {
   }
 }
 
-function safeRealpath(p: string): string {
-  try {
-    return realpathSync(p);
-  } catch {
-    return p;
-  }
-}
-
 function crossCheck(
   a: Analyser,
   base: StoreCrossCheck,
@@ -820,15 +813,6 @@ function hashPrefixOrNull(p: string, size: number): string | null {
     return hashFilePrefix(p, size);
   } catch {
     return null;
-  }
-}
-
-function safeJsonArray(s: string): string[] {
-  try {
-    const v = JSON.parse(s) as unknown;
-    return Array.isArray(v) ? v.map(String) : [];
-  } catch {
-    return [];
   }
 }
 

@@ -7,6 +7,7 @@
 //   analyser.ts   the line entry (format detection) and finish()
 // Each extends the one before it; members a later layer uses are protected.
 import { errorMessage } from '../../../base/errors.js';
+import { addFinding } from '../../shared/file-doctor.js';
 import { Needle } from './bytes.js';
 import { Names } from './names.js';
 import { PendingCalls } from './pending.js';
@@ -92,13 +93,7 @@ export abstract class AnalyserState {
   }
 
   finding(code: string, severity: Severity, message: string, line?: number): void {
-    let f = this.findings.get(code);
-    if (!f) {
-      f = { code, severity, message, count: 0, lines: [] };
-      this.findings.set(code, f);
-    }
-    f.count++;
-    if (line !== undefined && f.lines.length < LIST_CAP) f.lines.push(line);
+    addFinding(this.findings, LIST_CAP, code, severity, message, line);
   }
 
   protected badLine(n: number, terminated: boolean, why: string, buf: Buffer, s: number, e: number): void {

@@ -1,17 +1,12 @@
 // The shapes the analyser reports (analyser.ts and its layers fill them; fsck.ts builds the report
 // from them). Types only.
 
+import type { FileFinding } from '../../shared/file-doctor.js';
+
 export type Severity = 'error' | 'warning';
 
-export interface Finding {
-  code: string;
-  severity: Severity;
-  message: string;
-  /** How many times it occurred (lines, calls, ...). */
-  count: number;
-  /** 1-based line numbers of the first occurrences (at most 50). */
-  lines: number[];
-}
+/** A finding (its lines: at most 50). */
+export type Finding = FileFinding<Severity>;
 
 export type Outcome = 'ran' | 'failed' | 'blocked' | 'unknown' | 'no_output';
 
