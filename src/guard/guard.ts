@@ -15,7 +15,7 @@ import { announce, removeAnnouncements } from '../session/announce.js';
 import { immediate, type Db } from '../store/store.js';
 import type { Decision, LatchEvent, Observation, ToolCall } from './events.js';
 import type { Agent } from '../agents/agent.js';
-import { abandonAtTurnEnd, awaitFileClock, hasBaseline, orphanedClosings } from '../ledger/ledger.js';
+import { abandonAtTurnEnd, awaitFileClock, hasBaseline, orphanedClosings, settleEnds } from '../ledger/ledger.js';
 import { EMPTY_SCAN, type ScanResult } from '../session/transcript.js';
 import { loadObserver, loadSlow, type Slow } from './load.js';
 import { admitStart, closeAttempt, observe, recoverOrphans } from './attempts.js';
@@ -71,6 +71,8 @@ export async function handle(ctx: GuardContext, obs: Observation, ev: LatchEvent
     return await handleWithDb(ctx, db, obs, ev, own && 'id' in own ? own.id : null);
   } finally {
     db.close();
+    // A window this hook ended (a Close, an Abandon): what anyone changes from now on is stamped after it.
+    settleEnds(ctx.home);
   }
 }
 

@@ -17,6 +17,7 @@
 // Attribution (src/ledger/observe.ts) compares each changed file's time with the attempts' windows.
 import { closeSync, constants, fstatSync, futimesSync, openSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { wallNs } from '../base/clock.js';
 import type { Db } from '../store/store.js';
 
 export type AttemptState = 'started' | 'closing' | 'closed' | 'abandoned';
@@ -125,13 +126,29 @@ export function attemptId(sessionId: string, toolUseId: string): string {
 }
 
 /**
- * Wall-clock time in ns with sub-millisecond precision (compared with file ctimes). From
- * `performance`, not src/base/clock.ts's anchor: with the anchor, a change written right after a
- * turn's end was attributed to the attempt that turn ended in 3 of 42 runs of a verify test (none in
- * 42 from `performance`); why is not understood yet.
+ * Wall-clock time in ns with sub-millisecond precision (compared with file ctimes): the monotonic
+ * clock anchored to the wall clock once per process (src/base/clock.ts, within 10 µs), which spares
+ * the hook loading perf_hooks.
  */
 export function nowNs(): bigint {
-  return BigInt(Math.round((performance.timeOrigin + performance.now()) * 1e6));
+  return wallNs();
+}
+
+/**
+ * How far past a window's recorded end a change still counts as inside it: the clock's error (under
+ * 10 µs), with room. A tool's own writes precede its end by far (its PostToolUse, its turn's end);
+ * a change written after an end is stamped past end + END_SLACK_NS (settleEnds).
+ */
+export const END_SLACK_NS = 100_000n;
+
+/** The latest window end this process recorded and has not yet settled (settleEnds). */
+let unsettledEnd: bigint | null = null;
+
+/** nowNs() for a window's end (a close or an abandon), remembered for settleEnds. */
+function endNs(): bigint {
+  const t = nowNs();
+  if (unsettledEnd === null || t > unsettledEnd) unsettledEnd = t;
+  return t;
 }
 
 /**
@@ -139,7 +156,8 @@ export function nowNs(): bigint {
  * after this returns has a ctime above ns. File timestamps come from a coarse clock that lags the one
  * nowNs() reads by up to a tick, so a tool that writes within a tick of its Start (Codex's
  * patch tool writes 1-4 ms after the PreToolUse recorded it) would show a change time before its
- * window and be attributed "unknown". Touching a file of Latch's own until its ctime is past ns
+ * window and be attributed "unknown"; and a change made within a tick after a window's end would
+ * show a time inside it (settleEnds). Touching a file of Latch's own until its ctime is past ns
  * closes that gap: on Linux >= 6.13 (multigrain timestamps) reading a ctime makes the next one
  * fine-grained and every later one at least as late, so two touches do (~12 µs); on older kernels
  * it waits out the tick. Best effort: on any error the edge rule of the attribution still holds.
@@ -160,6 +178,18 @@ export function awaitFileClock(home: string, ns: bigint, maxMs = 20): void {
   } finally {
     if (fd >= 0) closeSync(fd);
   }
+}
+
+/**
+ * After this process recorded a window's end (a Close, an Abandon): returns once a file changed from
+ * now on is stamped past that end (with its slack), so that a change made right after, by anyone, is
+ * not attributed to the ended attempt. A no-op when no end is pending.
+ */
+export function settleEnds(home: string): void {
+  if (unsettledEnd === null) return;
+  const ns = unsettledEnd + END_SLACK_NS;
+  unsettledEnd = null;
+  awaitFileClock(home, ns);
 }
 
 export function laneOf(sessionId: string, agentId: string | null): string {
@@ -240,7 +270,7 @@ export function beginClose(db: Db, id: string, owner: ProcessId): AttemptRow | u
   if (!a) return undefined;
   if (!attemptStep(a.state, 'close_begin')) return a;
   applyEvent(db, id, 'close_begin', 'closing_ns = ?, closer_pid = ?, closer_start = ?', [
-    nowNs().toString(),
+    endNs().toString(),
     owner.pid,
     owner.start,
   ]);
@@ -272,7 +302,7 @@ export function endClose(
   const event: AttemptEvent = reason === CLOSE_REASON.recovered ? 'recover' : 'close_end';
   return applyEvent(db, id, event, 'ended_at = ?, ended_ns = COALESCE(closing_ns, ?), end_reason = ?', [
     now,
-    nowNs().toString(),
+    endNs().toString(),
     reason,
   ]);
 }
@@ -315,7 +345,7 @@ export function abandonAttempts(db: Db, where: AbandonWhere, reason: string, now
     ).map((r) => r.id);
   let n = 0;
   for (const id of ids)
-    if (applyEvent(db, id, 'abandon', 'ended_at = ?, ended_ns = ?, end_reason = ?', [now, nowNs().toString(), reason]))
+    if (applyEvent(db, id, 'abandon', 'ended_at = ?, ended_ns = ?, end_reason = ?', [now, endNs().toString(), reason]))
       n++;
   return n;
 }

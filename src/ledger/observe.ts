@@ -7,14 +7,13 @@
 // call's, not contended with the container around it (see `attribute`).
 import { lstatSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { nowNs, type AttemptState } from './ledger.js';
+import { END_SLACK_NS, nowNs, type AttemptState } from './ledger.js';
 import type { Db } from '../store/store.js';
 import type { TreeSnapshot } from '../tree/listing.js';
 import { observeTree, type WatchSyncHint } from '../tree/observe-tree.js';
 
 /** Window edges closer than this to a change time make the attribution "unknown" (coarse kernel clock). */
 export const EDGE_NS = 20_000_000n;
-const END_SLACK_NS = 1_000_000n;
 
 export type Attribution = 'attempt' | 'contended' | 'outside' | 'unknown';
 
@@ -64,7 +63,7 @@ export function attribute(
 ): { attribution: Attribution; attempt: Window | null; candidates: Window[] } {
   if (t === null) return { attribution: 'unknown', attempt: null, candidates: [] };
   // A change is inside a window only up to its end: the tool had finished by then (ctime never runs
-  // ahead of the real write time), so a later change is someone else's. 1 ms covers clock rounding.
+  // ahead of the real write time), so a later change is someone else's (END_SLACK_NS: the clock's error).
   const inWindow = windows.filter((w) => t >= w.start && (w.end === null || t <= w.end + END_SLACK_NS));
   const { inside, near } = withoutContainers(
     inWindow,

@@ -7,19 +7,22 @@
 // Real temp stores and real temp git repositories; the last tests run the Claude hook path in-process.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { lstatSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { claude } from '../../src/agents/claude/index.js';
 import { runHook } from '../../src/hook.js';
 import {
   abandonAtTurnEnd,
+  abandonAttempts,
   attemptId,
   awaitFileClock,
   beginClose,
   CLOSE_REASON,
+  END_SLACK_NS,
   endClose,
   getAttempt,
   selfId,
+  settleEnds,
   startAttempt,
   turnEndScope,
   type AttemptRow,
@@ -449,4 +452,47 @@ test('Claude hook path: the main Stop leaves a background sub-agent’s call ope
     { path: 'bg.txt', attribution: 'attempt', attempt_id: attemptId('S', 'toolu_bg_write') },
   ]);
   await hook(sb, payload(sb, 'session-end'));
+});
+
+test('a change made right after a window ends (an Abandon, a Close) is not the ended call’s: settleEnds stamps it past the end', () => {
+  const ws = workspace();
+  session(ws, 'S', 'claude');
+  const ended = (a: AttemptRow) => BigInt(getAttempt(ws.db, a.id)!.ended_ns!);
+  const ctime = (file: string) => lstatSync(join(ws.root, file), { bigint: true }).ctimeNs;
+  // Without settleEnds a file written right after an end is often stamped inside the window's slack
+  // (the kernel's coarse clock): measured, so that the check below is not one that passes anyway.
+  let inside = 0;
+  for (let i = 0; i < 100; i++) {
+    const a = start(ws, 'S', null, 'Bash', `toolu_plain_${i}`);
+    abandonAttempts(ws.db, { ids: [a.id] }, 'the turn ended', new Date().toISOString());
+    settleEnds(ws.home); // a plain Abandon's end, settled before the measured one below
+    const b = start(ws, 'S', null, 'Bash', `toolu_plain_b${i}`);
+    abandonAttempts(ws.db, { ids: [b.id] }, 'the turn ended', new Date().toISOString());
+    put(ws, `plain-${i}.txt`);
+    if (ctime(`plain-${i}.txt`) <= ended(b) + END_SLACK_NS) inside++;
+    settleEnds(ws.home);
+  }
+  assert.ok(inside > 0, 'without settleEnds, some files written right after an end are stamped inside its slack');
+  observe(ws, 'stop');
+  let late = 0;
+  for (let i = 0; i < 100; i++) {
+    const a = start(ws, 'S', null, 'Bash', `toolu_${i}`);
+    abandonAttempts(ws.db, { ids: [a.id] }, 'the turn ended', new Date().toISOString());
+    settleEnds(ws.home);
+    put(ws, `after-${i}.txt`);
+    if (ctime(`after-${i}.txt`) <= ended(a) + END_SLACK_NS) late++;
+  }
+  assert.equal(late, 0, 'every file written after settleEnds is stamped past the end and its slack');
+  observe(ws, 'stop');
+  // The same through a Close, and what the observation makes of it: outside, not the closed call's.
+  const w = start(ws, 'S', null, 'Write', 'toolu_w');
+  put(ws, 'by-write.txt');
+  assert.deepEqual(close(ws, w), [{ path: 'by-write.txt', attribution: 'attempt', attempt_id: w.id }]);
+  settleEnds(ws.home);
+  put(ws, 'after-close.txt');
+  assert.deepEqual(
+    observe(ws, 'stop').filter((c) => c.path === 'after-close.txt'),
+    [{ path: 'after-close.txt', attribution: 'outside', attempt_id: null }],
+  );
+  ws.db.close();
 });
