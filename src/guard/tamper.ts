@@ -18,7 +18,8 @@
 //   "edit, then restore mtime" shows as a change. A write through a shared memory map moves no time
 //   until the kernel write-protects the page again, so an identity is trusted only once its content
 //   was read after an fdatasync or long after its ctime, on ext4/xfs/btrfs/f2fs (fingerprint.ts);
-//   until then, and always on tmpfs and other filesystems, the hook re-hashes the file (small ones).
+//   until then, and always on tmpfs and other filesystems, the hook compares the file with the bytes
+//   the store keeps for its recorded sha256 (registration_content; hashed once, when first kept).
 // - `fullCheck`: re-hash and re-parse the files (all of them, or the ones whose stat or content
 //   changed), and return findings as data. A stat change whose content is unchanged (`touch`) or
 //   whose change is benign (a trust entry added by the human's /hooks review, another table of

@@ -376,4 +376,14 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE compactions ADD COLUMN inherited_from TEXT;
   CREATE INDEX compactions_boundary ON compactions(boundary_id);
   `,
+  `
+  -- The bytes behind the sha256 of a fingerprinted file whose stat identity does not stand for its
+  -- content (src/guard/tamper/check.ts verifyContent): on tmpfs, overlayfs and the like, a hook compares
+  -- the file with these bytes instead of hashing it, which would load node:crypto (~8 ms a hook). Only
+  -- bytes Latch hashed itself are stored; small files only; rows no fingerprint names are dropped.
+  CREATE TABLE registration_content (
+    sha256 TEXT PRIMARY KEY,
+    bytes  BLOB NOT NULL
+  ) WITHOUT ROWID;
+  `,
 ];

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import {
   appendFileSync,
   copyFileSync,
+  existsSync,
   chmodSync,
   mkdirSync,
   mkdtempSync,
@@ -58,6 +59,8 @@ import {
 } from '../../src/guard/tamper.js';
 import { HOOK_CACHE_AGENTS } from '../../src/base/code-cache.js';
 import { mapper } from '../helpers/mmap.js';
+
+const DIST = join(process.cwd(), 'dist', 'latch.cjs');
 
 type Json = any; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -1025,7 +1028,7 @@ describe('writes through a shared memory map', () => {
     });
   });
 
-  test('tmpfs: a mapping that read first writes without ever moving the stat; the file is re-hashed on every hook', {
+  test('tmpfs: a mapping that read first writes without ever moving the stat; every hook compares the file with its kept bytes', {
     skip: (!hasPython && 'no python3 with mmap') || (!tmpfsDir && 'no tmpfs at /dev/shm'),
   }, async (t) => {
     const b = claudeBox();
@@ -1039,6 +1042,12 @@ describe('writes through a shared memory map', () => {
     withDb(b, (db) => {
       claudeSessionAt(db, b, 'T', ws, ws, now);
       assert.equal(checkRegistration(db, { workspace: ws, now }).status, 'ok');
+      // Hashed once (the recorded sha256 is what the bytes are kept under), then compared as bytes.
+      const raw = loadRecorded(db).files.find((f) => f.path === layer)!.verify!.raw!;
+      assert.equal(raw, readNowForTest(layer).sha256);
+      const kept = db.prepare('SELECT bytes FROM registration_content WHERE sha256 = ?').pluck().get(raw) as Buffer;
+      assert.equal(kept.toString('utf8'), layerText());
+      assert.equal(checkRegistration(db, { workspace: ws, now }).escalated, false, 'unchanged: nothing escalates');
     });
     const before = statOf(layer);
     const m = await mapper(layer);
@@ -1143,6 +1152,58 @@ describe('writes through a shared memory map', () => {
     assert.equal(r.escalated, true, 'the content differs from what was read at this identity: compared');
     const again = check(b);
     assert.equal(again.escalated, false, 'recorded: re-hashed, not escalated');
+  });
+
+  // What the kept bytes are for: on tmpfs no identity is ever trusted, and hashing the files would load
+  // node:crypto in every hook (~8 ms of a ~50 ms hook here). The real hook, its settings on tmpfs.
+  test('tmpfs: once the bytes are kept, a hook checks its settings without loading node:crypto', {
+    skip: (!tmpfsDir && 'no tmpfs at /dev/shm') || (!existsSync(DIST) && 'dist/ not built'),
+  }, () => {
+    const base = mkdtempSync(join(tmpfsDir!, 'latch-tamper-hook-'));
+    dirs.push(base);
+    const work = join(base, 'work');
+    mkdirSync(work);
+    const probe = join(base, 'probe.cjs');
+    const loaded = join(base, 'crypto-loaded');
+    writeFileSync(
+      probe,
+      `process.on('exit', () => require('node:fs').writeFileSync(${JSON.stringify(loaded)}, String(process.moduleLoadList.includes('NativeModule crypto'))));\n`,
+    );
+    const env = {
+      ...process.env,
+      LATCH_HOME: join(base, 'state'),
+      CLAUDE_CONFIG_DIR: join(base, 'claude'),
+      HOME: join(base, 'home'),
+      LATCH_CONTAIN: 'list',
+    };
+    mkdirSync(env.HOME);
+    const setup = spawnSync(process.execPath, [DIST, 'setup', 'claude'], { env, encoding: 'utf8' });
+    assert.equal(setup.status, 0, setup.stderr);
+    const transcript = join(base, 't.jsonl');
+    writeFileSync(transcript, '');
+    let n = 0;
+    const preTool = () => {
+      const r = spawnSync(process.execPath, ['-r', probe, DIST, 'hook', 'claude', '--event', 'PreToolUse'], {
+        env,
+        encoding: 'utf8',
+        input: JSON.stringify({
+          session_id: 'S',
+          transcript_path: transcript,
+          cwd: work,
+          hook_event_name: 'PreToolUse',
+          tool_name: 'Bash',
+          tool_input: { command: `echo ${++n} > a.txt` },
+          tool_use_id: `toolu_${n}`,
+        }),
+      });
+      assert.equal(r.status, 0, r.stderr);
+      assert.doesNotMatch(r.stdout, /"deny"/, r.stdout);
+      return readFileSync(loaded, 'utf8') === 'true';
+    };
+    // The first hook hashes the untrusted settings.json once (the check below is one that can fail).
+    assert.equal(preTool(), true, 'the first hook hashes, loading node:crypto');
+    assert.equal(preTool(), false, 'the next one compares bytes');
+    assert.equal(preTool(), false);
   });
 });
 

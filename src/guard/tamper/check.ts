@@ -13,9 +13,18 @@ import {
   recordClaudeLayers,
 } from './claude-layers.js';
 import { compareConfig, configPart, ruleCheckWorkspace } from './codex-config.js';
-import { canonicalJson, kindOfSig, readForTrust, readNow, storedSig, verifyOf, verifyOfRead } from './fingerprint.js';
+import {
+  canonicalJson,
+  kindOfSig,
+  readForTrust,
+  readNow,
+  sha256,
+  storedSig,
+  verifyOf,
+  verifyOfRead,
+} from './fingerprint.js';
 import { compareHooks, trustKeysOf } from './handlers.js';
-import { loadRecorded, type QuickResult, quickCheck, workspaceRows } from './quick.js';
+import { dropUnnamedContent, loadRecorded, type QuickResult, quickCheck, workspaceRows } from './quick.js';
 import { resolveOnPath } from './records.js';
 import {
   type FileRow,
@@ -241,28 +250,64 @@ export function fullCheck(
   return res;
 }
 
+/** The largest file whose bytes the store keeps for verifyContent (larger ones are hashed each time). */
+const CONTENT_MAX = 256 * 1024;
+
 /**
- * Re-hashes the rows whose identity held but does not stand for the content (QuickResult.verify):
- * `changed`, those whose bytes differ from what was last read at that identity (or whose identity
- * moved meanwhile), to be compared like a stat change; `trusted`, `sync` rows read unchanged in a way
- * verifyOfRead now trusts (after an fdatasync, or with a ctime old enough).
+ * Checks the rows whose identity held but does not stand for the content (QuickResult.verify) against
+ * the content last read at that identity: `changed`, those whose bytes differ (or whose identity moved
+ * meanwhile), to be compared like a stat change; `trusted`, `sync` rows read unchanged in a way
+ * verifyOfRead now trusts (after an fdatasync, or with a ctime old enough). The comparison is with the
+ * bytes the store keeps for that sha256 (registration_content), not a hash: hashing would load
+ * node:crypto, most of a hook's time on a filesystem where no identity is ever trusted (tmpfs,
+ * overlayfs). Bytes not kept yet are hashed once and, when they match, kept (`learned`).
  */
-function verifyContent(rows: QuickResult['verify']): {
+function verifyContent(
+  db: Db,
+  rows: QuickResult['verify'],
+): {
   changed: { scope: string; path: string; now: string; raw: string | null }[];
   trusted: { scope: string; path: string; stored: string; sig: string }[];
+  learned: { sha256: string; bytes: Buffer }[];
 } {
   const changed: { scope: string; path: string; now: string; raw: string | null }[] = [];
   const trusted: { scope: string; path: string; stored: string; sig: string }[] = [];
+  const learned: { sha256: string; bytes: Buffer }[] = [];
+  if (rows.length === 0) return { changed, trusted, learned };
+  const kept = db.prepare('SELECT bytes FROM registration_content WHERE sha256 = ?').pluck();
   for (const r of rows) {
     const readAt = Date.now();
     const sync = r.verify.until === 'sync';
-    const now = sync ? readForTrust(r.path) : readNow(r.path);
-    if (now.sig !== r.sig || now.sha256 === null || now.sha256 !== r.verify.raw)
-      changed.push({ scope: r.scope, path: r.path, now: now.sig, raw: now.sha256 });
-    else if (sync && verifyOfRead(r.path, now, readAt) === null)
+    const now = sync ? readForTrust(r.path, undefined, { hash: false }) : readNow(r.path, { hash: false });
+    const raw = r.verify.raw;
+    let same = false;
+    if (now.sig === r.sig && now.bytes !== null && raw !== null) {
+      const bytes = kept.get(raw) as Buffer | undefined;
+      if (bytes) same = now.bytes.equals(bytes);
+      else {
+        now.sha256 = sha256(now.bytes);
+        same = now.sha256 === raw;
+        if (same && now.bytes.length <= CONTENT_MAX) learned.push({ sha256: raw, bytes: now.bytes });
+      }
+    }
+    if (!same) {
+      const digest = now.sha256 ?? (now.bytes ? sha256(now.bytes) : null);
+      changed.push({ scope: r.scope, path: r.path, now: now.sig, raw: digest });
+      continue;
+    }
+    now.sha256 = raw; // equal bytes: the sha256 recorded for them
+    if (sync && verifyOfRead(r.path, now, readAt) === null)
       trusted.push({ scope: r.scope, path: r.path, stored: storedSig(r.sig, r.verify), sig: now.sig });
   }
-  return { changed, trusted };
+  return { changed, trusted, learned };
+}
+
+/** Keeps the bytes verifyContent hashed and found unchanged, and drops those no fingerprint names any more. */
+function keepContent(db: Db, learned: { sha256: string; bytes: Buffer }[]): void {
+  if (learned.length === 0) return;
+  const put = db.prepare('INSERT OR IGNORE INTO registration_content (sha256, bytes) VALUES (?, ?)');
+  for (const l of learned) put.run(l.sha256, l.bytes);
+  dropUnnamedContent(db);
 }
 
 function short(h: string | null): string {
@@ -307,13 +352,14 @@ export function checkRegistration(db: Db, opts: { workspace?: string | null; now
     };
   // The identities that do not stand for the content yet are re-hashed (a few small files; none
   // once their ctimes are old, on a filesystem that writes back).
-  const v = verifyContent(q.verify);
+  const v = verifyContent(db, q.verify);
   const promote = (d: Db) => {
     const up = d.prepare('UPDATE registration_files SET sig = ? WHERE scope = ? AND path = ? AND sig = ?');
     for (const t of v.trusted) up.run(t.sig, t.scope, t.path, t.stored);
+    keepContent(d, v.learned);
   };
   if (q.status === 'ok' && v.changed.length === 0) {
-    if (v.trusted.length) immediate(db, () => promote(db));
+    if (v.trusted.length || v.learned.length) immediate(db, () => promote(db));
     return { status: 'ok', findings: [], escalated: false, cached: false };
   }
   // The alarm's key: every identity, and the content of a row that changed under a held identity.

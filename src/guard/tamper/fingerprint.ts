@@ -140,13 +140,13 @@ const STAT_TRUSTED = new Set<Role>(['installed', 'path_target', 'path_dir', 'cla
  * Reads a file of `role` so that its identity can be trusted (see above): after an fdatasync when
  * its ctime is recent, it lies on a filesystem that writes back, and the sync is cheap now.
  */
-export function readForTrust(path: string, role?: Role): FileNow {
-  if (role && STAT_TRUSTED.has(role)) return readNow(path);
+export function readForTrust(path: string, role?: Role, opts: { hash?: boolean } = {}): FileNow {
+  if (role && STAT_TRUSTED.has(role)) return readNow(path, opts);
   const sig = statSig(path);
   const f = fileSigOf(sig);
   const age = ctimeAge(sig, Date.now());
   const sync = !!f && age !== null && age < WRITTEN_BACK_MS && writesBack(path) && syncIsCheap();
-  return readNow(path, { sync });
+  return readNow(path, { ...opts, sync });
 }
 
 /**
@@ -236,8 +236,10 @@ const MAX_HASHED = 64 * 1024 * 1024;
  * The file at `path` as it is now: its identity, and (a regular file, or a symlink to one) its bytes
  * and sha256. `sync`: an fdatasync first, which cleans and write-protects the pages of every shared
  * mapping of it, so a write through one after the read moves the ctime (`synced`; see verifyOf).
+ * `hash: false`: the bytes without their sha256 (null), for a caller that compares bytes.
  */
-export function readNow(path: string, opts: { sync?: boolean } = {}): FileNow {
+export function readNow(path: string, opts: { sync?: boolean; hash?: boolean } = {}): FileNow {
+  const digest = (bytes: Buffer): string | null => (opts.hash === false ? null : sha256(bytes));
   const sig = statSig(path);
   if (sig === 'absent') return { sig, kind: 'absent', link: null, bytes: null, sha256: null };
   if (sig.startsWith('error:'))
@@ -262,7 +264,7 @@ export function readNow(path: string, opts: { sync?: boolean } = {}): FileNow {
   try {
     if (!opts.sync) {
       const bytes = readFileSync(path);
-      return { sig, kind, link, bytes, sha256: sha256(bytes) };
+      return { sig, kind, link, bytes, sha256: digest(bytes) };
     }
     // O_NONBLOCK: a FIFO swapped in since the lstat is not waited on.
     const fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
@@ -280,7 +282,7 @@ export function readNow(path: string, opts: { sync?: boolean } = {}): FileNow {
     } finally {
       closeSync(fd);
     }
-    return { sig, kind, link, bytes, sha256: sha256(bytes), synced: synced && statSig(path) === sig };
+    return { sig, kind, link, bytes, sha256: digest(bytes), synced: synced && statSig(path) === sig };
   } catch (err) {
     return {
       sig,

@@ -23,6 +23,16 @@ function decoded<T extends { sig: string }>(row: T): T & { verify: Verify | null
 // ---------------------------------------------------------------------------------------------
 // store access
 
+/**
+ * Drops the bytes kept for content checks (registration_content, see check.ts verifyContent) that no
+ * recorded file's untrusted identity names any more (inside the caller's transaction).
+ */
+export function dropUnnamedContent(db: Db): void {
+  db.prepare(
+    'DELETE FROM registration_content WHERE NOT EXISTS (SELECT 1 FROM registration_files f WHERE instr(f.sig, registration_content.sha256) > 0)',
+  ).run();
+}
+
 export function loadRecorded(db: Db): Recorded {
   const scopes = db
     .prepare('SELECT scope, kind, recorded_at, json FROM registrations ORDER BY scope')

@@ -19,6 +19,7 @@ import {
   verifyOf,
 } from './fingerprint.js';
 import { latchHandlersOf, parseHooks, trustKeysOf } from './handlers.js';
+import { dropUnnamedContent } from './quick.js';
 import {
   type ConfigPart,
   type FileRow,
@@ -245,6 +246,7 @@ export function recordRegistration(
     for (const r of [...rows, ...inst]) ins.run(r.scope, r.path, r.role, storedSig(r.sig, r.verify), r.sha256, r.link);
     // The settings layers recorded for the workspaces' sessions: re-recording accepts them as they are.
     rebaselineClaudeLayers(db);
+    dropUnnamedContent(db);
   });
   return { files: rows.length + inst.length, missingCaches };
 }
@@ -262,6 +264,7 @@ export function forgetRegistration(db: Db, hooksFile: string): void {
       db.prepare('DELETE FROM registrations WHERE scope IN (?, ?)').run(INSTALL_SCOPE, TOUCH_SCOPE);
       db.prepare('DELETE FROM registration_files WHERE scope = ?').run(INSTALL_SCOPE);
     }
+    dropUnnamedContent(db);
   });
 }
 
