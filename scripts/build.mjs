@@ -23,9 +23,18 @@ const common = {
   external: ['./cli.cjs', './main.cjs'],
   logLevel: 'warning',
   legalComments: 'none',
-  // ESM sources use import.meta.url; in the CommonJS bundle it is the bundle's own file URL.
-  define: { __LATCH_VERSION__: JSON.stringify(version), 'import.meta.url': '__latch_import_meta_url' },
-  banner: { js: "const __latch_import_meta_url = require('url').pathToFileURL(__filename).href;" },
+  // ESM sources use import.meta.url; in the CommonJS bundle it is the bundle's own file URL, made
+  // when first read (the URL machinery costs a hook ~0.5 ms it mostly does not need).
+  // import.meta.dirname and .filename (Node >= 20.11) are the bundle's own, with no URL at all.
+  define: {
+    __LATCH_VERSION__: JSON.stringify(version),
+    'import.meta.url': '__latch_import_meta.url',
+    'import.meta.dirname': '__dirname',
+    'import.meta.filename': '__filename',
+  },
+  banner: {
+    js: "const __latch_import_meta = { get url() { return require('url').pathToFileURL(__filename).href; } };",
+  },
 };
 
 // The hook bundle loads the slow path from its own file on first use, through require() (the code

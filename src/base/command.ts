@@ -1,8 +1,7 @@
 // How the agent (or a human) invokes this very Latch: `node <dist>/latch.cjs`, absolute, so that
 // the agent's PATH does not matter; `latch` when not running from a bundle (tests under tsx).
 import { existsSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 
 let cached: string | undefined;
 
@@ -10,7 +9,7 @@ export function latchCommand(): string {
   if (cached) return cached;
   let prog = 'latch';
   try {
-    const entry = join(dirname(fileURLToPath(import.meta.url)), 'latch.cjs');
+    const entry = join(import.meta.dirname, 'latch.cjs');
     if (existsSync(entry)) prog = `node ${entry}`;
   } catch {
     prog = 'latch';

@@ -5,12 +5,12 @@ import { createRequire } from 'node:module';
 let cp: typeof import('node:child_process') | undefined;
 
 export function childProcess(): typeof import('node:child_process') {
-  return (cp ??= createRequire(import.meta.url)('node:child_process') as typeof import('node:child_process'));
+  return (cp ??= createRequire(import.meta.filename)('node:child_process') as typeof import('node:child_process'));
 }
 
 let crypto: typeof import('node:crypto') | undefined;
 
 /** node:crypto, loaded on first use: `latch doctor FILE` hashes only when the store has checkpoints of FILE. */
 export function nodeCrypto(): typeof import('node:crypto') {
-  return (crypto ??= createRequire(import.meta.url)('node:crypto') as typeof import('node:crypto'));
+  return (crypto ??= createRequire(import.meta.filename)('node:crypto') as typeof import('node:crypto'));
 }

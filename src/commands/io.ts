@@ -15,7 +15,8 @@ export interface Io {
   now(): string;
 }
 
-const nodeRequire = createRequire(import.meta.url);
+/** require() for the built-ins a terminal needs, made on first use (the hook never does). */
+const nodeRequire = (id: string): unknown => createRequire(import.meta.url)(id);
 
 export function processIo(): Io {
   return {

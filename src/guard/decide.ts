@@ -286,15 +286,23 @@ function sandboxedRead(call: ToolCall, readOnly: Reason, held: HeldRead, state: 
 }
 
 export function classifyContextOf(ctx: GuardContext, obs: Observation): ClassifyContext {
+  // Once per hook (it lists the agent's registration paths): the shortcut, the decision and the held
+  // read each ask for it.
+  const hit = contexts.get(obs);
+  if (hit && hit.ctx === ctx) return hit.value;
   const env = ctx.env ?? process.env;
-  return classifierContext({
+  const value = classifierContext({
     latchHome: ctx.home,
     cwd: obs.cwd,
     latchEntry: latchEntry(),
     env,
     registration: ctx.agent.registrationPaths(env, obs.cwd),
   });
+  contexts.set(obs, { ctx, value });
+  return value;
 }
+
+const contexts = new WeakMap<Observation, { ctx: GuardContext; value: ClassifyContext }>();
 
 const verdicts = new WeakMap<ToolCall, CommandVerdict>();
 const heldVerdicts = new WeakMap<ToolCall, CommandVerdict>();

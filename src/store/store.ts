@@ -2,7 +2,6 @@
 import { closeSync, chmodSync, existsSync, lstatSync, mkdirSync, openSync, type Stats } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import type BetterSqlite3 from 'better-sqlite3';
 import { StoreError, errorMessage } from '../base/errors.js';
@@ -27,10 +26,9 @@ let nativePath: string | undefined;
  */
 function nativeBinding(): string {
   if (nativePath) return nativePath;
-  const here = dirname(fileURLToPath(import.meta.url));
-  const beside = join(here, '..', 'node_modules', 'better-sqlite3', 'build', 'Release', 'better_sqlite3.node');
+  const beside = join(import.meta.dirname, '..', 'node_modules', 'better-sqlite3', 'build', 'Release', 'better_sqlite3.node');
   if (existsSync(beside)) return (nativePath = beside);
-  const pkg = createRequire(import.meta.url).resolve('better-sqlite3/package.json');
+  const pkg = createRequire(import.meta.filename).resolve('better-sqlite3/package.json');
   return (nativePath = join(dirname(pkg), 'build', 'Release', 'better_sqlite3.node'));
 }
 

@@ -192,12 +192,10 @@ export function parseStoredSig(stored: string): { sig: string; verify: Verify | 
 // ---------------------------------------------------------------------------------------------
 // hashing and parsing (the full tier; loaded on first use)
 
-const req = createRequire(import.meta.url);
-
 let toml: typeof import('smol-toml') | undefined;
 
 export function parseToml(text: string): Record<string, unknown> {
-  toml ??= req('smol-toml') as typeof import('smol-toml');
+  toml ??= createRequire(import.meta.filename)('smol-toml') as typeof import('smol-toml');
   return toml.parse(text) as Record<string, unknown>;
 }
 
