@@ -26,7 +26,15 @@ let nativePath: string | undefined;
  */
 function nativeBinding(): string {
   if (nativePath) return nativePath;
-  const beside = join(import.meta.dirname, '..', 'node_modules', 'better-sqlite3', 'build', 'Release', 'better_sqlite3.node');
+  const beside = join(
+    import.meta.dirname,
+    '..',
+    'node_modules',
+    'better-sqlite3',
+    'build',
+    'Release',
+    'better_sqlite3.node',
+  );
   if (existsSync(beside)) return (nativePath = beside);
   const pkg = createRequire(import.meta.filename).resolve('better-sqlite3/package.json');
   return (nativePath = join(dirname(pkg), 'build', 'Release', 'better_sqlite3.node'));

@@ -234,7 +234,7 @@ export function fullCheck(
     }
     const tamper = res.findings.slice(before).some((x) => x.severity === 'tamper');
     // No finding: the new identity and content baseline are recorded, with whether the identity
-    // stands for the content (verifyOf; a row re-hashed on every hook gets the bytes read here).
+    // stands for the content (verifyOf; a row compared on every hook gets the bytes read here).
     if (!tamper && (now.sig !== row.sig || row.verify)) {
       const next: FileRow = {
         ...row,
@@ -350,7 +350,7 @@ export function checkRegistration(db: Db, opts: { workspace?: string | null; now
       escalated: false,
       cached: false,
     };
-  // The identities that do not stand for the content yet are re-hashed (a few small files; none
+  // The identities that do not stand for the content yet are compared (a few small files; none
   // once their ctimes are old, on a filesystem that writes back).
   const v = verifyContent(db, q.verify);
   const promote = (d: Db) => {

@@ -69,12 +69,13 @@ export function statSig(path: string): string {
 // The sync is made only while the machine holds little dirty data (SYNC_DIRTY_MAX), so that it cannot
 // stall the hook into its agent's timeout; otherwise (`sync`: a later hook syncs and reads again), and
 // on any other filesystem (`never`: tmpfs, overlayfs, NFS, FUSE, non-Linux), the quick tier lists the
-// file and the hook re-hashes it (FileRow.verify: the sha256 of the bytes last read at the identity).
+// file and the hook compares its bytes (FileRow.verify: the sha256 of the bytes last read at the
+// identity; check.ts keeps those bytes, so that no hook hashes).
 // Directories and Latch's own code (the hook runs it: a change to it is a change to the code that would
 // compare it) are trusted by their stat. Size is no reason to trust: the agent decides it (a settings
 // layer padded over a megabyte with a key that is no finding, then rewritten through a map, went
 // unseen while files over 1 MiB were trusted by their stat); a large file is synced and read once
-// like a small one, and re-hashed on every hook only where nothing writes back.
+// like a small one, and compared on every hook only where nothing writes back.
 
 /** Filesystems (statfs f_type) whose writeback write-protects mapped pages: ext2/3/4, xfs, btrfs, f2fs. */
 const WRITEBACK_FS = new Set([0xef53, 0x58465342, 0x9123683e, 0xf2f52010]);
@@ -151,7 +152,7 @@ export function readForTrust(path: string, role?: Role, opts: { hash?: boolean }
 
 /**
  * Whether the identity `now.sig` of `path`, whose content was just read (`now`, by readForTrust for a
- * trust), may stand for it from now on: null (trusted), else what the quick tier must re-hash it
+ * trust), may stand for it from now on: null (trusted), else what the quick tier must compare it
  * against and how. `readAtMs`: a time taken before the read.
  */
 export function verifyOf(role: Role, path: string, now: FileNow, readAtMs: number): Verify | null {
@@ -260,12 +261,17 @@ export function readNow(path: string, opts: { sync?: boolean; hash?: boolean } =
   if (size > MAX_HASHED)
     return { sig, kind, link, bytes: null, sha256: `too-large:${size}`, error: `larger than ${MAX_HASHED} bytes` };
   try {
-    if (!opts.sync) {
-      const bytes = readFileSync(path);
-      return { sig, kind, link, bytes, sha256: digest(bytes) };
-    }
-    // O_NONBLOCK: a FIFO swapped in since the lstat is not waited on.
+    // O_NONBLOCK: a FIFO swapped in since the lstat is not waited on (a hook blocked past its agent's
+    // timeout would be let through).
     const fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
+    if (!opts.sync) {
+      try {
+        const bytes = readFileSync(fd);
+        return { sig, kind, link, bytes, sha256: digest(bytes) };
+      } finally {
+        closeSync(fd);
+      }
+    }
     let synced = false;
     let bytes: Buffer;
     try {

@@ -132,7 +132,7 @@ export interface QuickResult {
   /** ok: every recorded stat identity holds; changed: some differ (escalate); unrecorded: no fingerprint. */
   status: 'ok' | 'changed' | 'unrecorded';
   changed: { scope: string; path: string; now: string }[];
-  /** Rows whose identity holds but does not stand for the content (FileRow.verify): the caller re-hashes them. */
+  /** Rows whose identity holds but does not stand for the content (FileRow.verify): the caller compares their content. */
   verify: { scope: string; path: string; sig: string; verify: Verify }[];
   /** Every current identity, in row order (the alarm key). */
   sigs: string;
@@ -146,7 +146,7 @@ export interface QuickResult {
  * workspace's Claude Code settings layers, and its `.codex/config.toml` and `.codex/hooks.json`),
  * compare with the recorded identity. Reads no file contents, loads no crypto and no TOML. Cost: one
  * SELECT (one packed string) + one lstat per file. A held identity that does not stand for the
- * content yet (FileRow.verify) is listed in `verify`, for the caller to re-hash.
+ * content yet (FileRow.verify) is listed in `verify`, for the caller to compare.
  */
 export function quickCheck(src: Db | Recorded, opts: { workspace?: string | null } = {}): QuickResult {
   const wsScope = opts.workspace ? WS_PREFIX + opts.workspace : '';

@@ -38,13 +38,13 @@ export interface FileRow {
   link: string | null;
   /**
    * Set while `sig` does not stand for the content (fingerprint.ts, verifyOf: a recent ctime, or a
-   * filesystem where writes through a shared memory map leave the stat as it is): every hook re-hashes
-   * the file against `raw`. Stored in the sig column after `?` or `!` (`sig?raw`, `sig!raw`).
+   * filesystem where writes through a shared memory map leave the stat as it is): every hook compares
+   * the file with `raw` (with the bytes the store keeps for it, check.ts verifyContent). Stored in the sig column after `?` or `!` (`sig?raw`, `sig!raw`).
    */
   verify?: Verify | null;
 }
 
-/** What the quick tier re-hashes a file against: the sha256 of the bytes last read at its identity. */
+/** What the quick tier compares a file against: the sha256 of the bytes last read at its identity. */
 export interface Verify {
   raw: string | null;
   /** `sync`: until a hook reads it again after an fdatasync (then trusted); `never`: a filesystem that does not write back. */
