@@ -1,7 +1,7 @@
 // `npm run bench`: hook wall time as a ratio to `node -e 0` measured in the same run.
 // Results are printed as a table and written to bench/out/results.json.
 import { spawnSync } from 'node:child_process';
-import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statfsSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { hookCommand } from '../src/agents/codex/setup.js';
@@ -122,7 +122,7 @@ function usage(pid: number): { cpuMs: number; rssMb: number; anonMb: number; pea
 }
 
 const results: Record<string, unknown>[] = [];
-/** BENCH_ONLY=pretool,latched,pair runs only those sections (all by default). */
+/** BENCH_ONLY=pretool,claude,claude-tmpfs,latched,pair runs only those sections (all by default). */
 const want = (name: string): boolean => !process.env.BENCH_ONLY || process.env.BENCH_ONLY.split(',').includes(name);
 const baseline = () => time(process.execPath, ['-e', '0'], '', process.env);
 
@@ -144,10 +144,13 @@ if (want('pretool')) {
   rmSync(s.base, { recursive: true, force: true });
 }
 
-if (want('claude')) {
-  // The same unlatched PreToolUse for Claude Code: its payload shape and transcript (JSONL of
-  // user/assistant lines), hooks installed by `latch setup claude`.
-  const base = mkdtempSync(join(tmpdir(), 'latch-bench-claude-'));
+/**
+ * The same unlatched PreToolUse for Claude Code: its payload shape and transcript (JSONL of
+ * user/assistant lines), hooks installed by `latch setup claude`; the store, the config directory and
+ * the workspace under `dir`.
+ */
+function claudePreToolUse(dir: string, bench: string): void {
+  const base = mkdtempSync(join(dir, 'latch-bench-claude-'));
   const work = join(base, 'work');
   mkdirSync(work);
   spawnSync('git', ['init', '-q'], { cwd: work });
@@ -185,13 +188,24 @@ if (want('claude')) {
     () => time(process.execPath, [LATCH, 'hook', 'claude', '--event', 'PreToolUse'], payload(), env),
     baseline,
   );
-  results.push({
-    bench: 'Claude Code PreToolUse hook, unlatched (node dist/latch.cjs)',
-    runs: RUNS,
-    ...r,
-    goal: '<= 1.25',
-  });
+  results.push({ bench, runs: RUNS, ...r, goal: '<= 1.25' });
   rmSync(base, { recursive: true, force: true });
+}
+
+if (want('claude')) claudePreToolUse(tmpdir(), 'Claude Code PreToolUse hook, unlatched (node dist/latch.cjs)');
+
+// The same on tmpfs (/dev/shm), where no file's stat identity is trusted: every hook compares the
+// fingerprinted settings with the bytes the store keeps (src/guard/tamper/check.ts verifyContent).
+const TMPFS_MAGIC = 0x01021994;
+if (want('claude-tmpfs')) {
+  let shm: string | null = null;
+  try {
+    shm = statfsSync('/dev/shm').type === TMPFS_MAGIC ? '/dev/shm' : null;
+  } catch {
+    shm = null;
+  }
+  if (shm) claudePreToolUse(shm, 'Claude Code PreToolUse hook, unlatched, all on tmpfs (/dev/shm)');
+  else console.error('claude-tmpfs: no tmpfs at /dev/shm; skipped');
 }
 
 if (want('latched')) {
