@@ -1,8 +1,23 @@
 // A python3 child holding a MAP_SHARED read-write mapping of a file, for the tamper tests' writes
 // through a memory map (src/guard/tamper/fingerprint.ts).
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { statfsSync } from 'node:fs';
 import { createInterface } from 'node:readline';
+
+/** Whether python3 with mmap is there to make the writes. */
+export const hasPython = spawnSync('python3', ['-c', 'import mmap']).status === 0;
+
+const TMPFS_MAGIC = 0x01021994;
+
+/** /dev/shm when it is a tmpfs (no writeback: a write through a map never moves the stat), else null. */
+export const tmpfsDir: string | null = (() => {
+  try {
+    return statfsSync('/dev/shm').type === TMPFS_MAGIC ? '/dev/shm' : null;
+  } catch {
+    return null;
+  }
+})();
 
 /** Each command writes through the mapping (`w OFFSET TEXT`) or reads one byte of it (`r`), answered by `ok`. */
 export async function mapper(file: string): Promise<{ send(cmd: string): Promise<void>; close(): void }> {

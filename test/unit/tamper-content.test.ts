@@ -5,32 +5,15 @@
 // still noticed. (From an adversarial review of the change; none of them found a hole.)
 import { test, describe, after } from 'node:test';
 import assert from 'node:assert/strict';
-import {
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  rmSync,
-  statfsSync,
-  statSync,
-  symlinkSync,
-  writeFileSync,
-} from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { spawn, spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { openStore, type Db } from '../../src/store/store.js';
 import { checkRegistration, recordRegistration, type Finding } from '../../src/guard/tamper.js';
-import { mapper } from '../helpers/mmap.js';
+import { hasPython, mapper, tmpfsDir } from '../helpers/mmap.js';
 
-const hasPython = spawnSync('python3', ['-c', 'import mmap']).status === 0;
-const TMPFS = 0x01021994;
-const shm = (() => {
-  try {
-    return statfsSync('/dev/shm').type === TMPFS ? '/dev/shm' : null;
-  } catch {
-    return null;
-  }
-})();
+const shm = tmpfsDir;
 const skip = (!hasPython && 'no python3 with mmap') || (!shm && 'no tmpfs at /dev/shm');
 
 const dirs: string[] = [];

@@ -13,7 +13,6 @@ import {
   readFileSync,
   renameSync,
   rmSync,
-  statfsSync,
   statSync,
   symlinkSync,
   utimesSync,
@@ -58,7 +57,7 @@ import {
   type Recorded,
 } from '../../src/guard/tamper.js';
 import { HOOK_CACHE_AGENTS } from '../../src/base/code-cache.js';
-import { mapper } from '../helpers/mmap.js';
+import { hasPython, mapper, tmpfsDir } from '../helpers/mmap.js';
 
 const DIST = join(process.cwd(), 'dist', 'latch.cjs');
 
@@ -896,16 +895,6 @@ describe('Claude Code settings layers', () => {
 
 // ---------------------------------------------------------------------------------------------
 // Writes through a shared memory map: the stat identity does not always stand for the content
-
-const hasPython = spawnSync('python3', ['-c', 'import mmap']).status === 0;
-const TMPFS = 0x01021994;
-const tmpfsDir = (() => {
-  try {
-    return statfsSync('/dev/shm').type === TMPFS ? '/dev/shm' : null;
-  } catch {
-    return null;
-  }
-})();
 
 /** A settings layer whose 22-byte filler an attacker can turn into `"disableAllHooks":true` in place. */
 const FILLER = '"xxxxxxxxxxxxxxx":true';
