@@ -2,6 +2,7 @@
 // the agent's PATH does not matter; `latch` when not running from a bundle (tests under tsx).
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { moduleDir } from './paths.js';
 
 let cached: string | undefined;
 
@@ -9,7 +10,7 @@ export function latchCommand(): string {
   if (cached) return cached;
   let prog = 'latch';
   try {
-    const entry = join(import.meta.dirname, 'latch.cjs');
+    const entry = join(moduleDir, 'latch.cjs');
     if (existsSync(entry)) prog = `node ${entry}`;
   } catch {
     prog = 'latch';

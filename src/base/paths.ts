@@ -4,6 +4,14 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /**
+ * This module's directory and file: in a bundle its own (`__dirname`, `__filename`: no URL is built,
+ * which the hook's start would pay for), from the sources this file's (import.meta.dirname and
+ * .filename on Node >= 20.11, else from its URL).
+ */
+export const moduleDir: string = import.meta.dirname ?? dirname(fileURLToPath(import.meta.url));
+export const moduleFile: string = import.meta.filename ?? fileURLToPath(import.meta.url);
+
+/**
  * The package root (the directory holding package.json), found from a module's own location: `dist/`
  * in a bundle, `src/<folder>/…` from the sources. Null when none is found within four levels.
  */

@@ -5,7 +5,7 @@ import { dirname, join } from 'node:path';
 import Database from 'better-sqlite3';
 import type BetterSqlite3 from 'better-sqlite3';
 import { StoreError, errorMessage } from '../base/errors.js';
-import { dbPath } from '../base/paths.js';
+import { dbPath, moduleDir, moduleFile } from '../base/paths.js';
 import { MIGRATIONS } from './schema.js';
 
 export type Db = BetterSqlite3.Database;
@@ -26,17 +26,9 @@ let nativePath: string | undefined;
  */
 function nativeBinding(): string {
   if (nativePath) return nativePath;
-  const beside = join(
-    import.meta.dirname,
-    '..',
-    'node_modules',
-    'better-sqlite3',
-    'build',
-    'Release',
-    'better_sqlite3.node',
-  );
+  const beside = join(moduleDir, '..', 'node_modules', 'better-sqlite3', 'build', 'Release', 'better_sqlite3.node');
   if (existsSync(beside)) return (nativePath = beside);
-  const pkg = createRequire(import.meta.filename).resolve('better-sqlite3/package.json');
+  const pkg = createRequire(moduleFile).resolve('better-sqlite3/package.json');
   return (nativePath = join(dirname(pkg), 'build', 'Release', 'better_sqlite3.node'));
 }
 

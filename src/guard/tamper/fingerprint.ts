@@ -17,6 +17,7 @@ import {
 import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
 import { nodeCrypto } from '../../base/lazy.js';
+import { moduleFile } from '../../base/paths.js';
 import type { Role, Verify } from './types.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -196,7 +197,7 @@ export function parseStoredSig(stored: string): { sig: string; verify: Verify | 
 let toml: typeof import('smol-toml') | undefined;
 
 export function parseToml(text: string): Record<string, unknown> {
-  toml ??= createRequire(import.meta.filename)('smol-toml') as typeof import('smol-toml');
+  toml ??= createRequire(moduleFile)('smol-toml') as typeof import('smol-toml');
   return toml.parse(text) as Record<string, unknown>;
 }
 
