@@ -30,6 +30,7 @@ import {
   parseClaudeHookCommand,
   removeClaudeHooks,
   setupClaude,
+  skippedSettingsProblem,
   TESTED_CLAUDE_VERSION,
   uninstallClaude,
   type ClaudeSettings,
@@ -269,6 +270,52 @@ describe('latch setup claude', () => {
       assert.equal(await cliMain(['uninstall', 'claude'], b.io), 1, `uninstall: ${bad}`);
       assert.equal(readFileSync(b.settings, 'utf8'), bad);
     }
+  });
+
+  // Each value below made the real 2.1.332 skip the file whole, hooks included (`claude -p` ran no hook;
+  // the last describe repeats one of them on the real binary): setup would install handlers that never run.
+  test('a file Claude Code skips whole (wrong types): exit 1 naming the key, the file untouched, nothing recorded', async () => {
+    for (const [bad, key] of [
+      ['{"model": 5}', /"model" is not a string/],
+      ['{"model": null}', /"model" is not a string/],
+      ['{"includeCoAuthoredBy": "x"}', /"includeCoAuthoredBy" is not true or false/],
+      ['{"cleanupPeriodDays": 0}', /"cleanupPeriodDays" is not a number of at least 1/],
+      ['{"cleanupPeriodDays": "x"}', /"cleanupPeriodDays" is not a number of at least 1/],
+      ['{"permissions": 5}', /"permissions" is not an object/],
+      ['{"permissions": {"allow": 5}}', /"permissions\.allow" is not a list/],
+      ['{"permissions": {"deny": "Read"}}', /"permissions\.deny" is not a list/],
+      ['{"permissions": {"additionalDirectories": 5}}', /"permissions\.additionalDirectories" is not a list/],
+      ['{"permissions": {"defaultMode": 5}}', /"permissions\.defaultMode" is not a string/],
+    ] as const) {
+      const b = box();
+      mkdirSync(b.configDir);
+      writeFileSync(b.settings, bad);
+      assert.equal(await cliMain(['setup', 'claude'], b.io), 1, bad);
+      assert.match(b.io.errText(), key, bad);
+      assert.match(b.io.errText(), /Claude Code skips a settings file like this whole, hooks included/, bad);
+      assert.equal(readFileSync(b.settings, 'utf8'), bad, bad);
+      assert.equal(existsSync(join(b.dir, 'state', 'latch.db')), false, `nothing recorded: ${bad}`);
+    }
+  });
+
+  test('skippedSettingsProblem: the measured wrong types only; what Claude Code accepts is no problem', () => {
+    for (const ok of [
+      {},
+      { model: 'opus', includeCoAuthoredBy: false, cleanupPeriodDays: 30 },
+      { permissions: { allow: ['Bash(ls:*)'], deny: [], additionalDirectories: ['../x'], defaultMode: 'plan' } },
+      // Measured accepted by 2.1.332: a list with a non-string rule, an env value that is a number.
+      { permissions: { ask: ['Read', 1] }, env: { A: 1 } },
+      { someKeyOfANewerRelease: 5 },
+    ])
+      assert.equal(skippedSettingsProblem(ok), null, JSON.stringify(ok));
+    assert.equal(
+      skippedSettingsProblem({ cleanupPeriodDays: 0.5 }),
+      '"cleanupPeriodDays" is not a number of at least 1',
+    );
+    assert.equal(
+      skippedSettingsProblem({ cleanupPeriodDays: Number.NaN }),
+      '"cleanupPeriodDays" is not a number of at least 1',
+    );
   });
 
   test('the existing mode is kept; a symlinked settings.json is written through the link', async () => {
@@ -790,6 +837,31 @@ describe('the real Claude Code 2.1.332 runs the hooks `latch setup claude` write
     } finally {
       db.close();
     }
+  });
+
+  test('a settings.json with a wrong type ("model": 5): Claude Code runs no hook at all, and doctor names the key', async () => {
+    const r = await realClaude(
+      [bashTurn('toolu_s', 'echo hi > a.txt'), { content: [{ type: 'text', text: 'done' }] }],
+      (t) => t.replace(/^\{/, '{"model": 5,'),
+    );
+    // The premise, on the real binary: the write ran and no hook reached Latch (no session recorded).
+    assert.equal(readFileSync(join(r.work, 'a.txt'), 'utf8'), 'hi\n');
+    const db = openStore(r.home, { create: false, readonly: true });
+    try {
+      assert.deepEqual(db.prepare('SELECT session_id FROM sessions').all(), []);
+    } finally {
+      db.close();
+    }
+    const d = spawnSync(NODE, [ENTRY, 'doctor', '--agent', 'claude', '--json'], {
+      env: { ...process.env, HOME: join(r.base, 'home'), CLAUDE_CONFIG_DIR: r.cfg, LATCH_HOME: r.home },
+      cwd: r.work,
+      encoding: 'utf8',
+    });
+    const checks = (JSON.parse(d.stdout) as { checks: Check[] }).checks;
+    const enabled = byName(checks, 'claude hooks enabled');
+    assert.equal(enabled.status, 'fail', enabled.detail);
+    assert.match(enabled.detail, /settings\.json: "model" is not a string/);
+    assert.notEqual(d.status, 0);
   });
 
   test('a Latch entry that crashes: the Bash call is blocked (the wrapper turns exit 1 into exit 2)', async () => {

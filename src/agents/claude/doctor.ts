@@ -34,6 +34,7 @@ import {
   claudeHookCommand,
   claudeSettingsPath,
   hooksProblem,
+  skippedSettingsProblem,
   isClaudeLatchHandler,
   matchesAll,
   parseClaudeHookCommand,
@@ -100,7 +101,7 @@ function scanClaudeSettings(file: string, scope: ClaudeScan['scope']): ClaudeSca
   const settings = data as { hooks?: unknown; disableAllHooks?: unknown; allowManagedHooksOnly?: unknown };
   scan.disableAllHooks = settings.disableAllHooks === true;
   scan.managedHooksOnly = settings.allowManagedHooksOnly === true;
-  const problem = hooksProblem(settings.hooks);
+  const problem = hooksProblem(settings.hooks) ?? skippedSettingsProblem(settings as Record<string, unknown>);
   if (problem) {
     scan.error = problem;
     return scan;

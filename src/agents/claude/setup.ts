@@ -187,6 +187,33 @@ export function hooksProblem(hooks: unknown): string | null {
   return null;
 }
 
+/**
+ * Values that make Claude Code skip a settings file whole, its hooks included (so Latch's handlers in
+ * it would never run), or null. Each was measured on Claude Code 2.1.332 with `claude -p`: a wrong
+ * type for `model`, `includeCoAuthoredBy`, `permissions` or its `allow`, `deny` and
+ * `additionalDirectories` lists, a `defaultMode` that is not a string, and a `cleanupPeriodDays`
+ * below 1 or not a number. Not every key Claude Code validates is known here (nor its allowed
+ * `defaultMode` values), so null does not prove the file is accepted.
+ */
+export function skippedSettingsProblem(data: Record<string, unknown>): string | null {
+  const has = (o: Record<string, unknown>, k: string) => Object.hasOwn(o, k);
+  if (has(data, 'model') && typeof data.model !== 'string') return '"model" is not a string';
+  if (has(data, 'includeCoAuthoredBy') && typeof data.includeCoAuthoredBy !== 'boolean')
+    return '"includeCoAuthoredBy" is not true or false';
+  if (has(data, 'cleanupPeriodDays') && (typeof data.cleanupPeriodDays !== 'number' || !(data.cleanupPeriodDays >= 1)))
+    return '"cleanupPeriodDays" is not a number of at least 1';
+  if (has(data, 'permissions')) {
+    const p = data.permissions;
+    if (!p || typeof p !== 'object' || Array.isArray(p)) return '"permissions" is not an object';
+    const perms = p as Record<string, unknown>;
+    for (const k of ['allow', 'deny', 'additionalDirectories'])
+      if (has(perms, k) && !Array.isArray(perms[k])) return `"permissions.${k}" is not a list`;
+    if (has(perms, 'defaultMode') && typeof perms.defaultMode !== 'string')
+      return '"permissions.defaultMode" is not a string';
+  }
+  return null;
+}
+
 // ---------------------------------------------------------------------------------------------
 // merging (as data)
 
@@ -310,6 +337,13 @@ export async function setupClaude(io: Io, opts: ClaudeSetupOptions): Promise<num
   if (!existsSync(entry))
     throw new ExitError(EXIT.failure, `Latch entry ${entry} does not exist; run \`npm run build\` first`);
   const read = readClaudeSettings(file);
+  // Handlers in a file Claude Code skips would never run, and the fingerprint would take it as it is.
+  const skipped = skippedSettingsProblem(read.data);
+  if (skipped)
+    throw new ExitError(
+      EXIT.failure,
+      `${file}: ${skipped}; Claude Code skips a settings file like this whole, hooks included, so Latch's handlers would never run: fix it first`,
+    );
   const { data: after, changes } = mergeClaudeHooks(read.data, node, entry);
   const text = settingsText(read.text, read.data, after);
   const changed = text !== read.text;
