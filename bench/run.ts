@@ -122,7 +122,7 @@ function usage(pid: number): { cpuMs: number; rssMb: number; anonMb: number; pea
 }
 
 const results: Record<string, unknown>[] = [];
-/** BENCH_ONLY=pretool,claude,claude-tmpfs,latched,pair runs only those sections (all by default). */
+/** BENCH_ONLY=pretool,claude,claude-tmpfs,claude-latched,latched,pair runs only those sections (all by default). */
 const want = (name: string): boolean => !process.env.BENCH_ONLY || process.env.BENCH_ONLY.split(',').includes(name);
 const baseline = () => time(process.execPath, ['-e', '0'], '', process.env);
 
@@ -206,6 +206,67 @@ if (want('claude-tmpfs')) {
   }
   if (shm) claudePreToolUse(shm, 'Claude Code PreToolUse hook, unlatched, all on tmpfs (/dev/shm)');
   else console.error('claude-tmpfs: no tmpfs at /dev/shm; skipped');
+}
+
+if (want('claude-latched')) {
+  // Claude Code's latched read: the PreToolUse (which rewrites the call into the read-only sandbox,
+  // @anthropic-ai/sandbox-runtime with bubblewrap) plus running the rewritten `cat README.md`.
+  const base = mkdtempSync(join(tmpdir(), 'latch-bench-claude-held-'));
+  const work = join(base, 'work');
+  mkdirSync(work);
+  spawnSync('git', ['init', '-q'], { cwd: work });
+  writeFileSync(join(work, 'README.md'), '# bench\n');
+  const transcript = join(base, 'session.jsonl');
+  writeFileSync(
+    transcript,
+    `${JSON.stringify({ type: 'user', sessionId: 'H', version: '2.1.332', cwd: work, message: { role: 'user', content: 'go' } })}\n`,
+  );
+  const env = { ...process.env, LATCH_HOME: join(base, 'state'), CLAUDE_CONFIG_DIR: join(base, 'claude') };
+  spawnSync(process.execPath, [LATCH, 'setup', 'claude'], { env });
+  const common = { session_id: 'H', transcript_path: transcript, cwd: work, prompt_id: 'p' };
+  let n = 0;
+  const bash = (command: string) =>
+    JSON.stringify({
+      ...common,
+      permission_mode: 'bypassPermissions',
+      hook_event_name: 'PreToolUse',
+      tool_name: 'Bash',
+      tool_input: { command, description: 'read' },
+      tool_use_id: `toolu_${++n}`,
+    });
+  time(process.execPath, [LATCH, 'hook', 'claude', '--event', 'PreToolUse'], bash('echo one > a.txt'), env);
+  // Trip the latch: a PostCompact (a sure signal for Claude Code).
+  time(
+    process.execPath,
+    [LATCH, 'hook', 'claude', '--event', 'PostCompact'],
+    JSON.stringify({ ...common, hook_event_name: 'PostCompact', trigger: 'auto', compact_summary: 'bench' }),
+    env,
+  );
+  const read = () => {
+    const t0 = process.hrtime.bigint();
+    const r = spawnSync(process.execPath, [LATCH, 'hook', 'claude', '--event', 'PreToolUse'], {
+      input: bash('cat README.md'),
+      env,
+      encoding: 'utf8',
+    });
+    const out = JSON.parse(r.stdout) as {
+      hookSpecificOutput: { permissionDecision?: string; updatedInput?: { command: string } };
+    };
+    const rewritten = out.hookSpecificOutput.updatedInput?.command;
+    if (out.hookSpecificOutput.permissionDecision !== 'allow' || !rewritten)
+      throw new Error(`the latched read was not rewritten: ${r.stdout}`);
+    const c = spawnSync('/bin/bash', ['-c', rewritten], { cwd: work, env, encoding: 'utf8' });
+    if (!c.stdout.includes('# bench')) throw new Error(`the sandboxed read failed: ${c.stderr}`);
+    return Number(process.hrtime.bigint() - t0) / 1e6;
+  };
+  const r = measure(read, baseline);
+  results.push({
+    bench: 'Claude Code latched read: PreToolUse + sandboxed `cat README.md`',
+    runs: RUNS,
+    ...r,
+    goal: '<= 3',
+  });
+  rmSync(base, { recursive: true, force: true });
 }
 
 if (want('latched')) {
