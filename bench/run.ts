@@ -259,13 +259,18 @@ if (want('claude-latched')) {
     if (!c.stdout.includes('# bench')) throw new Error(`the sandboxed read failed: ${c.stderr}`);
     return Number(process.hrtime.bigint() - t0) / 1e6;
   };
-  const r = measure(read, baseline);
-  results.push({
-    bench: 'Claude Code latched read: PreToolUse + sandboxed `cat README.md`',
-    runs: RUNS,
-    ...r,
-    goal: '<= 3',
-  });
+  try {
+    const r = measure(read, baseline);
+    results.push({
+      bench: 'Claude Code latched read: PreToolUse + sandboxed `cat README.md`',
+      runs: RUNS,
+      ...r,
+      goal: '<= 3',
+    });
+  } catch (err) {
+    // No bubblewrap here (Debian's package; .ci/run installs it): a held read is denied, not sandboxed.
+    console.error(`claude-latched: skipped (${(err as Error).message.slice(0, 300)})`);
+  }
   rmSync(base, { recursive: true, force: true });
 }
 
