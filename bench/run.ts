@@ -268,7 +268,7 @@ if (want('claude-latched')) {
       goal: '<= 3',
     });
   } catch (err) {
-    // No bubblewrap here (Debian's package; .ci/run installs it): a held read is denied, not sandboxed.
+    // No sandbox for a held read here (bubblewrap missing, say: .ci/run installs Debian's): nothing to time.
     console.error(`claude-latched: skipped (${(err as Error).message.slice(0, 300)})`);
   }
   rmSync(base, { recursive: true, force: true });
