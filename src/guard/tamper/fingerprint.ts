@@ -5,6 +5,7 @@ import {
   closeSync,
   constants,
   fdatasyncSync,
+  fstatSync,
   lstatSync,
   openSync,
   readFileSync,
@@ -262,31 +263,27 @@ export function readNow(path: string, opts: { sync?: boolean; hash?: boolean } =
   if (size > MAX_HASHED)
     return { sig, kind, link, bytes: null, sha256: `too-large:${size}`, error: `larger than ${MAX_HASHED} bytes` };
   try {
-    // O_NONBLOCK: a FIFO swapped in since the lstat is not waited on (a hook blocked past its agent's
-    // timeout would be let through).
+    // O_NONBLOCK, then a regular file or nothing: a FIFO swapped in since the lstat is neither waited
+    // on nor read while a writer floods it (a hook held past its agent's timeout is let through).
     const fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
-    if (!opts.sync) {
-      try {
-        const bytes = readFileSync(fd);
-        return { sig, kind, link, bytes, sha256: digest(bytes) };
-      } finally {
-        closeSync(fd);
-      }
-    }
     let synced = false;
     let bytes: Buffer;
     try {
-      try {
-        fdatasyncSync(fd);
-        synced = true;
-      } catch (err) {
-        // A read-only filesystem: nothing writes through a map of it either.
-        synced = (err as NodeJS.ErrnoException).code === 'EROFS';
+      if (!fstatSync(fd).isFile()) throw Object.assign(new Error('not a regular file'), { code: 'ENOTREG' });
+      if (opts.sync) {
+        try {
+          fdatasyncSync(fd);
+          synced = true;
+        } catch (err) {
+          // A read-only filesystem: nothing writes through a map of it either.
+          synced = (err as NodeJS.ErrnoException).code === 'EROFS';
+        }
       }
       bytes = readFileSync(fd);
     } finally {
       closeSync(fd);
     }
+    if (!opts.sync) return { sig, kind, link, bytes, sha256: digest(bytes) };
     return { sig, kind, link, bytes, sha256: digest(bytes), synced: synced && statSig(path) === sig };
   } catch (err) {
     return {
