@@ -145,17 +145,28 @@ if (want('pretool')) {
 }
 
 /**
+ * A Claude Code workspace for a bench under `dir`: a git work tree, its transcript opened with `first`
+ * (a line made from the work tree's path), a Latch store and config directory, `latch setup claude`.
+ */
+function claudeBox(dir: string, prefix: string, first: (work: string) => string) {
+  const base = mkdtempSync(join(dir, prefix));
+  const work = join(base, 'work');
+  mkdirSync(work);
+  spawnSync('git', ['init', '-q'], { cwd: work });
+  const transcript = join(base, 'session.jsonl');
+  writeFileSync(transcript, first(work));
+  const env = { ...process.env, LATCH_HOME: join(base, 'state'), CLAUDE_CONFIG_DIR: join(base, 'claude') };
+  spawnSync(process.execPath, [LATCH, 'setup', 'claude'], { env });
+  return { base, work, transcript, env };
+}
+
+/**
  * The same unlatched PreToolUse for Claude Code: its payload shape and transcript (JSONL of
  * user/assistant lines), hooks installed by `latch setup claude`; the store, the config directory and
  * the workspace under `dir`.
  */
 function claudePreToolUse(dir: string, bench: string): void {
-  const base = mkdtempSync(join(dir, 'latch-bench-claude-'));
-  const work = join(base, 'work');
-  mkdirSync(work);
-  spawnSync('git', ['init', '-q'], { cwd: work });
-  const transcript = join(base, 'session.jsonl');
-  const line = (n: number) =>
+  const line = (work: string, n: number) =>
     JSON.stringify({
       type: 'assistant',
       sessionId: 'C',
@@ -166,12 +177,10 @@ function claudePreToolUse(dir: string, bench: string): void {
         content: [{ type: 'tool_use', id: `toolu_${n}`, name: 'Bash', input: { command: 'echo' } }],
       },
     }) + '\n';
-  writeFileSync(transcript, line(0));
-  const env = { ...process.env, LATCH_HOME: join(base, 'state'), CLAUDE_CONFIG_DIR: join(base, 'claude') };
-  spawnSync(process.execPath, [LATCH, 'setup', 'claude'], { env });
+  const { base, work, transcript, env } = claudeBox(dir, 'latch-bench-claude-', (w) => line(w, 0));
   let n = 0;
   const payload = () => {
-    appendFileSync(transcript, line(++n));
+    appendFileSync(transcript, line(work, ++n));
     return JSON.stringify({
       session_id: 'C',
       transcript_path: transcript,
@@ -211,18 +220,13 @@ if (want('claude-tmpfs')) {
 if (want('claude-latched')) {
   // Claude Code's latched read: the PreToolUse (which rewrites the call into the read-only sandbox,
   // @anthropic-ai/sandbox-runtime with bubblewrap) plus running the rewritten `cat README.md`.
-  const base = mkdtempSync(join(tmpdir(), 'latch-bench-claude-held-'));
-  const work = join(base, 'work');
-  mkdirSync(work);
-  spawnSync('git', ['init', '-q'], { cwd: work });
-  writeFileSync(join(work, 'README.md'), '# bench\n');
-  const transcript = join(base, 'session.jsonl');
-  writeFileSync(
-    transcript,
-    `${JSON.stringify({ type: 'user', sessionId: 'H', version: '2.1.332', cwd: work, message: { role: 'user', content: 'go' } })}\n`,
+  const { base, work, transcript, env } = claudeBox(
+    tmpdir(),
+    'latch-bench-claude-held-',
+    (w) =>
+      `${JSON.stringify({ type: 'user', sessionId: 'H', version: '2.1.332', cwd: w, message: { role: 'user', content: 'go' } })}\n`,
   );
-  const env = { ...process.env, LATCH_HOME: join(base, 'state'), CLAUDE_CONFIG_DIR: join(base, 'claude') };
-  spawnSync(process.execPath, [LATCH, 'setup', 'claude'], { env });
+  writeFileSync(join(work, 'README.md'), '# bench\n');
   const common = { session_id: 'H', transcript_path: transcript, cwd: work, prompt_id: 'p' };
   let n = 0;
   const bash = (command: string) =>
