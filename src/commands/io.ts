@@ -1,6 +1,7 @@
 // What a command needs from the outside world, injected so tests can call commands directly.
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { moduleFile } from '../base/paths.js';
 import { dbPath, latchHome } from '../base/paths.js';
 import { openStore, type Db } from '../store/store.js';
 
@@ -16,7 +17,7 @@ export interface Io {
 }
 
 /** require() for the built-ins a terminal needs, made on first use (the hook never does). */
-const nodeRequire = (id: string): unknown => createRequire(import.meta.url)(id);
+const nodeRequire = (id: string): unknown => createRequire(moduleFile)(id);
 
 export function processIo(): Io {
   return {

@@ -33,7 +33,7 @@ import {
   claudeBoxPayload as payload,
   type ClaudeBox as Box,
 } from '../helpers/claude-box.js';
-import { mapper } from '../helpers/mmap.js';
+import { hasPython, mapper } from '../helpers/mmap.js';
 
 const DIST = join(process.cwd(), 'dist', 'latch.cjs');
 
@@ -684,7 +684,7 @@ test('a layer changed before the session’s first hook is the session’s basel
 // every later write before writeback (30-35 s; never on tmpfs) moves nothing by itself. Latch reads a
 // changed layer after an fdatasync (which write-protects the page again) or re-hashes it on every hook.
 test('a settings layer rewritten through a shared memory map after a same-content first write is noticed', {
-  skip: spawnSync('python3', ['-c', 'import mmap']).status !== 0 && 'no python3 with mmap',
+  skip: !hasPython && 'no python3 with mmap',
 }, async (t) => {
   const b = box();
   t.after(b.cleanup);

@@ -935,24 +935,33 @@ async function premise(dir: string, readFirst = false): Promise<{ first: boolean
   }
 }
 
+/** A Claude box with a `.claude/` in its workspace, where the project layer goes. */
+function layerBox(): { b: ClaudeBox; now: string; layer: string } {
+  const b = claudeBox();
+  mkdirSync(join(b.work, '.claude'));
+  return { b, now: new Date().toISOString(), layer: join(b.work, '.claude', 'settings.json') };
+}
+
+/** The layer written and a session's first check of it (its baseline): ok. */
+function baseline(b: ClaudeBox, layer: string, now: string): void {
+  writeFileSync(layer, layerText());
+  withDb(b, (db) => {
+    claudeSession(db, b);
+    assert.equal(checkRegistration(db, { workspace: b.work, now }).status, 'ok');
+  });
+}
+
 describe('writes through a shared memory map', () => {
   assert.equal(ATTACK.length, FILLER.length);
 
   test('a same-content first write is accepted; the next write, which moves no stat by itself, is still noticed', {
     skip: !hasPython && 'no python3 with mmap',
   }, async (t) => {
-    const b = claudeBox();
-    const now = new Date().toISOString();
-    mkdirSync(join(b.work, '.claude'));
-    const layer = join(b.work, '.claude', 'settings.json');
+    const { b, now, layer } = layerBox();
     // The attack is real here: without a hook in between, the second write leaves the stat as it is.
     const p = await premise(join(b.work, '.claude'));
     assert.deepEqual(p, { first: true, second: false }, 'first write moves the stat, the second does not');
-    writeFileSync(layer, layerText());
-    withDb(b, (db) => {
-      claudeSession(db, b);
-      assert.equal(checkRegistration(db, { workspace: b.work, now }).status, 'ok');
-    });
+    baseline(b, layer, now);
     const m = await mapper(layer);
     t.after(m.close);
     const before = statOf(layer);
@@ -989,15 +998,8 @@ describe('writes through a shared memory map', () => {
   test('a layer padded over 1 MiB (no finding) is no more trusted: the write through the map after it is noticed', {
     skip: !hasPython && 'no python3 with mmap',
   }, async (t) => {
-    const b = claudeBox();
-    const now = new Date().toISOString();
-    mkdirSync(join(b.work, '.claude'));
-    const layer = join(b.work, '.claude', 'settings.json');
-    writeFileSync(layer, layerText());
-    withDb(b, (db) => {
-      claudeSession(db, b);
-      assert.equal(checkRegistration(db, { workspace: b.work, now }).status, 'ok');
-    });
+    const { b, now, layer } = layerBox();
+    baseline(b, layer, now);
     const big = layerText().replace(/}$/, `,"pad":"${'a'.repeat(1100 * 1024)}"}`);
     writeFileSync(layer, big);
     const m = await mapper(layer);
