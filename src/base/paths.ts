@@ -12,16 +12,12 @@ export const moduleDir: string = import.meta.dirname ?? dirname(fileURLToPath(im
 export const moduleFile: string = import.meta.filename ?? fileURLToPath(import.meta.url);
 
 /**
- * The package root (the directory holding package.json), found from a module's own location: `dist/`
- * in a bundle, `src/<folder>/…` from the sources. Null when none is found within four levels.
+ * The package root (the directory holding package.json), found from this module's location
+ * (moduleDir): `dist/` in a bundle, `src/base/` from the sources. Null when none is found within four
+ * levels.
  */
-export function packageRoot(moduleUrl: string = import.meta.url): string | null {
-  let dir: string;
-  try {
-    dir = dirname(fileURLToPath(moduleUrl));
-  } catch {
-    return null;
-  }
+export function packageRoot(start: string = moduleDir): string | null {
+  let dir = start;
   for (let i = 0; i < 4; i++) {
     if (existsSync(join(dir, 'package.json'))) return dir;
     dir = dirname(dir);
