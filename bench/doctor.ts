@@ -15,6 +15,10 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 import { generateRollout } from '../scripts/gen-rollout.js';
+import { scrubNodeStartEnv } from './env.js';
+
+// The doctor runs without the variables that make a bare Node start do more (bench/env.ts).
+scrubNodeStartEnv();
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const LATCH = join(root, 'dist', 'latch.cjs');

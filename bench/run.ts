@@ -5,6 +5,11 @@ import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statfsSyn
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { hookCommand } from '../src/agents/codex/setup.js';
+import { scrubNodeStartEnv } from './env.js';
+
+// Every process below runs without the variables that make a bare Node start do more (bench/env.ts).
+const callerEnv = { ...process.env };
+const scrubbed = scrubNodeStartEnv();
 
 const LATCH = resolve('dist', 'latch.cjs');
 const RUNS = Number(process.env.BENCH_RUNS ?? 41);
@@ -125,6 +130,17 @@ const results: Record<string, unknown>[] = [];
 /** BENCH_ONLY=pretool,claude,claude-tmpfs,claude-latched,latched,pair runs only those sections (all by default). */
 const want = (name: string): boolean => !process.env.BENCH_ONLY || process.env.BENCH_ONLY.split(',').includes(name);
 const baseline = () => time(process.execPath, ['-e', '0'], '', process.env);
+
+if (scrubbed.length > 0 && want('env')) {
+  // What the removed variables cost a bare Node start here (informational: every other row runs without them).
+  const r = measure(() => time(process.execPath, ['-e', '0'], '', callerEnv), baseline);
+  results.push({
+    bench: `node -e 0 with ${scrubbed.map((v) => v.name).join(', ')} (removed for every other row)`,
+    runs: RUNS,
+    ...r,
+    goal: '(informational)',
+  });
+}
 
 if (want('pretool')) {
   const s = preToolUseSetup();
@@ -403,6 +419,8 @@ if (want('pair')) {
 }
 
 console.log(`node ${process.version}, ${RUNS} runs each, medians; baseline = \`node -e 0\` in the same run`);
+if (scrubbed.length > 0)
+  console.log(`removed from the environment of baseline and subject alike: ${scrubbed.map((v) => v.name).join(', ')}`);
 for (const r of results) {
   if (r.subjectMs === undefined) {
     console.log(
@@ -417,5 +435,15 @@ for (const r of results) {
 mkdirSync(join('bench', 'out'), { recursive: true });
 writeFileSync(
   join('bench', 'out', 'results.json'),
-  JSON.stringify({ node: process.version, runs: RUNS, at: new Date().toISOString(), results }, null, 2),
+  JSON.stringify(
+    {
+      node: process.version,
+      runs: RUNS,
+      at: new Date().toISOString(),
+      removedEnv: scrubbed.map((v) => v.name),
+      results,
+    },
+    null,
+    2,
+  ),
 );
