@@ -8,6 +8,7 @@ import { handle } from './guard/guard.js';
 import { errorMessage, isLatchError } from './base/errors.js';
 import { latchHome } from './base/paths.js';
 import { setDeadline } from './base/deadline.js';
+import { isoTime } from './base/clock.js';
 import { openStore } from './store/store.js';
 
 /** One hook of `agent`: its payload (stdin) in, its reply out. Never throws. */
@@ -39,7 +40,7 @@ export async function runHook(
       {
         home,
         openDb: () => openStore(home, { create: false, busyTimeoutMs: busyTimeout(env) }),
-        now: () => new Date().toISOString(),
+        now: () => isoTime(),
         env,
         agent,
       },
@@ -89,7 +90,7 @@ export async function hookMain(argv: string[]): Promise<void> {
   try {
     const agent = await loadAgent(name);
     if (!agent) {
-      process.stderr.write(
+      say(
         `latch hook: unknown agent ${name ?? '(none)'}; expected one of: ${AGENT_NAMES.map(
           (a) => `\`latch hook ${a}\``,
         ).join(', ')}\n`,
@@ -105,13 +106,30 @@ export async function hookMain(argv: string[]): Promise<void> {
       void err;
     }
     const reply = await runHook(agent, input, expected);
-    if (reply.stderr) process.stderr.write(reply.stderr);
-    if (reply.stdout !== null) writeSync(1, reply.stdout + '\n');
+    // Synchronous writes: the process exits right after (src/main.ts), and process.stderr is
+    // asynchronous on a pipe outside Linux.
+    if (reply.stderr) writeAll(2, reply.stderr);
+    if (reply.stdout !== null) writeAll(1, reply.stdout + '\n');
     process.exitCode = reply.exitCode;
   } catch (err) {
-    process.stderr.write(`Latch blocked this call: internal error (${errorMessage(err)})\n`);
+    say(`Latch blocked this call: internal error (${errorMessage(err)})\n`);
     process.exitCode = blocksOnFailure(expected);
   }
+}
+
+/** A message on stderr, written before the exit; a failing stderr is no reason to fail the hook. */
+function say(text: string): void {
+  try {
+    writeAll(2, text);
+  } catch {
+    /* nothing else to tell it to */
+  }
+}
+
+/** Writes all of `text` to fd (a pipe may take it in parts). */
+function writeAll(fd: number, text: string): void {
+  const buf = Buffer.from(text);
+  for (let off = 0; off < buf.length; ) off += writeSync(fd, buf, off);
 }
 
 /** `runHook` for Codex (the tests' entry; `latch hook codex`). */

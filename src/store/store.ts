@@ -4,6 +4,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import Database from 'better-sqlite3';
 import type BetterSqlite3 from 'better-sqlite3';
+import { isoTime } from '../base/clock.js';
 import { StoreError, errorMessage } from '../base/errors.js';
 import { dbPath, moduleDir, moduleFile } from '../base/paths.js';
 import { MIGRATIONS } from './schema.js';
@@ -19,6 +20,7 @@ export interface OpenOptions {
 }
 
 let nativePath: string | undefined;
+let nativeAddon: object | undefined;
 
 /**
  * The better-sqlite3 addon, by path: the JS of better-sqlite3 is bundled into dist/main.cjs, and
@@ -30,6 +32,17 @@ function nativeBinding(): string {
   if (existsSync(beside)) return (nativePath = beside);
   const pkg = createRequire(moduleFile).resolve('better-sqlite3/package.json');
   return (nativePath = join(dirname(pkg), 'build', 'Release', 'better_sqlite3.node'));
+}
+
+/**
+ * The addon itself, loaded once per process with process.dlopen (what require() does for a .node
+ * file, without the module loader's resolution, package.json lookups and realpath).
+ */
+function nativeModule(): object {
+  if (nativeAddon) return nativeAddon;
+  const m = { exports: {} as object };
+  process.dlopen(m, nativeBinding());
+  return (nativeAddon = m.exports);
 }
 
 function uid(): number | undefined {
@@ -87,7 +100,8 @@ export function openStore(home: string, opts: OpenOptions): Db {
       fileMustExist: true,
       timeout: opts.busyTimeoutMs ?? 3000,
       readonly: opts.readonly ?? false,
-      nativeBinding: nativeBinding(),
+      // better-sqlite3 takes the loaded addon as well as its path (lib/database.js); its types name only the path.
+      nativeBinding: nativeModule() as unknown as string,
     });
   } catch (err) {
     throw new StoreError(`cannot open Latch store ${file}: ${errorMessage(err)}`, { cause: err });
@@ -143,5 +157,5 @@ export function immediate<T>(db: Db, fn: () => T): T {
 }
 
 export function nowIso(): string {
-  return new Date().toISOString();
+  return isoTime();
 }

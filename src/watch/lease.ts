@@ -2,10 +2,11 @@
 // its watcher, the check that it still is (another instance may take the row over), the 'ready'
 // state once the tree is watched, and the release when it leaves. The journal (journal.ts) writes
 // through the same lease.
+import { isoTime } from '../base/clock.js';
 import { isAlive, selfId } from '../ledger/ledger.js';
 import { immediate, type Db } from '../store/store.js';
 
-export const now = (): string => new Date().toISOString();
+export const now = (): string => isoTime();
 
 export class Lease {
   constructor(

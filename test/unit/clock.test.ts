@@ -2,7 +2,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { wallNs } from '../../src/base/clock.js';
+import fc from 'fast-check';
+import { isoTime, wallNs } from '../../src/base/clock.js';
 
 /** The anchor's error bound (half its widest interval) plus a margin for the readings around it. */
 const TOLERANCE_NS = 10_000n + 5_000n;
@@ -79,4 +80,55 @@ test('a Date.now() that never moves does not hold the clock in its loop (it fall
   });
   assert.equal(r.status, 0, r.stderr || 'timed out');
   assert.ok(BigInt(r.stdout) >= 0n && BigInt(r.stdout) < 50_000_000n, `off by ${r.stdout} ns`);
+});
+
+test('isoTime is Date#toISOString for every time a Date holds (and throws the same on an invalid one)', () => {
+  const limit = 8.64e15; // the range of a Date, in ms either side of 1970
+  fc.assert(
+    fc.property(fc.integer({ min: -limit, max: limit }), (ms) => {
+      assert.equal(isoTime(ms), new Date(ms).toISOString());
+    }),
+    { numRuns: 20_000 },
+  );
+  // The four-digit years, where the string is built without toISOString, and their edges.
+  fc.assert(
+    fc.property(
+      fc.integer({ min: Date.UTC(0, 0, 1) - 1000, max: Date.UTC(9999, 11, 31, 23, 59, 59, 999) + 1000 }),
+      (ms) => {
+        assert.equal(isoTime(ms), new Date(ms).toISOString());
+      },
+    ),
+    { numRuns: 20_000 },
+  );
+  for (const ms of [0, -1, 1, Date.UTC(-1, 11, 31, 23, 59, 59, 999), Date.UTC(10000, 0, 1), limit, -limit])
+    assert.equal(isoTime(ms), new Date(ms).toISOString());
+  assert.throws(() => isoTime(Number.NaN), RangeError);
+  assert.throws(() => isoTime(limit + 1), RangeError);
+  const now = Date.now();
+  assert.equal(isoTime(now), new Date(now).toISOString());
+});
+
+test('isoTime does not load the time zone (what it exists to avoid)', () => {
+  // Where strace is missing the premise cannot be checked here; the benchmark still measures the hook.
+  const probe = spawnSync('strace', ['-f', '-e', 'trace=openat', process.execPath, '-e', 'new Date(0).toISOString()'], {
+    encoding: 'utf8',
+  });
+  if (probe.error) return;
+  assert.match(probe.stderr, /localtime/, 'premise: toISOString() opens the time zone file');
+  const r = spawnSync(
+    'strace',
+    [
+      '-f',
+      '-e',
+      'trace=openat',
+      process.execPath,
+      '--import',
+      'tsx',
+      '-e',
+      `import('${new URL('../../src/base/clock.ts', import.meta.url).pathname}').then((m) => m.isoTime())`,
+    ],
+    { encoding: 'utf8' },
+  );
+  assert.equal(r.status, 0, r.stderr);
+  assert.doesNotMatch(r.stderr, /localtime/);
 });
