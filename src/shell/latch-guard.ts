@@ -252,7 +252,9 @@ export function wordTouchCheck(st: State, w: Word, opts: PathCheckOptions = {}):
       else if (abs.some((p) => reaches(st, p, t, recursive, opts.skipsHidden === true))) hits.add(t);
       else if (phys.some((p) => reachesReal(p, t, recursive, opts.skipsHidden === true))) hits.add(t);
     }
-    for (const p of [...abs, ...phys]) {
+    // Each name once, and none the resolution above found missing (its stat would fail the same way).
+    for (const p of new Set([...abs, ...phys])) {
+      if (st.missing.has(p)) continue;
       const t = hardLinkTarget(st, p);
       if (t) hits.add(t);
     }
