@@ -90,7 +90,7 @@ export async function hookMain(argv: string[]): Promise<void> {
   try {
     const agent = await loadAgent(name);
     if (!agent) {
-      say(
+      process.stderr.write(
         `latch hook: unknown agent ${name ?? '(none)'}; expected one of: ${AGENT_NAMES.map(
           (a) => `\`latch hook ${a}\``,
         ).join(', ')}\n`,
@@ -106,30 +106,13 @@ export async function hookMain(argv: string[]): Promise<void> {
       void err;
     }
     const reply = await runHook(agent, input, expected);
-    // Synchronous writes: the process exits right after (src/main.ts), and process.stderr is
-    // asynchronous on a pipe outside Linux.
-    if (reply.stderr) writeAll(2, reply.stderr);
-    if (reply.stdout !== null) writeAll(1, reply.stdout + '\n');
+    if (reply.stderr) process.stderr.write(reply.stderr);
+    if (reply.stdout !== null) writeSync(1, reply.stdout + '\n');
     process.exitCode = reply.exitCode;
   } catch (err) {
-    say(`Latch blocked this call: internal error (${errorMessage(err)})\n`);
+    process.stderr.write(`Latch blocked this call: internal error (${errorMessage(err)})\n`);
     process.exitCode = blocksOnFailure(expected);
   }
-}
-
-/** A message on stderr, written before the exit; a failing stderr is no reason to fail the hook. */
-function say(text: string): void {
-  try {
-    writeAll(2, text);
-  } catch {
-    /* nothing else to tell it to */
-  }
-}
-
-/** Writes all of `text` to fd (a pipe may take it in parts). */
-function writeAll(fd: number, text: string): void {
-  const buf = Buffer.from(text);
-  for (let off = 0; off < buf.length; ) off += writeSync(fd, buf, off);
 }
 
 /** `runHook` for Codex (the tests' entry; `latch hook codex`). */

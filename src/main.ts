@@ -15,10 +15,7 @@ if (argv[0] === 'hook') {
     process.stderr.write(`Latch hook internal error: ${err instanceof Error ? err.message : String(err)}\n`);
     process.exit(blocking ? 2 : 0);
   });
-  // The hook's work is done once its reply is written (hookMain writes it synchronously and never
-  // rejects): exit then, instead of a last turn of the event loop in which V8 runs a scheduled
-  // garbage collection (~1.5 ms of a ~30 ms hook, docs/benchmarks.md).
-  hookMain(argv.slice(1)).then(() => process.exit());
+  void hookMain(argv.slice(1));
 } else {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const cli = require('./cli.cjs') as { cliMain(argv: string[]): Promise<number> };
