@@ -1,8 +1,9 @@
 // The environment every benchmark runs its processes in, baseline and subject alike.
 //
 // Some variables make every Node start do work that is neither Latch's nor `node -e 0`'s own. The
-// one that matters here: NODE_EXTRA_CA_CERTS makes Node parse that CA bundle at start, ~85 ms on the
-// project's VM (where it is set for the whole machine), against a ~48 ms `node -e 0` without it. Left
+// one that matters here: NODE_EXTRA_CA_CERTS makes Node load its root store and parse that CA file at
+// start, ~85 ms on the project's VM (where it names the system bundle for the whole machine), against a
+// ~48 ms `node -e 0` without it. Left
 // in, it inflates the baseline and the subject by the same milliseconds and so pulls every ratio
 // towards 1: a 30 ms hook overhead reads as 1.21 instead of 1.6.
 
