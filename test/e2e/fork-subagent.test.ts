@@ -215,22 +215,33 @@ test(
           case 2:
             return { items: [{ type: 'bash', cmd: 'echo parent > parent.txt' }] };
           case 3:
-            return { items: [collab('wait_agent', 'wait_1', { timeout_ms: 60_000 })] };
+            // Codex waits out the whole timeout when the sub-agent finished before the wait began (it
+            // usually has: its writes are denied at once); 15 s is ample for one that has not.
+            return { items: [collab('wait_agent', 'wait_1', { timeout_ms: 15_000 })] };
           default:
             return { items: [{ type: 'message', text: 'parent done' }] };
         }
       }
+      // Keeps the sub-agent busy until the parent has compacted (containment kills the loop at the trip).
+      const waitForParent: FakeStep = {
+        items: [
+          {
+            type: 'bash',
+            cmd: `i=0; while [ ! -f '${marker}' ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; echo released`,
+          },
+        ],
+      };
       switch (subN++) {
-        case 0: // keeps the sub-agent busy until the parent has compacted
-          return {
-            items: [
-              {
-                type: 'bash',
-                cmd: `i=0; while [ ! -f '${marker}' ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; echo released`,
-              },
-            ],
-          };
+        case 0:
+          return waitForParent;
         case 1:
+          // The premise: the sub-agent's writes come after the parent compacted. Should the parent take
+          // longer than the loop's 60 s (a loaded machine), the sub-agent waits again instead of writing
+          // before the compaction, which Latch rightly allows.
+          if (!existsSync(marker)) {
+            subN--;
+            return waitForParent;
+          }
           return {
             items: [
               { type: 'bash', cmd: 'echo sub > sub.txt' },
