@@ -39,6 +39,7 @@ import { hookCommand, mergeLatchHooks } from '../../src/agents/codex/setup.js';
 import { runChecks, type Check } from '../../src/commands/doctor.js';
 import { editJsonText, editJsonTextExact } from '../../src/commands/shared/json-text.js';
 import { openStore } from '../../src/store/store.js';
+import { parseHookText } from '../../src/guard/contain/match.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const ENTRY = join(ROOT, 'dist', 'latch.cjs');
@@ -578,11 +579,39 @@ describe('the hook command (fail-closed wrapper)', () => {
       });
     }
     assert.equal(
-      claudeHookCommand('PreToolUse', '/n', '/e').replace(' hook claude ', ' hook codex '),
+      claudeHookCommand('PreToolUse', '/n', '/e')
+        .replace(' hook claude ', ' hook codex ')
+        .replace('NODE_EXTRA_CA_CERTS= ', ''),
       hookCommand('PreToolUse', '/n', '/e'),
     );
+    // A handler written before the text cleared NODE_EXTRA_CA_CERTS: still read, no longer exact
+    // (doctor asks for `latch setup claude`), still Latch's own process to containment.
+    const old = "'/n' '/e' hook claude --event Stop";
+    assert.deepEqual(parseClaudeHookCommand(old), {
+      node: '/n',
+      entry: '/e',
+      event: 'Stop',
+      wrapped: false,
+      exact: false,
+    });
+    assert.deepEqual(parseHookText(old), { event: 'Stop', node: '/n', entry: '/e', agent: 'claude' });
+    assert.equal(parseHookText(`NODE_EXTRA_CA_CERTS= ${old.replace('claude', 'codex')}`), null);
     assert.equal(parseClaudeHookCommand("'/n' '/e' hook claude --event Stop; rm -rf ~"), null);
     assert.equal(parseClaudeHookCommand('latch hook claude --event Stop'), null);
+  });
+
+  test('every handler runs node without NODE_EXTRA_CA_CERTS (Node would load certificates at each start)', () => {
+    const entry = script('env.cjs', 'process.stdout.write(JSON.stringify(process.env.NODE_EXTRA_CA_CERTS ?? null))');
+    const env = { ...process.env, NODE_EXTRA_CA_CERTS: join(dir, 'no-such-ca.pem') };
+    // The premise: with the variable set, Node reads the file at start (and warns when it is missing).
+    const direct = spawnSync(NODE, [entry], { env, encoding: 'utf8' });
+    assert.match(direct.stderr, /Ignoring extra certs/);
+    for (const e of EVENTS) {
+      const r = spawnSync('/bin/sh', ['-c', claudeHookCommand(e, NODE, entry)], { env, encoding: 'utf8' });
+      assert.equal(r.status, 0, `${e}: ${r.stderr}`);
+      assert.equal(r.stdout, '""', e);
+      assert.doesNotMatch(r.stderr, /extra certs/, e);
+    }
   });
 
   test('an entry that exits 1, is missing (127), or is killed: exit 2 with a reason (Claude Code blocks)', () => {

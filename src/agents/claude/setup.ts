@@ -107,7 +107,7 @@ export function isClaudeLatchHandler(h: unknown): boolean {
   return typeof c === 'string' && MARK.test(c) && /latch/.test(c);
 }
 
-const RUN_RE = /^'((?:[^']|'\\'')*)' '((?:[^']|'\\'')*)' hook claude --event ([A-Za-z]+)/;
+const RUN_RE = /^(?:NODE_EXTRA_CA_CERTS= )?'((?:[^']|'\\'')*)' '((?:[^']|'\\'')*)' hook claude --event ([A-Za-z]+)/;
 const WRAP_PREFIX = '/bin/sh -c ';
 const unq = (s: string): string => s.replace(/'\\''/g, "'");
 

@@ -28,9 +28,19 @@ export function shq(s: string): string {
   return `'${s.replace(/'/g, `'\\''`)}'`;
 }
 
-/** `'<node>' '<entry>' hook <agent> --event <event>`: what a handler runs. */
+/** What a Claude Code handler's command starts with (latchHookRun). */
+export const CLEAR_CA_PREFIX = 'NODE_EXTRA_CA_CERTS= ';
+
+/**
+ * `'<node>' '<entry>' hook <agent> --event <event>`: what a handler runs. For Claude Code it starts
+ * with `NODE_EXTRA_CA_CERTS= ` (CLEAR_CA_PREFIX): with that variable set (Claude Code's advice behind
+ * a corporate proxy) Node loads certificates at every start, 35–80 ms here, and the hook makes no TLS
+ * connection. Claude Code runs every handler with /bin/sh -c; Codex runs them with `$SHELL -lc`,
+ * where an assignment prefix is not portable (csh), so Codex's text has none.
+ * src/guard/contain/match.ts (hookCommandText) builds the same text.
+ */
 export function latchHookRun(agent: string, event: string, node: string, entry: string): string {
-  return `${shq(node)} ${shq(entry)} hook ${agent} --event ${event}`;
+  return `${agent === 'claude' ? CLEAR_CA_PREFIX : ''}${shq(node)} ${shq(entry)} hook ${agent} --event ${event}`;
 }
 
 /**

@@ -99,8 +99,14 @@ function shq(s: string): string {
   return `'${s.replace(/'/g, `'\\''`)}'`;
 }
 
-export function hookCommandText(event: string, node: string, entry: string, agent = 'codex'): string {
-  const run = `${shq(node)} ${shq(entry)} hook ${agent} --event ${event}`;
+export function hookCommandText(
+  event: string,
+  node: string,
+  entry: string,
+  agent = 'codex',
+  clearCa = agent === 'claude',
+): string {
+  const run = `${clearCa ? 'NODE_EXTRA_CA_CERTS= ' : ''}${shq(node)} ${shq(entry)} hook ${agent} --event ${event}`;
   if (event !== 'PreToolUse') return run;
   const script =
     `${run}; s=$?; if [ "$s" -ne 0 ] && [ "$s" -ne 2 ]; then ` +
@@ -108,7 +114,7 @@ export function hookCommandText(event: string, node: string, entry: string, agen
   return `/bin/sh -c ${shq(script)}`;
 }
 
-const RUN_RE = /^'((?:[^']|'\\'')*)' '((?:[^']|'\\'')*)' hook ([a-z]+) --event ([A-Za-z]+)/;
+const RUN_RE = /^(?:NODE_EXTRA_CA_CERTS= )?'((?:[^']|'\\'')*)' '((?:[^']|'\\'')*)' hook ([a-z]+) --event ([A-Za-z]+)/;
 const WORD_RE = /^'((?:[^']|'\\'')*)'$/;
 const unq = (s: string): string => s.replace(/'\\''/g, "'");
 
@@ -123,7 +129,11 @@ export function parseHookText(text: string): { event: string; node: string; entr
   const m = RUN_RE.exec(inner);
   if (!m) return null;
   const r = { event: m[4]!, node: unq(m[1]!), entry: unq(m[2]!), agent: m[3]! };
-  return hookCommandText(r.event, r.node, r.entry, r.agent) === text ? r : null;
+  // A Claude Code handler written before its text cleared NODE_EXTRA_CA_CERTS is still Latch's.
+  return hookCommandText(r.event, r.node, r.entry, r.agent) === text ||
+    (r.agent === 'claude' && hookCommandText(r.event, r.node, r.entry, r.agent, false) === text)
+    ? r
+    : null;
 }
 
 /**
