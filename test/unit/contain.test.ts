@@ -114,16 +114,22 @@ function scene(t: { after(fn: () => void): void }): Scene {
         'u2',
         'hook',
         'fakehook',
+        'planted',
       ]) {
         const p = join(dir, f);
         if (existsSync(p)) killQuietly(readPid(p));
       }
       for (const p of pids) killQuietly(p);
       // whatever else still runs from this scene (the spared hook's node child) names its directory
+      // or carries its mark
       for (const name of readdirSync('/proc')) {
         if (!/^\d+$/.test(name)) continue;
         try {
-          if (readFileSync(`/proc/${name}/cmdline`, 'utf8').includes(dir)) killQuietly(Number(name));
+          if (
+            readFileSync(`/proc/${name}/cmdline`, 'utf8').includes(dir) ||
+            environOf(Number(name))?.get('LATCH_TEST_MARK') === mark
+          )
+            killQuietly(Number(name));
         } catch {
           /* gone */
         }
@@ -193,8 +199,11 @@ perl -e 'exit if fork; open(F,">",$ARGV[0]); print F $$; close F; sleep 305' "$D
 ( sh -c 'echo $$ > "$0/delayed"; sleep 30; latch verify --yes --accept-changes' "$D" & )
 sh -c 'n=la; echo $$ > "$0/runtime"; sleep 31; "$n"tch verify --yes' "$D" &
 # a concurrent hook invocation (spared) and one with a changed environment (not spared)
-sh -c "$HOOK_TEXT" & echo $! > "$D/hook"
-NODE_OPTIONS=--no-deprecation sh -c "$HOOK_TEXT" & echo $! > "$D/fakehook"
+exec 3<>"$D/stdin"
+sh -c "$HOOK_TEXT" <&3 & echo $! > "$D/hook"
+NODE_OPTIONS=--no-deprecation sh -c "$HOOK_TEXT" <&3 & echo $! > "$D/fakehook"
+# the hook's exact text, running a latch.cjs of the agent's own (not spared)
+sh -c "$PLANTED_TEXT" & echo $! > "$D/planted"
 for f in loop nohup setsid double python perl delayed runtime; do until [ -s "$D/$f" ]; do sleep 0.01; done; done
 touch "$D/ready"
 until [ -e "$D/go" ]; do sleep 0.02; done
@@ -208,12 +217,18 @@ describe('containment at a trip (real processes)', { skip: !linux && 'Linux /pro
   test("kills the agent's jobs and the orphans of its attempts; spares helpers, unrelated processes and the hook's ancestors", async (t) => {
     const s = scene(t);
     const workspace = join(s.dir, 'work');
-    // A stand-in for dist/latch.cjs that stays up, so the hook invocation is alive at the trip.
-    mkdirSync(join(s.dir, 'dist'));
-    writeFileSync(join(s.dir, 'dist', 'latch.cjs'), 'setTimeout(() => {}, 300000);\n');
-    const hookText = hookCommand('Stop', process.execPath, join(s.dir, 'dist', 'latch.cjs'));
+    // A concurrent hook of this Latch (dist/latch.cjs, one of latchEntries()), kept alive at the trip
+    // by a stdin that never ends (a FIFO the fake agent holds open).
+    const entry = join(ROOT, 'dist', 'latch.cjs');
+    assert.ok(existsSync(entry), `${entry} is missing: run npm run build`);
+    assert.equal(spawnSync('mkfifo', [join(s.dir, 'stdin')]).status, 0);
+    const hookText = hookCommand('Stop', process.execPath, entry);
+    // A hostile tool's look-alike: the same text with an entry the agent wrote, named latch.cjs.
+    mkdirSync(join(s.dir, 'agent-code'));
+    writeFileSync(join(s.dir, 'agent-code', 'latch.cjs'), 'setTimeout(() => {}, 300000);\n');
+    const plantedText = hookCommand('Stop', process.execPath, join(s.dir, 'agent-code', 'latch.cjs'));
     const agent: ChildProcess = spawn(s.fakeCodex, ['-c', AGENT_SCRIPT, 'codex', s.dir], {
-      env: { ...s.env, RUNNER, WORKSPACE: workspace, HOOK_TEXT: hookText },
+      env: { ...s.env, RUNNER, WORKSPACE: workspace, HOOK_TEXT: hookText, PLANTED_TEXT: plantedText },
       cwd: ROOT,
       stdio: 'ignore', // not inherited: a spared process holding the runner's pipe would keep it waiting
     });
@@ -292,6 +307,9 @@ describe('containment at a trip (real processes)', { skip: !linux && 'Linux /pro
     assert.ok(r.spared.some((x) => x.pid === hook && /hook invocation/.test(x.why)));
     assert.equal(alive(fakehook), false, 'a hook look-alike with another NODE_OPTIONS is killed');
     assert.equal(by.get(fakehook)?.why, 'agent_descendant');
+    const planted = readPid(join(s.dir, 'planted'));
+    assert.equal(alive(planted), false, 'a hook look-alike running a latch.cjs that is not Latch is killed');
+    assert.equal(by.get(planted)?.why, 'agent_descendant');
 
     // The record.
     const db = openStore(s.home, { create: false, readonly: true });
@@ -404,6 +422,9 @@ describe('attempt windows', { skip: !linux && 'Linux /proc only' }, () => {
   });
 });
 
+/** The Latch entries the checks below are told of (the scan takes them from latchEntries()). */
+const ENTRIES = new Set(["/opt/it's/dist/latch.cjs", '/x/dist/latch.cjs']);
+
 describe('hook invocations and agent processes', () => {
   test('the hook command text matches setup.ts and is recognised exactly; look-alikes are not', () => {
     for (const ev of [
@@ -419,23 +440,55 @@ describe('hook invocations and agent processes', () => {
     ]) {
       const text = hookCommand(ev, '/usr/bin/node', "/opt/it's/dist/latch.cjs");
       assert.equal(hookCommandText(ev, '/usr/bin/node', "/opt/it's/dist/latch.cjs"), text);
-      assert.equal(isHookInvocation('/usr/bin/dash', ['/bin/sh', '-c', text]), true, ev);
-      assert.equal(isHookInvocation('/usr/bin/bash', ['/bin/bash', '-lc', text]), true, ev);
-      assert.equal(isHookInvocation('/usr/bin/bash', ['/bin/bash', '-lc', `${text}; sleep 100`]), false, ev);
-      assert.equal(isHookInvocation('/usr/bin/bash', ['/bin/bash', '-lc', `sleep 100 # ${text}`]), false, ev);
-      assert.equal(isHookInvocation('/usr/bin/python3', ['/bin/sh', '-c', text]), false, 'exe must be a shell');
+      assert.equal(isHookInvocation('/usr/bin/dash', ['/bin/sh', '-c', text], ENTRIES), true, ev);
+      assert.equal(isHookInvocation('/usr/bin/bash', ['/bin/bash', '-lc', text], ENTRIES), true, ev);
+      assert.equal(isHookInvocation('/usr/bin/bash', ['/bin/bash', '-lc', `${text}; sleep 100`], ENTRIES), false, ev);
+      assert.equal(isHookInvocation('/usr/bin/bash', ['/bin/bash', '-lc', `sleep 100 # ${text}`], ENTRIES), false, ev);
+      assert.equal(
+        isHookInvocation('/usr/bin/python3', ['/bin/sh', '-c', text], ENTRIES),
+        false,
+        'exe must be a shell',
+      );
     }
     assert.equal(
-      isHookInvocation('/usr/bin/node', ['/usr/bin/node', '/x/dist/latch.cjs', 'hook', 'codex', '--event', 'Stop']),
+      isHookInvocation(
+        '/usr/bin/node',
+        ['/usr/bin/node', '/x/dist/latch.cjs', 'hook', 'codex', '--event', 'Stop'],
+        ENTRIES,
+      ),
       true,
     );
     assert.equal(
-      isHookInvocation('/usr/bin/node', ['/usr/bin/node', '/x/evil.js', 'hook', 'codex', '--event', 'Stop']),
+      isHookInvocation('/usr/bin/node', ['/usr/bin/node', '/x/evil.js', 'hook', 'codex', '--event', 'Stop'], ENTRIES),
       false,
     );
     assert.equal(
-      isHookInvocation('/usr/bin/bash', ['bash', '-lc', "'/usr/bin/node' '/tmp/evil.js' hook codex --event Stop"]),
+      isHookInvocation(
+        '/usr/bin/bash',
+        ['bash', '-lc', "'/usr/bin/node' '/tmp/evil.js' hook codex --event Stop"],
+        ENTRIES,
+      ),
       false,
+    );
+    // The exact text or argv with a latch.cjs that is not one of Latch's entries (a tool can write one).
+    const planted = hookCommand('Stop', '/usr/bin/node', '/tmp/agent/latch.cjs');
+    assert.equal(isHookInvocation('/usr/bin/dash', ['/bin/sh', '-c', planted], ENTRIES), false);
+    assert.equal(
+      isHookInvocation(
+        '/usr/bin/node',
+        ['/usr/bin/node', '/tmp/agent/latch.cjs', 'hook', 'codex', '--event', 'Stop'],
+        ENTRIES,
+      ),
+      false,
+    );
+    assert.equal(
+      isHookInvocation(
+        '/usr/bin/node',
+        ['/usr/bin/node', 'dist/latch.cjs', 'hook', 'codex', '--event', 'Stop'],
+        new Set(['dist/latch.cjs']),
+      ),
+      false,
+      'a relative entry is not checked against the scanner’s own directory',
     );
   });
 
@@ -455,11 +508,17 @@ describe('hook invocations and agent processes', () => {
       const text = ev === 'PreToolUse' ? failClosed(run) : run;
       assert.equal(hookCommandText(ev, node, entry, 'claude'), text, ev);
       // Claude Code runs a handler's command as `/bin/sh -c <command>`.
-      assert.equal(isHookInvocation('/usr/bin/dash', ['/bin/sh', '-c', text]), true, ev);
-      assert.equal(isHookInvocation('/usr/bin/dash', ['/bin/sh', '-c', `${text}; touch x`]), false, ev);
+      assert.equal(isHookInvocation('/usr/bin/dash', ['/bin/sh', '-c', text], ENTRIES), true, ev);
+      assert.equal(isHookInvocation('/usr/bin/dash', ['/bin/sh', '-c', `${text}; touch x`], ENTRIES), false, ev);
     }
-    assert.equal(isHookInvocation(node, [node, '/x/dist/latch.cjs', 'hook', 'claude', '--event', 'Stop']), true);
-    assert.equal(isHookInvocation(node, [node, '/x/dist/latch.cjs', 'hook', 'Claude;rm', '--event', 'Stop']), false);
+    assert.equal(
+      isHookInvocation(node, [node, '/x/dist/latch.cjs', 'hook', 'claude', '--event', 'Stop'], ENTRIES),
+      true,
+    );
+    assert.equal(
+      isHookInvocation(node, [node, '/x/dist/latch.cjs', 'hook', 'Claude;rm', '--event', 'Stop'], ENTRIES),
+      false,
+    );
   });
 
   test('agent processes', () => {

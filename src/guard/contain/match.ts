@@ -138,10 +138,11 @@ export function parseHookText(text: string): { event: string; node: string; entr
 
 /**
  * argv is exactly a hook invocation of Latch: `SHELL -c|-lc TEXT` where TEXT is the command text
- * setup writes for some agent, event, node and entry (entry named latch / latch.cjs), or the node
- * process itself (`NODE ENTRY hook <agent> --event E`, when the shell exec'd it).
+ * setup writes for some agent, event, node and entry, or the node process itself (`NODE ENTRY hook
+ * <agent> --event E`, when the shell exec'd it); the entry one of `entries` (latchEntries: this
+ * Latch's own). A tool can run that very text with a latch.cjs of its own, and would be spared.
  */
-export function isHookInvocation(exe: string | null, argv: string[]): boolean {
+export function isHookInvocation(exe: string | null, argv: string[], entries: ReadonlySet<string>): boolean {
   if (
     argv.length === 3 &&
     HOOK_SHELLS.test(base(argv[0] ?? '')) &&
@@ -149,12 +150,12 @@ export function isHookInvocation(exe: string | null, argv: string[]): boolean {
     (argv[1] === '-c' || argv[1] === '-lc')
   ) {
     const h = parseHookText(argv[2]!);
-    return h !== null && /^latch(\.cjs)?$/.test(base(h.entry));
+    return h !== null && isEntry(h.entry, entries);
   }
   if (
     argv.length === 6 &&
     NODE_EXES.test(base(exe)) &&
-    /^latch(\.cjs)?$/.test(base(argv[1]!)) &&
+    isEntry(argv[1]!, entries) &&
     argv[2] === 'hook' &&
     /^[a-z]+$/.test(argv[3]!) &&
     argv[4] === '--event' &&
@@ -163,6 +164,17 @@ export function isHookInvocation(exe: string | null, argv: string[]): boolean {
     return true;
   }
   return false;
+}
+
+/** An absolute path that is one of `entries`, as written or resolved. */
+function isEntry(path: string, entries: ReadonlySet<string>): boolean {
+  if (!path.startsWith('/')) return false;
+  if (entries.has(path)) return true;
+  try {
+    return entries.has(realpathSync(path));
+  } catch {
+    return false;
+  }
 }
 
 /** A hook-shaped process whose environment differs from the agent's in a variable that changes what it runs is not spared. */

@@ -160,7 +160,7 @@ export function scanOnce(
       if (!p || !eligible(p)) continue;
       const exe = exeOf(c);
       const argv = argvOf(c);
-      if (isHookInvocation(exe, argv) && sameDangerEnv(c, agent.pid)) {
+      if (isHookInvocation(exe, argv, (entries ??= latchEntries())) && sameDangerEnv(c, agent.pid)) {
         spared.set(c, { pid: c, cmdline: cmdlineText(argv), why: 'hook invocation (and its subtree)' });
         continue;
       }
