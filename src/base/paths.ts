@@ -26,6 +26,12 @@ export function packageRoot(start: string = moduleDir): string | null {
 }
 
 /** dist/latch.cjs of this package (a bundle's sibling, or the built one from the sources), if it exists. */
+/** The entry (dist/latch.cjs) beside this bundle, else the package's built one (builtEntry). */
+export function installedEntry(): string | null {
+  const beside = join(moduleDir, 'latch.cjs');
+  return existsSync(beside) ? beside : builtEntry();
+}
+
 export function builtEntry(): string | null {
   const root = packageRoot();
   const p = root ? join(root, 'dist', 'latch.cjs') : null;

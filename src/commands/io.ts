@@ -1,8 +1,7 @@
 // What a command needs from the outside world, injected so tests can call commands directly.
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { moduleFile } from '../base/paths.js';
-import { dbPath, latchHome } from '../base/paths.js';
+import { dbPath, latchHome, moduleFile } from '../base/paths.js';
 import { openStore, type Db } from '../store/store.js';
 
 export interface Io {

@@ -2,12 +2,10 @@
 // workspace, start one when there is none, and sync with it before an observation.
 import { existsSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { childProcess } from '../base/lazy.js';
 import { isAlive } from '../ledger/ledger.js';
-import { cookieDir } from '../base/paths.js';
+import { cookieDir, installedEntry } from '../base/paths.js';
 import type { Db } from '../store/store.js';
-import { builtEntry } from '../base/paths.js';
 
 /** A watcher the caller has synced with: its journal holds every change made before the sync. */
 export interface WatchSync {
@@ -124,18 +122,11 @@ function restartable(row: WatcherRow): boolean {
   return Date.now() - Date.parse(row.updated_at) > RETRY_UNAVAILABLE_MS;
 }
 
-/** The bundle entry (dist/latch.cjs) beside this module's bundle, or the built one from the sources. */
-function latchEntry(): string | null {
-  const here = path.dirname(fileURLToPath(import.meta.url));
-  const beside = path.join(here, 'latch.cjs');
-  return existsSync(beside) ? beside : builtEntry();
-}
-
 /** The node option the watcher process runs with (see startWatcher). */
 export const WATCHER_NODE_FLAG = '--max-semi-space-size=1';
 
 function startWatcher(home: string, workspace: string): void {
-  const entry = latchEntry();
+  const entry = installedEntry();
   if (!entry) return;
   try {
     // A young generation of 1 MB: the watcher allocates little per request, and V8's default

@@ -1,26 +1,13 @@
 // What every agent's `latch setup <agent>` shares: the bundled entry a hook runs, the hook command
 // line (absolute node and entry, quoted for sh), the fail-closed wrapper for the tool hook, and the
 // atomic write of a user's configuration file (through a symlink, keeping its mode).
-import {
-  chmodSync,
-  existsSync,
-  lstatSync,
-  mkdirSync,
-  realpathSync,
-  renameSync,
-  rmSync,
-  statSync,
-  writeFileSync,
-} from 'node:fs';
+import { chmodSync, lstatSync, mkdirSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { builtEntry } from '../../base/paths.js';
+import { installedEntry, moduleDir } from '../../base/paths.js';
 
 /** The bundled hook entry: dist/latch.cjs beside the running bundle, else in the package root. */
 export function defaultEntry(): string {
-  const here = dirname(fileURLToPath(import.meta.url));
-  if (existsSync(join(here, 'latch.cjs'))) return join(here, 'latch.cjs');
-  return builtEntry() ?? join(here, 'latch.cjs');
+  return installedEntry() ?? join(moduleDir, 'latch.cjs');
 }
 
 /** One shell word: `s` in single quotes (a `'` inside becomes `'\''`). */

@@ -3,8 +3,7 @@
 // schedulers; and what containment spares: Latch's own hook invocations and workspace watchers.
 import { realpathSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { builtEntry } from '../../base/paths.js';
+import { builtEntry, moduleDir } from '../../base/paths.js';
 import { ancestry, argvOf, baseName as base, bootNs, cmdlineText, environOf, exeOf, procSelfPid } from './proc.js';
 
 /** Executable basenames that are a coding agent. */
@@ -190,8 +189,7 @@ export function latchEntries(): Set<string> {
   const out = new Set<string>();
   // As src/watch/client.ts finds it: beside this bundle (dist/), or dist/ from the sources.
   try {
-    const here = dirname(fileURLToPath(import.meta.url));
-    for (const p of [join(here, 'latch.cjs'), builtEntry()].filter((x): x is string => x !== null)) {
+    for (const p of [join(moduleDir, 'latch.cjs'), builtEntry()].filter((x): x is string => x !== null)) {
       try {
         out.add(realpathSync(p));
       } catch {
