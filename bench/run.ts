@@ -127,7 +127,7 @@ function usage(pid: number): { cpuMs: number; rssMb: number; anonMb: number; pea
 }
 
 const results: Record<string, unknown>[] = [];
-/** BENCH_ONLY=pretool,claude,claude-tmpfs,claude-latched,latched,pair runs only those sections (all by default). */
+/** BENCH_ONLY=env,pretool,claude,claude-tmpfs,claude-latched,latched,pair runs only those sections (all by default). */
 const want = (name: string): boolean => !process.env.BENCH_ONLY || process.env.BENCH_ONLY.split(',').includes(name);
 const baseline = () => time(process.execPath, ['-e', '0'], '', process.env);
 
