@@ -81,7 +81,8 @@ try {
     transcript,
     JSON.stringify({ type: 'session_meta', payload: { id: 'warm', cli_version: '0.0.0' } }) + '\n',
   );
-  const env = { ...process.env, LATCH_HOME: join(tmp, 'state') };
+  // Every hook runs in its own process here (a resident hook would answer the PreToolUse without main.cjs).
+  const env = { ...process.env, LATCH_HOME: join(tmp, 'state'), LATCH_RESIDENT: 'off' };
   const latch = (args, input, write, ok = [0], extra = {}) => {
     const r = spawnSync(process.execPath, ['dist/latch.cjs', ...args], {
       input,

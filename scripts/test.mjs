@@ -21,10 +21,14 @@ if (files.length === 0) {
   console.error('no test files found under', roots.join(', '));
   process.exit(1);
 }
-// Workspace watchers started by the tests' hooks leave soon after their temp workspace goes away; the
-// idle bound makes sure none outlives the run by long.
+// Workspace watchers and resident hooks started by the tests' hooks leave soon after their temp
+// workspace or Latch home goes away; the idle bounds make sure none outlives the run by long.
 const r = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-concurrency=2', ...files], {
   stdio: 'inherit',
-  env: { ...process.env, LATCH_WATCH_IDLE_MS: process.env.LATCH_WATCH_IDLE_MS ?? '20000' },
+  env: {
+    ...process.env,
+    LATCH_WATCH_IDLE_MS: process.env.LATCH_WATCH_IDLE_MS ?? '20000',
+    LATCH_RESIDENT_IDLE_MS: process.env.LATCH_RESIDENT_IDLE_MS ?? '20000',
+  },
 });
 process.exit(r.status ?? 1);

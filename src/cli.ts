@@ -319,6 +319,13 @@ export async function cliMain(argv: string[], io: Io = processIo()): Promise<num
     const code = await runWatcher({ home: latchHome(io.env), root: rest[0]! });
     process.exit(code); // nothing it leaves behind may keep a stopped watcher alive
   }
+  if (name === '__serve' && rest.length === 1) {
+    // The resident hook a hook starts (src/resident/); not a user command.
+    const { runResident } = await import('./resident/server.js');
+    const { loadAgent } = await import('./agents/index.js');
+    const agent = await loadAgent(rest[0]!);
+    process.exit(agent ? await runResident(agent, io.env) : EXIT.usage);
+  }
   if (name === '--version' || name === '-V' || name === 'version') {
     io.out(`${VERSION}\n`);
     return EXIT.ok;

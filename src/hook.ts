@@ -7,9 +7,11 @@ import { AGENT_NAMES, loadAgent } from './agents/index.js';
 import { handle } from './guard/guard.js';
 import { errorMessage, isLatchError } from './base/errors.js';
 import { latchHome } from './base/paths.js';
-import { setDeadline } from './base/deadline.js';
+import { hookDeadlineMs, setDeadline } from './base/deadline.js';
 import { isoTime } from './base/clock.js';
-import { openStore } from './store/store.js';
+import { type Db, openStore } from './store/store.js';
+import { takeHandoff } from './resident/handoff.js';
+import { startResident } from './resident/start.js';
 
 /** One hook of `agent`: its payload (stdin) in, its reply out. Never throws. */
 export async function runHook(
@@ -17,6 +19,7 @@ export async function runHook(
   stdin: string,
   expectedEvent: string | null,
   env: NodeJS.ProcessEnv = process.env,
+  opts: { resident?: boolean; store?: { open(home: string): Db; close(db: Db): void } } = {},
 ): Promise<HookReply> {
   const parsed = agent.parse(stdin);
   const eventName = parsed.ok ? parsed.eventName : (parsed.eventName ?? expectedEvent);
@@ -34,34 +37,28 @@ export async function runHook(
   if (!parsed.ok) return failure(parsed.error);
   if (!parsed.event) return { stdout: null, exitCode: 0 };
   try {
-    setDeadline(hookDeadline(eventName, env));
+    setDeadline(hookDeadlineMs(eventName, env));
     const home = latchHome(env);
     const decision = await handle(
       {
         home,
-        openDb: () => openStore(home, { create: false, busyTimeoutMs: busyTimeout(env) }),
+        openDb: () =>
+          opts.store ? opts.store.open(home) : openStore(home, { create: false, busyTimeoutMs: busyTimeout(env) }),
+        closeDb: opts.store?.close,
         now: () => isoTime(),
         env,
         agent,
+        resident: opts.resident,
       },
       parsed.obs,
       parsed.event,
     );
     return agent.reply(parsed.eventName, decision);
   } catch (err) {
+    // The resident hook's "not mine": its client runs this hook in a process of its own instead.
+    if (isLatchError(err, 'E_NOT_SERVED')) throw err;
     return failure(describeFailure(err));
   }
-}
-
-/**
- * The hook answers before Codex's timeout (setup writes 120 s; SessionEnd is capped at 3 s by Codex):
- * slow work past this deadline throws, and the call is denied instead of failing open.
- * LATCH_HOOK_DEADLINE_MS overrides it.
- */
-function hookDeadline(eventName: string | null, env: NodeJS.ProcessEnv): number {
-  const n = Number(env.LATCH_HOOK_DEADLINE_MS);
-  if (Number.isFinite(n) && n > 0) return n;
-  return eventName === 'SessionEnd' ? 2_500 : 90_000;
 }
 
 function describeFailure(err: unknown): string {
@@ -77,7 +74,7 @@ function describeFailure(err: unknown): string {
 }
 
 /** LATCH_BUSY_TIMEOUT_MS: how long a hook waits for the store's write lock before denying (default 5000). */
-function busyTimeout(env: NodeJS.ProcessEnv): number {
+export function busyTimeout(env: NodeJS.ProcessEnv): number {
   const n = Number(env.LATCH_BUSY_TIMEOUT_MS);
   return Number.isInteger(n) && n >= 0 && n <= 60_000 ? n : 5000;
 }
@@ -98,17 +95,22 @@ export async function hookMain(argv: string[]): Promise<void> {
       process.exitCode = blocksOnFailure(expected);
       return;
     }
-    let input = '';
-    try {
-      input = readFileSync(0, 'utf8');
-    } catch (err) {
-      input = '';
-      void err;
+    // dist/latch.cjs may have read stdin already, for the resident hook that did not answer.
+    const handed = takeHandoff();
+    let input = handed?.input ?? '';
+    if (!handed) {
+      try {
+        input = readFileSync(0, 'utf8');
+      } catch {
+        input = '';
+      }
     }
     const reply = await runHook(agent, input, expected);
     if (reply.stderr) process.stderr.write(reply.stderr);
     if (reply.stdout !== null) writeSync(1, reply.stdout + '\n');
     process.exitCode = reply.exitCode;
+    // None serves this hook's identity: one starts now, for the next PreToolUse (src/resident/).
+    if (handed?.startResident && name) startResident(name);
   } catch (err) {
     process.stderr.write(`Latch blocked this call: internal error (${errorMessage(err)})\n`);
     process.exitCode = blocksOnFailure(expected);

@@ -6,12 +6,14 @@
 // Anything unexpected here falls back to a plain require: the cache is an optimisation, never a
 // condition (and the PreToolUse command maps any crash to a deny).
 import { accessSync, constants, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import Module from 'node:module';
+import type Module from 'node:module';
 import { dirname, join } from 'node:path';
-import { Script } from 'node:vm';
 import { mainCacheName } from './base/code-cache.js';
+import { askResident, residentAgent } from './resident/client.js';
+import { handOver } from './resident/handoff.js';
 
 declare const __filename: string;
+declare const require: NodeJS.Require;
 
 const file = join(dirname(__filename), 'main.cjs');
 /** The lazily required bundles that get a code cache too. */
@@ -30,6 +32,11 @@ type ModuleInternals = typeof Module & {
   _extensions: Record<string, (module: Module, filename: string) => void>;
 };
 
+/** node:module when first needed (~0.6 ms to load): a PreToolUse the resident hook answers never needs it. */
+function nodeModule(): ModuleInternals {
+  return require('node:module') as ModuleInternals;
+}
+
 /** Compiles a CommonJS file with its code cache (`<file>.v8cache` unless named); schedules a cache write when wanted. */
 function compileCached(path: string, cacheFile = `${path}.v8cache`): CompiledFn | null {
   let source: string;
@@ -44,7 +51,9 @@ function compileCached(path: string, cacheFile = `${path}.v8cache`): CompiledFn 
   } catch {
     cached = undefined;
   }
-  const M = Module as ModuleInternals;
+  const M = nodeModule();
+  // node:vm when first needed: a PreToolUse the resident hook answers never compiles anything.
+  const { Script } = require('node:vm') as typeof import('node:vm');
   const script = new Script(M.wrap(source), { filename: path, cachedData: cached });
   const fn = script.runInThisContext() as CompiledFn;
   const want = process.env.LATCH_WRITE_CODE_CACHE;
@@ -67,7 +76,7 @@ function compileCached(path: string, cacheFile = `${path}.v8cache`): CompiledFn 
 
 /** Routes require('./slow.cjs'), './observer.cjs' and './cli.cjs' through compileCached; any other file keeps the default loader. */
 function hookSlow(): void {
-  const M = Module as ModuleInternals;
+  const M = nodeModule();
   const exts = M._extensions;
   const original = exts['.js'];
   if (typeof original !== 'function') return;
@@ -80,7 +89,14 @@ function hookSlow(): void {
         fn = null;
       }
       if (fn) {
-        fn.call(module.exports, module.exports, Module.createRequire(filename), module, filename, dirname(filename));
+        fn.call(
+          module.exports,
+          module.exports,
+          nodeModule().createRequire(filename),
+          module,
+          filename,
+          dirname(filename),
+        );
         return;
       }
     }
@@ -92,16 +108,17 @@ function runCached(): boolean {
   // A hook runs main.cjs from its agent's cache (src/base/code-cache.ts).
   const fn = compileCached(file, join(dirname(file), mainCacheName(process.argv.slice(2))));
   if (!fn) return false;
-  const mod = new Module(file);
+  const M = nodeModule();
+  const mod = new M(file);
   mod.filename = file;
-  mod.paths = (Module as ModuleInternals)._nodeModulePaths(dirname(file));
+  mod.paths = M._nodeModulePaths(dirname(file));
   try {
     hookSlow();
   } catch {
     /* slow.cjs and observer.cjs then load without a cache */
   }
   started = true;
-  fn.call(mod.exports, mod.exports, Module.createRequire(file), mod, file, dirname(file));
+  fn.call(mod.exports, mod.exports, M.createRequire(file), mod, file, dirname(file));
   return true;
 }
 
@@ -115,12 +132,26 @@ function writable(dir: string): boolean {
 }
 
 let started = false;
-let ran = false;
-try {
-  ran = runCached();
-} catch (err) {
-  // Once main.cjs has started, its errors are its own (it installs its handlers first); only a
-  // failure to set up the cached run falls through to the plain require below.
-  if (started) throw err;
+
+function main(): void {
+  // A PreToolUse first asks the resident hook (src/resident/client.ts). main.cjs runs only when that
+  // did not answer, with the payload the client read handed over.
+  const agent = residentAgent(process.argv.slice(2), process.env);
+  if (agent !== null) {
+    const asked = askResident(agent, __filename);
+    if (asked.answered) return;
+    if (process.env.LATCH_RESIDENT_TRACE === '1') process.stderr.write(`latch: resident hook: ${asked.why}\n`);
+    handOver({ input: asked.input, startResident: asked.start });
+  }
+  let ran = false;
+  try {
+    ran = runCached();
+  } catch (err) {
+    // Once main.cjs has started, its errors are its own (it installs its handlers first); only a
+    // failure to set up the cached run falls through to the plain require below.
+    if (started) throw err;
+  }
+  if (!ran) require('./main.cjs');
 }
-if (!ran) require('./main.cjs');
+
+main();

@@ -26,6 +26,14 @@ export function wallNs(): bigint {
   return process.hrtime.bigint() + offset;
 }
 
+/**
+ * Takes the anchor again. A hook process lives for a moment; a long-lived one (the resident hook)
+ * renews it between requests, so that a clock step or NTP's slewing does not age its timestamps.
+ */
+export function reanchorWallClock(): void {
+  offset = anchor();
+}
+
 /** Monotonic milliseconds, for durations (no perf_hooks either). */
 export function monoMs(): number {
   return Number(process.hrtime.bigint()) / 1e6;

@@ -15,6 +15,17 @@ export class DeadlineError extends LatchError {
   }
 }
 
+/**
+ * A hook's deadline: it answers before the agent's timeout (setup writes 120 s for a tool hook;
+ * SessionEnd is capped at 3 s by Codex), so slow work past this throws and the call is denied instead
+ * of failing open. LATCH_HOOK_DEADLINE_MS overrides it.
+ */
+export function hookDeadlineMs(eventName: string | null, env: NodeJS.ProcessEnv): number {
+  const n = Number(env.LATCH_HOOK_DEADLINE_MS);
+  if (Number.isFinite(n) && n > 0) return n;
+  return eventName === 'SessionEnd' ? 2_500 : 90_000;
+}
+
 /** From now on, work checked with checkDeadline() must finish within `ms` (null: no deadline). */
 export function setDeadline(ms: number | null): void {
   (globalThis as Holder)[KEY] = ms === null ? undefined : Date.now() + ms;

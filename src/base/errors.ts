@@ -18,7 +18,9 @@ export type LatchErrorCode =
   /** AppServerError (agents/codex/app-server.ts): `codex app-server` failed or refused. */
   | 'E_APP_SERVER'
   /** UnreadableError (agents/codex/fsck/fsck.ts): a rollout file cannot be read or decoded. */
-  | 'E_UNREADABLE';
+  | 'E_UNREADABLE'
+  /** NotServedError (here): the resident hook leaves this call to an ordinary hook process (src/resident/). */
+  | 'E_NOT_SERVED';
 
 const CODES: ReadonlySet<string> = new Set<LatchErrorCode>([
   'E_EXIT',
@@ -27,6 +29,7 @@ const CODES: ReadonlySet<string> = new Set<LatchErrorCode>([
   'E_DEADLINE',
   'E_APP_SERVER',
   'E_UNREADABLE',
+  'E_NOT_SERVED',
 ]);
 
 /** The base of every error Latch throws on purpose; recognise one with isLatchError. */
@@ -70,6 +73,17 @@ export class StoreError extends LatchError {
   constructor(message: string, options?: { cause?: unknown }) {
     super('E_STORE', message, options);
     this.name = 'StoreError';
+  }
+}
+
+/**
+ * Thrown by the guard, before it writes anything, when a call is not one the resident hook may answer
+ * (src/resident/server.ts): the client then runs the ordinary hook, which decides the call from scratch.
+ */
+export class NotServedError extends LatchError {
+  constructor(why: string) {
+    super('E_NOT_SERVED', why);
+    this.name = 'NotServedError';
   }
 }
 

@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
+import { latchHomeFromEnv } from './home.js';
 import { fileURLToPath } from 'node:url';
 
 /**
@@ -40,9 +41,7 @@ export function builtEntry(): string | null {
 
 /** The one env override for the state directory: LATCH_HOME, else ${XDG_STATE_HOME:-~/.local/state}/latch. */
 export function latchHome(env: NodeJS.ProcessEnv = process.env): string {
-  if (env.LATCH_HOME) return resolve(env.LATCH_HOME);
-  const state = env.XDG_STATE_HOME || join(homedir(), '.local', 'state');
-  return resolve(state, 'latch');
+  return latchHomeFromEnv(env) ?? resolve(homedir(), '.local', 'state', 'latch');
 }
 
 export function dbPath(home: string): string {

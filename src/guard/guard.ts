@@ -6,7 +6,7 @@
 import { resolve } from 'node:path';
 import { mayMutate } from '../session/authority.js';
 import type { ResolvedPolicy } from '../session/policy.js';
-import { errorMessage } from '../base/errors.js';
+import { errorMessage, NotServedError } from '../base/errors.js';
 import { patchTouchesLatch } from './held.js';
 import { guardRegistration, TAMPER_CODE } from './tamper.js';
 import { containAfterTrip } from './contain.js';
@@ -26,8 +26,10 @@ import {
   planCompactions,
   readTranscript,
   triggerOf,
+  type CompactionPlan,
   type Counting,
 } from './compaction.js';
+import type { TranscriptRead } from './decide.js';
 
 export type { Decision, LatchEvent, Observation, Reason, StartSource, TurnEnd } from './events.js';
 export { loadObserver, loadSlow } from './load.js';
@@ -55,6 +57,7 @@ export { blockers, denialText, denyDecision } from './decide.js';
 
 /** Handles one event. Throws on internal errors; the adapter turns a throw on a tracked tool into a deny. */
 export async function handle(ctx: GuardContext, obs: Observation, ev: LatchEvent): Promise<Decision> {
+  if (ctx.resident) residentGate(ctx, obs, ev);
   if (ev.type === 'pre_tool') {
     const early = preToolShortcut(ctx, obs, ev.call);
     if (early) return early;
@@ -70,9 +73,28 @@ export async function handle(ctx: GuardContext, obs: Observation, ev: LatchEvent
   try {
     return await handleWithDb(ctx, db, obs, ev, own && 'id' in own ? own.id : null);
   } finally {
-    db.close();
+    if (ctx.closeDb) ctx.closeDb(db);
+    else db.close();
     // A window this hook ended (a Close, an Abandon): what anyone changes from now on is stamped after it.
     settleEnds(ctx.home);
+  }
+}
+
+/**
+ * The resident hook's first look, before the classifier: a session it does not know or that may not
+ * mutate is the ordinary hook's at once (a latched read costs the round trip only). handleWithDb
+ * looks again under the write lock.
+ */
+function residentGate(ctx: GuardContext, obs: Observation, ev: LatchEvent): void {
+  if (ev.type !== 'pre_tool') throw new NotServedError(`a ${ev.type} event`);
+  const db = ctx.openDb();
+  try {
+    const row = getSession(db, obs.sessionId);
+    if (!row) throw new NotServedError('a session seen for the first time');
+    if (!mayMutate(row.state)) throw new NotServedError(`a ${row.state} session`);
+  } finally {
+    if (ctx.closeDb) ctx.closeDb(db);
+    else db.close();
   }
 }
 
@@ -111,11 +133,13 @@ async function handleWithDb(
   ev: LatchEvent,
   ownAnnouncement: string | null,
 ): Promise<Decision> {
-  let row = getSession(db, obs.sessionId) ?? (await createSession(ctx, db, obs, ev));
+  const known = getSession(db, obs.sessionId);
+  if (ctx.resident && !known) throw new NotServedError('a session seen for the first time');
+  let row = known ?? (await createSession(ctx, db, obs, ev));
   // Tamper evidence: Latch's registration (handlers, trust, feature flags), installed files and the
   // shell startup files against the fingerprint `latch setup` recorded (one lstat each; hashes only
   // when a stat changed). A change latches the workspace's sessions; a tracked call is denied.
-  const reg = guardRegistration(db, row.workspace, ctx.now());
+  const reg = guardRegistration(db, row.workspace, ctx.now(), { resident: ctx.resident === true });
   if (reg.latched.length > 0) row = getSession(db, obs.sessionId)!;
   if (ev.type === 'pre_tool' && ev.call.kind !== null && (reg.status === 'tampered' || reg.status === 'error')) {
     const call = ev.call;
@@ -136,6 +160,10 @@ async function handleWithDb(
     ownAnnouncement,
   );
   const tracked = ev.type === 'pre_tool' && ev.call.kind !== null;
+  if (ctx.resident) {
+    const why = notServed(db, row, scan, pending, newTranscript.length, needEvidence || mayTrip);
+    if (why) throw new NotServedError(why);
+  }
   // The recovery barrier: before a tracked call's Start, and at a turn's end (so a stopped session
   // leaves no attempt stuck in `closing` behind a dead closer).
   if ((tracked || ev.type === 'turn_end') && orphanedClosings(db, row.workspace).length > 0)
@@ -198,9 +226,11 @@ async function handleWithDb(
   // itself): look those up before the write lock (the first use on a machine probes the sandbox,
   // ~0.2 s). Held also when this very call's check may latch the session (a new boundary in the
   // transcript, a pending announcement): the read is then rewritten like any held read.
+  // (The resident hook got here only when none of these hold: notServed.)
   const heldRead =
     tracked &&
     ev.call.kind === 'shell' &&
+    !ctx.resident &&
     (scan.problem !== null || pending.problem !== null || mayTrip || blockers(db, row).length > 0);
   const held = !tracked ? null : heldRead ? heldReadOf(ctx, obs, ev.call) : unpreparedRead(ctx, obs);
   /** Announcements counted (or found counted) by this hook: removed once its transaction committed. */
@@ -222,6 +252,10 @@ async function handleWithDb(
     // What the listing under the lock found wrong (the directory swapped meanwhile) decides too.
     const relistProblem = countHookObservations(counting, pending, ownAnnouncement, tracked);
     row = counting.row;
+    // A hook of the agent's own latched the session since notServed looked: rolled back, and the
+    // ordinary hook decides (a held read needs the agent's process: its sandbox, its ancestry).
+    if (ctx.resident && (!mayMutate(row.state) || relistProblem !== null || contained.length > 0 || settled.length > 0))
+      throw new NotServedError('the session changed while the resident hook looked');
 
     switch (ev.type) {
       case 'pre_tool': {
@@ -308,6 +342,30 @@ async function handleWithDb(
     await closeAttempt(ctx, db, row, obs, ev.call);
   if (ev.type === 'turn_end' && ev.kind !== 'session_end') await observe(ctx, db, row.workspace, ev.kind);
   return decision;
+}
+
+/**
+ * Why the resident hook leaves this PreToolUse to an ordinary hook process, or null: everything that
+ * would count a compaction, trip, contain, recover an attempt, take a baseline, release by evidence or
+ * prepare a held read happens in a process of the agent's own, as it always did. Checked before the
+ * first write.
+ */
+function notServed(
+  db: Db,
+  row: SessionRow,
+  scan: TranscriptRead,
+  pending: CompactionPlan['pending'],
+  newInTranscript: number,
+  mayTrip: boolean,
+): string | null {
+  if (!mayMutate(row.state)) return `a ${row.state} session`;
+  if (scan.problem !== null || pending.problem !== null) return 'a transcript or announcement problem';
+  if (pending.list.length > 0 || newInTranscript > 0 || mayTrip) return 'a compaction to count';
+  if ((scan.result?.briefOutputs.length ?? 0) > 0) return 'brief pages to record';
+  if (blockers(db, row).length > 0) return 'a session with blockers';
+  if (orphanedClosings(db, row.workspace).length > 0) return 'an attempt to recover';
+  if (!hasBaseline(db, row.workspace)) return 'a workspace without a baseline';
+  return null;
 }
 
 async function createSession(ctx: GuardContext, db: Db, obs: Observation, ev: LatchEvent): Promise<SessionRow> {

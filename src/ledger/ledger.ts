@@ -15,9 +15,12 @@
 // A Start is written before the hook replies allow; if it cannot be written, the call is denied.
 //
 // Attribution (src/ledger/observe.ts) compares each changed file's time with the attempts' windows.
-import { closeSync, constants, fstatSync, futimesSync, openSync, readFileSync } from 'node:fs';
+import { closeSync, constants, fstatSync, futimesSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import { wallNs } from '../base/clock.js';
+import { procStat } from '../base/proc.js';
+
+export { procStat };
 import type { Db } from '../store/store.js';
 
 export type AttemptState = 'started' | 'closing' | 'closed' | 'abandoned';
@@ -392,18 +395,6 @@ export function abandonAtTurnEnd(
 export interface ProcessId {
   pid: number;
   start: string;
-}
-
-/** State (field 3) and start time in clock ticks (field 22) of /proc/<pid>/stat; null without /proc. */
-export function procStat(pid: number): { state: string; start: string } | null {
-  try {
-    // The comm field may hold spaces and parentheses: fields are counted after its last ')'.
-    const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const rest = text.slice(text.lastIndexOf(')') + 2).split(' ');
-    return rest[19] === undefined ? null : { state: rest[0] ?? '', start: rest[19] };
-  } catch {
-    return null;
-  }
 }
 
 export function selfId(): ProcessId {

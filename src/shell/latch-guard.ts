@@ -336,6 +336,7 @@ const LATCH_MUTATING_SUBCOMMANDS: ReadonlySet<string> = new Set([
   'doctor',
   'watch',
   '__watch',
+  '__serve',
   'report',
   'export',
 ]);

@@ -4,6 +4,7 @@
 import { basename, join } from 'node:path';
 import { sessionsIn, transition } from '../../session/records.js';
 import { immediate, type Db } from '../../store/store.js';
+import { isLatchError, NotServedError } from '../../base/errors.js';
 import {
   describeLayerChange,
   dropinDigest,
@@ -511,9 +512,17 @@ export interface GuardRegistration {
  * on a tamper the latch of every session in `workspace`. Never throws: a failure comes back as
  * `status: "error"` (a tracked PreToolUse should then deny; other events go on).
  */
-export function guardRegistration(db: Db, workspace: string, now: string): GuardRegistration {
+export function guardRegistration(
+  db: Db,
+  workspace: string,
+  now: string,
+  opts: { resident?: boolean } = {},
+): GuardRegistration {
   try {
     const r = checkRegistration(db, { workspace, now });
+    // The resident hook answers only when the quick tier found every file as recorded.
+    if (opts.resident && (r.status !== 'ok' || r.escalated))
+      throw new NotServedError(`a registration check that ${r.status === 'ok' ? 'had to hash' : `found ${r.status}`}`);
     if (r.status !== 'tampered') return { status: r.status, findings: r.findings, reasons: [], latched: [] };
     const latched = latchForTamper(db, workspace, r.findings, now);
     const files = db
@@ -527,6 +536,7 @@ export function guardRegistration(db: Db, workspace: string, now: string): Guard
       latched,
     };
   } catch (err) {
+    if (isLatchError(err, 'E_NOT_SERVED')) throw err;
     const error = err instanceof Error ? err.message : String(err);
     return {
       status: 'error',

@@ -1,0 +1,71 @@
+// Who a resident hook may answer for. The resident hook (server.ts) is an ordinary hook process kept
+// alive: it answers only the hooks that would have run exactly as it runs, with the same Node binary
+// and flags, the same Latch entry, the same agent, the same working directory and the same
+// environment, byte for byte. That identity, as text, is what a request carries and what the server
+// compares; its hash names the spool directory both sides meet in, under the Latch home.
+// Dependency-free apart from node:path: this module is in dist/latch.cjs, on every hook's path.
+import { join } from 'node:path';
+import { latchHomeFromEnv } from '../base/home.js';
+
+/** The identity of a hook process, as text (JSON): what a resident hook must share with its client. */
+export function identityText(
+  entry: string,
+  agent: string,
+  env: NodeJS.ProcessEnv,
+  cwd: string,
+  execArgv: readonly string[] = process.execArgv,
+): string {
+  const vars = Object.keys(env)
+    .sort()
+    .map((k) => [k, env[k] ?? '']);
+  return JSON.stringify({
+    v: 1,
+    node: process.execPath,
+    version: process.version,
+    execArgv,
+    entry,
+    agent,
+    cwd,
+    env: vars,
+  });
+}
+
+/**
+ * A hook process's identity and the spool directory its resident hook serves:
+ * <Latch home>/resident/<hash of the identity>. Null without a home the environment names (no HOME):
+ * such a hook runs in its own process.
+ */
+export function residentSpool(
+  entry: string,
+  agent: string,
+  env: NodeJS.ProcessEnv,
+  cwd: string,
+  execArgv: readonly string[] = process.execArgv,
+): { identity: string; dir: string } | null {
+  const home = latchHomeFromEnv(env);
+  if (home === null) return null;
+  const identity = identityText(entry, agent, env, cwd, execArgv);
+  return { identity, dir: join(home, 'resident', fnv32(identity)) };
+}
+
+/**
+ * FNV-1a (32 bits) over the text's UTF-16 code units, and its length: a name, not a secret (the
+ * resident hook compares the whole identity, so two identities with one name only share a directory,
+ * whose hook serves one of them). Cheap on purpose: it runs in the interpreter on every hook.
+ */
+export function fnv32(text: string): string {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
+  return `${(h >>> 0).toString(16).padStart(8, '0')}-${text.length.toString(16)}`;
+}
+
+/** The files of a spool directory. */
+export const SPOOL = {
+  /** `<pid> <start>`: the resident hook that serves this directory (start: /proc/<pid>/stat field 22). */
+  server: 'server',
+  /** When a hook last started a resident hook here (ms since the epoch): starts are spaced out. */
+  started: 'started',
+  request: '.req',
+  claimed: '.work',
+  answer: '.res',
+} as const;

@@ -1,0 +1,74 @@
+// Starting a resident hook (server.ts), from an ordinary hook once it has replied: small, since it is
+// part of every hook's bundle.
+import { existsSync, lstatSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { childProcess } from '../base/lazy.js';
+import { moduleDir } from '../base/paths.js';
+import { residentSpool, SPOOL } from './identity.js';
+
+/** A hook starts a resident hook for an identity at most this often. */
+const RESTART_MS = 10_000;
+
+/** This installation's entry, as dist/latch.cjs's client names itself (its real path). */
+export function entryPath(): string {
+  return join(moduleDir, 'latch.cjs');
+}
+
+/**
+ * Starts a resident hook for this process's identity, detached, once the ordinary hook replied
+ * (src/hook.ts). At most one start per identity every RESTART_MS; never throws.
+ */
+export function startResident(agent: string, env: NodeJS.ProcessEnv = process.env): void {
+  try {
+    const dir = residentSpool(entryPath(), agent, env, process.cwd())?.dir;
+    // Only beside a store: a hook without one (a probe, a broken install) leaves the home as it found it.
+    if (!dir || !existsSync(join(dirname(dirname(dir)), 'latch.db')) || !ownDirectory(dir, true)) return;
+    const stamp = join(dir, SPOOL.started);
+    const last = Number(readOrNull(stamp));
+    if (Number.isFinite(last) && Date.now() - last < RESTART_MS && Date.now() >= last) return;
+    writeFileSync(stamp, String(Date.now()), { mode: 0o600 });
+    const child = childProcess().spawn(process.execPath, [...process.execArgv, entryPath(), '__serve', agent], {
+      detached: true,
+      stdio: 'ignore',
+      env,
+      cwd: process.cwd(),
+    });
+    child.on('error', () => undefined);
+    child.unref();
+  } catch {
+    /* no resident hook: every hook runs in a process of its own, as before */
+  }
+}
+
+/**
+ * The spool directory exists (made when `create`, inside an existing Latch home), is a real
+ * directory, is this user's, and no one else may enter it.
+ */
+export function ownDirectory(dir: string, create: boolean): boolean {
+  try {
+    if (create) {
+      makeDir(dirname(dir));
+      makeDir(dir);
+    }
+    const s = lstatSync(dir);
+    return s.isDirectory() && s.uid === process.getuid?.() && (s.mode & 0o077) === 0;
+  } catch {
+    return false;
+  }
+}
+
+function makeDir(dir: string): void {
+  try {
+    mkdirSync(dir, { mode: 0o700 });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  }
+}
+
+export function readOrNull(path: string): string | null {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return null;
+  }
+}

@@ -1,0 +1,416 @@
+// The resident hook (src/resident/): real processes of the built bundle (dist/latch.cjs) over a
+// Claude Code box set up with `latch setup claude`. What it answers must be what the ordinary hook
+// answers; what it does not answer is decided by the ordinary hook from scratch; a resident hook that
+// fails in any way costs time or gives a deny, never an allow the ordinary hook would not give.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
+import { join } from 'node:path';
+import { claude } from '../../src/agents/claude/index.js';
+import { isLatchError } from '../../src/base/errors.js';
+import { handle } from '../../src/guard/guard.js';
+import { procStat } from '../../src/base/proc.js';
+import { residentSpool, SPOOL } from '../../src/resident/identity.js';
+import { openStore } from '../../src/store/store.js';
+import { transition, getSession } from '../../src/session/records.js';
+import { claudeBox, claudeBoxPayload, type ClaudeBox } from '../helpers/claude-box.js';
+
+const DIST = join(process.cwd(), 'dist', 'latch.cjs');
+
+let seq = 0;
+
+/** A box set up as a user would (`latch setup claude` with this bundle), traced, with a short idle bound. */
+function setUp(t: { after(fn: () => void): void }, extra: NodeJS.ProcessEnv = {}): ClaudeBox {
+  const b = claudeBox();
+  const { LATCH_RESIDENT: _, ...env } = b.env;
+  b.env = { ...env, LATCH_RESIDENT_TRACE: '1', LATCH_RESIDENT_IDLE_MS: '20000', ...extra };
+  const r = spawnSync(process.execPath, [DIST, 'setup', 'claude'], { env: b.env, cwd: b.work, encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  t.after(() => {
+    stopResident(b);
+    b.cleanup();
+  });
+  return b;
+}
+
+function bash(b: ClaudeBox, command: string): Record<string, unknown> {
+  return claudeBoxPayload(b, 'pre-tool-use-bash', {
+    tool_input: { command, description: 'test' },
+    tool_use_id: `toolu_res_${++seq}`,
+  });
+}
+
+interface HookRun {
+  status: number | null;
+  stdout: string;
+  stderr: string;
+  /** Why the resident hook did not answer (LATCH_RESIDENT_TRACE), else null: it answered. */
+  notAnswered: string | null;
+}
+
+function hook(
+  b: ClaudeBox,
+  payload: Record<string, unknown>,
+  env: NodeJS.ProcessEnv = b.env,
+  event = 'PreToolUse',
+): HookRun {
+  const r = spawnSync(process.execPath, [DIST, 'hook', 'claude', '--event', event], {
+    input: JSON.stringify(payload),
+    env,
+    cwd: b.work,
+    encoding: 'utf8',
+  });
+  const why = /latch: resident hook: (.*)/.exec(r.stderr)?.[1] ?? null;
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr, notAnswered: why };
+}
+
+function spoolOf(b: ClaudeBox, env: NodeJS.ProcessEnv = b.env): string {
+  return residentSpool(DIST, 'claude', env, b.work, [])!.dir;
+}
+
+function serverPid(dir: string): number | null {
+  try {
+    const [pid, start] = readFileSync(join(dir, SPOOL.server), 'utf8').trim().split(' ');
+    const st = procStat(Number(pid));
+    return st && st.start === start && st.state !== 'Z' ? Number(pid) : null;
+  } catch {
+    return null;
+  }
+}
+
+async function until<T>(what: string, probe: () => T | null | undefined | false, ms = 8000): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = probe();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+/** The box's session S known, and a resident hook serving it. */
+async function residentFor(b: ClaudeBox): Promise<number> {
+  hook(b, claudeBoxPayload(b, 'session-start-startup'), b.env, 'SessionStart');
+  const first = hook(b, bash(b, 'echo first > first.txt'));
+  assert.equal(first.notAnswered, 'no resident hook', first.stderr);
+  return until('a resident hook', () => serverPid(spoolOf(b)));
+}
+
+function stopResident(b: ClaudeBox): void {
+  const root = join(b.home, 'resident');
+  if (!existsSync(root)) return;
+  for (const d of readdirSync(root)) {
+    const pid = serverPid(join(root, d));
+    if (pid) process.kill(pid, 'SIGKILL');
+  }
+}
+
+interface TraceLine {
+  session: string | null;
+  call: string | null;
+  served: boolean;
+  why?: string;
+}
+
+function traceOf(b: ClaudeBox): TraceLine[] {
+  const f = join(b.home, 'resident', 'trace.log');
+  return existsSync(f)
+    ? readFileSync(f, 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as TraceLine)
+    : [];
+}
+
+function attemptsOf(b: ClaudeBox): { id: string; state: string }[] {
+  const db = openStore(b.home, { create: false });
+  try {
+    return db.prepare('SELECT id, state FROM attempts ORDER BY started_ns').all() as { id: string; state: string }[];
+  } finally {
+    db.close();
+  }
+}
+
+test('the resident hook answers a PreToolUse as the ordinary hook does, and writes its Start', async (t) => {
+  const b = setUp(t);
+  await residentFor(b);
+  const served = hook(b, bash(b, 'echo hi > a.txt'));
+  assert.equal(served.notAnswered, null, served.stderr);
+  assert.equal(served.status, 0);
+  const ordinary = hook(b, bash(b, 'echo hi > b.txt'), { ...b.env, LATCH_RESIDENT: 'off' });
+  assert.equal(ordinary.notAnswered, null);
+  assert.deepEqual([served.status, served.stdout], [ordinary.status, ordinary.stdout]);
+  // The write-ahead Start of the served call is in the ledger, like the ordinary hook's.
+  const ids = attemptsOf(b).map((a) => a.id);
+  assert.ok(
+    ids.some((id) => id.endsWith(`toolu_res_${seq - 1}`)),
+    `served Start recorded: ${ids.join(', ')}`,
+  );
+  assert.ok(ids.some((id) => id.endsWith(`toolu_res_${seq}`)));
+  const last = traceOf(b).at(-1)!;
+  assert.deepEqual([last.served, last.call], [true, `toolu_res_${seq - 1}`]);
+});
+
+test('a command that touches Latch is denied by the resident hook with the ordinary hook’s reply', async (t) => {
+  const b = setUp(t);
+  await residentFor(b);
+  const command = `rm -rf ${b.home}`;
+  const served = hook(b, bash(b, command));
+  const ordinary = hook(b, bash(b, command), { ...b.env, LATCH_RESIDENT: 'off' });
+  assert.equal(served.notAnswered, null);
+  const decision = (r: HookRun) =>
+    (JSON.parse(r.stdout) as { hookSpecificOutput: { permissionDecision: string; permissionDecisionReason: string } })
+      .hookSpecificOutput;
+  assert.equal(decision(served).permissionDecision, 'deny');
+  assert.deepEqual(decision(served), decision(ordinary));
+});
+
+test('a latched session is left to the ordinary hook, which denies with the checkpoint', async (t) => {
+  const b = setUp(t);
+  await residentFor(b);
+  // The compaction Claude Code reports (SessionStart(compact) is a sure signal), in a hook process.
+  hook(b, claudeBoxPayload(b, 'session-start-compact'), b.env, 'SessionStart');
+  const r = hook(b, bash(b, 'echo after > after.txt'));
+  assert.match(r.notAnswered ?? '', /latched session/);
+  const out = JSON.parse(r.stdout) as {
+    hookSpecificOutput: { permissionDecision: string; permissionDecisionReason: string };
+  };
+  assert.equal(out.hookSpecificOutput.permissionDecision, 'deny');
+  assert.match(out.hookSpecificOutput.permissionDecisionReason, /checkpoint/i);
+  assert.equal(existsSync(join(b.work, 'after.txt')), false);
+  const last = traceOf(b).at(-1)!;
+  assert.deepEqual([last.served, last.call], [false, `toolu_res_${seq}`]);
+});
+
+test('the guard in resident mode writes nothing before it declines', async (t) => {
+  const b = setUp(t);
+  const db = openStore(b.home, { create: false });
+  t.after(() => db.close());
+  const ctx = {
+    home: b.home,
+    openDb: () => db,
+    closeDb: () => undefined,
+    now: () => new Date().toISOString(),
+    env: b.env,
+    agent: claude,
+    resident: true,
+  };
+  const counts = () =>
+    ['sessions', 'attempts', 'compactions', 'transitions', 'denials'].map(
+      (tab) => (db.prepare(`SELECT count(*) AS n FROM ${tab}`).get() as { n: number }).n,
+    );
+  const run = async (p: Record<string, unknown>) => {
+    const parsed = claude.parse(JSON.stringify(p));
+    assert.ok(parsed.ok && parsed.event);
+    return handle(ctx, parsed.obs, parsed.event);
+  };
+  const notServed = async (p: Record<string, unknown>, why: RegExp) => {
+    const before = counts();
+    await assert.rejects(run(p), (err) => isLatchError(err, 'E_NOT_SERVED') && why.test(err.message));
+    assert.deepEqual(counts(), before);
+  };
+  // A session seen for the first time.
+  await notServed(bash(b, 'echo x > x.txt'), /first time/);
+  // Known and mutable: answered (a Start written).
+  hook(b, claudeBoxPayload(b, 'session-start-startup'), { ...b.env, LATCH_RESIDENT: 'off' }, 'SessionStart');
+  hook(b, bash(b, 'echo y > y.txt'), { ...b.env, LATCH_RESIDENT: 'off' });
+  const d = await run(bash(b, 'echo z > z.txt'));
+  assert.equal(d.verdict, 'allow');
+  // Latched: declined before anything is written.
+  const row = getSession(db, 'S')!;
+  transition(db, row, 'compaction:fail_closed', {}, 'test', new Date().toISOString());
+  await notServed(bash(b, 'echo w > w.txt'), /latched session/);
+  // Any other event.
+  await notServed(claudeBoxPayload(b, 'stop'), /turn_end/);
+});
+
+/** A process that names itself the spool's resident hook and does `act` with each request. */
+function impostor(dir: string, act: 'claim-and-die' | 'never-claim' | 'garbage'): ChildProcess {
+  const code = `
+    const fs = require('fs'), path = require('path');
+    const dir = ${JSON.stringify(dir)};
+    const start = fs.readFileSync('/proc/' + process.pid + '/stat', 'utf8').split(') ')[1].split(' ')[19];
+    fs.writeFileSync(path.join(dir, 'server.tmp'), process.pid + ' ' + start + '\\n');
+    fs.renameSync(path.join(dir, 'server.tmp'), path.join(dir, 'server'));
+    process.stdout.write('ready\\n');
+    const act = ${JSON.stringify(act)};
+    if (act !== 'never-claim') fs.watch(dir, (ev, name) => {
+      if (!name || !name.endsWith('.req')) return;
+      const id = name.slice(0, -4);
+      try { fs.renameSync(path.join(dir, name), path.join(dir, id + '.work')); } catch { return; }
+      if (act === 'claim-and-die') process.exit(0);
+      fs.writeFileSync(path.join(dir, id + '.res'), '{"stdout": 12');
+    });
+    setTimeout(() => {}, 60000);
+  `;
+  return spawn(process.execPath, ['-e', code], { stdio: ['ignore', 'pipe', 'inherit'] });
+}
+
+async function ready(p: ChildProcess): Promise<void> {
+  await new Promise<void>((resolve, reject) => {
+    p.stdout!.once('data', () => resolve());
+    p.once('exit', () => reject(new Error('impostor exited early')));
+  });
+}
+
+test('a resident hook that dies after claiming a call: the call is denied, never decided twice', async (t) => {
+  const b = setUp(t);
+  await residentFor(b);
+  const dir = spoolOf(b);
+  process.kill(serverPid(dir)!, 'SIGKILL');
+  const p = impostor(dir, 'claim-and-die');
+  t.after(() => p.kill('SIGKILL'));
+  await ready(p);
+  const r = hook(b, bash(b, 'echo x > x.txt'));
+  assert.equal(r.status, 2);
+  assert.match(r.stderr, /stopped while checking this call/);
+  assert.equal(
+    attemptsOf(b).some((a) => a.id.endsWith(`toolu_res_${seq}`)),
+    false,
+    'no Start: nobody decided this call',
+  );
+});
+
+test('a malformed answer is a deny', async (t) => {
+  const b = setUp(t);
+  await residentFor(b);
+  const dir = spoolOf(b);
+  process.kill(serverPid(dir)!, 'SIGKILL');
+  const p = impostor(dir, 'garbage');
+  t.after(() => p.kill('SIGKILL'));
+  await ready(p);
+  const r = hook(b, bash(b, 'echo x > x.txt'));
+  assert.equal(r.status, 2);
+  assert.match(r.stderr, /unreadable answer/);
+});
+
+test('a call no one claims is withdrawn, and the ordinary hook decides it', async (t) => {
+  const b = setUp(t);
+  await residentFor(b);
+  const dir = spoolOf(b);
+  process.kill(serverPid(dir)!, 'SIGKILL');
+  const p = impostor(dir, 'never-claim');
+  t.after(() => p.kill('SIGKILL'));
+  await ready(p);
+  const r = hook(b, bash(b, 'echo x > x.txt'));
+  assert.equal(r.notAnswered, 'not claimed in time');
+  assert.equal(r.status, 0);
+  assert.ok(
+    attemptsOf(b).some((a) => a.id.endsWith(`toolu_res_${seq}`)),
+    'the ordinary hook wrote the Start',
+  );
+  assert.deepEqual(
+    readdirSync(dir).filter((f) => f.endsWith(SPOOL.request)),
+    [],
+    'the request was withdrawn',
+  );
+});
+
+test('a dead resident hook: the ordinary hook decides, and a new resident hook starts', async (t) => {
+  const b = setUp(t);
+  const old = await residentFor(b);
+  process.kill(old, 'SIGKILL');
+  await until('the old resident hook gone', () => serverPid(spoolOf(b)) === null);
+  writeFileSync(join(spoolOf(b), SPOOL.started), '0'); // past the restart spacing
+  const r = hook(b, bash(b, 'echo x > x.txt'));
+  assert.equal(r.notAnswered, 'the resident hook went away');
+  assert.equal(r.status, 0);
+  const next = await until('a new resident hook', () => {
+    const pid = serverPid(spoolOf(b));
+    return pid !== old && pid;
+  });
+  assert.notEqual(next, old);
+  assert.equal(hook(b, bash(b, 'echo y > y.txt')).notAnswered, null);
+});
+
+test('a request of another identity is not served; an identity names its own spool', async (t) => {
+  const b = setUp(t);
+  await residentFor(b);
+  const dir = spoolOf(b);
+  // A hook with one more variable in its environment meets no resident hook: its own spool is empty.
+  const other = { ...b.env, EXTRA: '1' };
+  assert.notEqual(spoolOf(b, other), dir);
+  assert.equal(hook(b, bash(b, 'echo x > x.txt'), other).notAnswered, 'no resident hook');
+  // A request in this spool that carries another identity (as a colliding name would) is declined.
+  writeFileSync(
+    join(dir, 'forged.tmp'),
+    JSON.stringify({ v: 1, identity: '{"v":1}', input: JSON.stringify(bash(b, 'true')) }),
+  );
+  renameSync(join(dir, 'forged.tmp'), join(dir, `forged${SPOOL.request}`));
+  const answer = await until('an answer', () => {
+    try {
+      return readFileSync(join(dir, `forged${SPOOL.answer}`), 'utf8');
+    } catch {
+      return null;
+    }
+  });
+  assert.deepEqual(JSON.parse(answer), { notServed: 'a hook of another identity' });
+});
+
+test('the resident hook leaves when Latch’s files change, when its spool goes, and when idle', async (t) => {
+  // Latch's files: a copy of the bundle, so that changing it touches no other test.
+  const b = setUp(t);
+  const dist = join(b.base, 'dist');
+  mkdirSync(dist);
+  for (const f of readdirSync(join(process.cwd(), 'dist'))) {
+    if (!f.endsWith('.map')) writeFileSync(join(dist, f), readFileSync(join(process.cwd(), 'dist', f)));
+  }
+  const copy = join(dist, 'latch.cjs');
+  const env = { ...b.env, NODE_PATH: join(process.cwd(), 'node_modules') };
+  const start = (e: NodeJS.ProcessEnv) => {
+    const r = spawnSync(process.execPath, [copy, 'hook', 'claude', '--event', 'PreToolUse'], {
+      input: JSON.stringify(bash(b, 'true')),
+      env: e,
+      cwd: b.work,
+      encoding: 'utf8',
+    });
+    return /latch: resident hook: (.*)/.exec(r.stderr)?.[1] ?? null;
+  };
+  const spool = (e: NodeJS.ProcessEnv) => residentSpool(copy, 'claude', e, b.work, [])!.dir;
+  start(env);
+  const pid = await until('a resident hook of the copy', () => serverPid(spool(env)));
+  const later = new Date(Date.now() + 5000);
+  utimesSync(join(dist, 'slow.cjs'), later, later);
+  await until(
+    'the resident hook to leave after a code change',
+    () => procStat(pid) === null || procStat(pid)?.state === 'Z',
+  );
+
+  // Its spool removed.
+  writeFileSync(join(spool(env), SPOOL.started), '0');
+  start(env);
+  const pid2 = await until('another resident hook', () => serverPid(spool(env)));
+  rmSync(spool(env), { recursive: true, force: true });
+  await until(
+    'the resident hook to leave without its spool',
+    () => procStat(pid2) === null || procStat(pid2)?.state === 'Z',
+  );
+
+  // Idle.
+  const idle = { ...env, LATCH_RESIDENT_IDLE_MS: '1500' };
+  start(idle);
+  const pid3 = await until('an idle-bound resident hook', () => serverPid(spool(idle)));
+  await until(
+    'the resident hook to leave when idle',
+    () => procStat(pid3) === null || procStat(pid3)?.state === 'Z',
+    10_000,
+  );
+});
+
+test('LATCH_RESIDENT=off: every hook runs in its own process and none is started', async (t) => {
+  const b = setUp(t, { LATCH_RESIDENT: 'off' });
+  hook(b, claudeBoxPayload(b, 'session-start-startup'), b.env, 'SessionStart');
+  for (let i = 0; i < 2; i++) assert.equal(hook(b, bash(b, `echo ${i} > a.txt`)).status, 0);
+  await new Promise((r) => setTimeout(r, 300));
+  assert.equal(existsSync(join(b.home, 'resident')), false);
+});
