@@ -36,6 +36,7 @@ import {
   subagentIds,
   use,
 } from '../helpers/claude-script.js';
+import { residentTrace } from '../helpers/resident.js';
 
 const T = { timeout: 240_000 };
 const BRIEF_BLOCK = '<<<LATCH-BRIEF';
@@ -458,3 +459,57 @@ describe('Claude Code: sub-agents, latch exec, policies', { concurrency: true },
     });
   });
 });
+
+test(
+  'the resident hook answers the PreToolUse of the real binary, writes each Start, and answers nothing after the compaction',
+  T,
+  async (t) => {
+    const env = await setupClaudeEnv();
+    t.after(() => env.cleanup());
+    const c = join(env.work, 'c.txt');
+    const run = await env.claude('Write the files, then update a.txt.', {
+      turns: [
+        // The first PreToolUse runs in a process of its own and starts the resident hook; the call
+        // takes a second, so that the resident hook is up for the next ones.
+        use('toolu_r_sleep', 'Bash', { command: 'sleep 1', description: 'wait' }, 200),
+        use('toolu_r_bash', 'Bash', { command: 'echo r > r.txt', description: 'write r.txt' }, 200),
+        use('toolu_r_write', 'Write', { file_path: c, content: 'c\n' }, 200),
+        use(
+          'toolu_r_bash2',
+          'Bash',
+          { command: 'echo s > s.txt', description: 'write s.txt' },
+          COMPACTING_INPUT_TOKENS,
+        ),
+        use('toolu_r_post', 'Bash', { command: 'echo after >> a.txt', description: 'append' }),
+        say('done'),
+      ],
+    });
+    ok(run, 'the run');
+    const sid = run.sessionId!;
+    for (const id of ['toolu_r_sleep', 'toolu_r_bash', 'toolu_r_write', 'toolu_r_bash2']) assertRan(env, id);
+    assert.equal(env.file('r.txt'), 'r\n');
+    assert.equal(env.file('c.txt'), 'c\n');
+    assertDenied(env, 'toolu_r_post', {});
+    assert.equal(env.file('a.txt'), 'original\n');
+
+    const trace = residentTrace(env.latchHome).filter((l) => l.session === sid);
+    const served = trace.filter((l) => l.served).map((l) => l.call);
+    assert.ok(served.length >= 1, `the resident hook answered a call: ${JSON.stringify(trace)}`);
+    assert.ok(
+      served.every((id) => ['toolu_r_bash', 'toolu_r_write', 'toolu_r_bash2'].includes(id!)),
+      `only calls before the compaction were answered: ${served.join(', ')}`,
+    );
+    const post = trace.filter((l) => l.call === 'toolu_r_post');
+    assert.ok(
+      post.every((l) => !l.served && /latched session/.test(l.why ?? '')),
+      `the call after the compaction was left to the ordinary hook: ${JSON.stringify(post)}`,
+    );
+    // Every call it answered has its write-ahead Start, attributed like the ordinary hook's.
+    const attempts = attemptsIn(logEntries(env));
+    for (const id of served)
+      assert.ok(
+        attempts.some((a) => a.attempt_id.endsWith(id!)),
+        `${id} has an attempt: ${JSON.stringify(attempts.map((a) => a.attempt_id))}`,
+      );
+  },
+);

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { snapshotTree } from '../../src/tree/snapshot.js';
 import { BIG, LATCH, PATCH, outputsContaining, setupEnv } from '../helpers/e2e.js';
+import { residentTrace } from '../helpers/resident.js';
 
 const T = { timeout: 300_000 };
 
@@ -330,3 +331,56 @@ test('I: two compactions give two checkpoints; one verify covers both; changes b
   assert.equal(ok.code, 0, ok.stdout + ok.stderr);
   assert.equal(env.statusJson().sessions[0]!.state, 'mutable');
 });
+
+test(
+  'R: the resident hook answers the PreToolUse of the real Codex, writes each Start, and answers nothing after the compaction',
+  T,
+  async (t) => {
+    const env = await setupEnv([
+      // The first PreToolUse runs in a process of its own and starts the resident hook; the call takes a
+      // second, so that the resident hook is up for the next ones.
+      /* 0 */ { items: [{ type: 'bash', cmd: 'sleep 1' }], inputTokens: 200 },
+      /* 1 */ { items: [{ type: 'bash', cmd: 'echo r > r.txt' }], inputTokens: 200 },
+      /* 2 */ { items: [{ type: 'patch', patch: PATCH('p.txt', 'p') }], inputTokens: 200 },
+      /* 3 */ { items: [{ type: 'bash', cmd: 'echo s > s.txt' }], inputTokens: BIG },
+      /* 4 */ { items: [{ type: 'bash', cmd: 'echo after >> a.txt' }] },
+      /* 5 */ { items: [{ type: 'message', text: 'done' }] },
+    ]);
+    t.after(() => env.cleanup());
+    const r = await env.codex('write the files');
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(env.file('r.txt'), 'r\n');
+    assert.equal(env.file('p.txt'), 'p\n');
+    assert.equal(env.file('s.txt'), 's\n');
+    assert.equal(env.file('a.txt'), 'original\n', 'the call after the compaction was denied');
+    const s = env.statusJson().sessions[0]!;
+    assert.equal(s.state, 'latched');
+
+    const trace = residentTrace(env.latchHome).filter((l) => l.session === s.session_id);
+    const served = trace.filter((l) => l.served);
+    assert.ok(served.length >= 1, `the resident hook answered a call: ${JSON.stringify(trace)}`);
+    const db = new Database(join(env.latchHome, 'latch.db'), { readonly: true });
+    try {
+      const compactedAt = (db.prepare('SELECT min(created_at) AS t FROM checkpoints').get() as { t: string }).t;
+      assert.ok(
+        served.every((l) => l.at < compactedAt),
+        `only calls before the compaction were answered (checkpoint at ${compactedAt}): ${JSON.stringify(served)}`,
+      );
+      // After it, the call went to the ordinary hook: declined by the resident hook ("a latched
+      // session"), or the resident hook was gone (containment kills it at the trip, docs/containment.md).
+      assert.ok(
+        trace.every((l) => l.at < compactedAt || !l.served),
+        `nothing after the compaction was answered: ${JSON.stringify(trace)}`,
+      );
+      // Every call it answered has its write-ahead Start.
+      const ids = db.prepare('SELECT id FROM attempts').pluck().all() as string[];
+      for (const l of served)
+        assert.ok(
+          ids.some((id) => id.endsWith(l.call!)),
+          `${l.call} has an attempt: ${ids.join(', ')}`,
+        );
+    } finally {
+      db.close();
+    }
+  },
+);

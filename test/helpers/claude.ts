@@ -165,6 +165,8 @@ export async function setupClaudeEnv(opts: SetupOptions = {}): Promise<ClaudeEnv
     CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
     DISABLE_AUTOUPDATER: '1',
     MCP_CALLS: mcpCalls,
+    // The resident hook logs what it answered (test/helpers/resident.ts).
+    LATCH_RESIDENT_TRACE: '1',
   });
   // As root, --dangerously-skip-permissions refuses to start unless it is told it runs in a sandbox.
   if (process.getuid?.() === 0) baseEnv.IS_SANDBOX = '1';

@@ -107,7 +107,8 @@ export async function setupEnv(
         prompt,
         resumeThreadId: o.resume,
         forkThreadId: o.fork,
-        env: { LATCH_HOME: latchHome },
+        // The resident hook logs what it answered (test/helpers/resident.ts).
+        env: { LATCH_HOME: latchHome, LATCH_RESIDENT_TRACE: '1' },
         timeoutMs: 120_000,
       });
       if (r.timedOut) throw new Error(`codex timed out\n${r.stderr.slice(-3000)}`);
