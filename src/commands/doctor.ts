@@ -12,6 +12,7 @@ import { openStore, SCHEMA_VERSION, type Db } from '../store/store.js';
 import { homeOf, type Io } from './io.js';
 import type { Check, CheckStatus } from './shared/checks.js';
 import { listWatchers, type WatcherJson } from './shared/watchers.js';
+import { residentHooks } from '../resident/list.js';
 
 export type { Check, CheckStatus } from './shared/checks.js';
 
@@ -157,6 +158,33 @@ function checkStore(io: Io, setupCmd: string): Check {
 }
 
 // ---------------------------------------------------------------------------------------------
+// resident hooks (a PreToolUse asks one before it starts Latch's bundle: src/resident/)
+
+function checkResident(io: Io): Check {
+  const name = 'resident hooks';
+  if (io.env.LATCH_RESIDENT === 'off')
+    return {
+      name,
+      status: 'ok',
+      detail: 'disabled (LATCH_RESIDENT=off): every PreToolUse starts Latch in its own process',
+    };
+  if (process.platform !== 'linux')
+    return {
+      name,
+      status: 'ok',
+      detail: `not available on ${process.platform}: every PreToolUse starts Latch in its own process`,
+    };
+  const running = residentHooks(homeOf(io)).filter((r) => r.alive);
+  return {
+    name,
+    status: 'ok',
+    detail: running.length
+      ? `${running.length} running (pid ${running.map((r) => r.pid).join(', ')}): one per agent process environment and working directory, gone after 10 idle minutes`
+      : 'none running (the first PreToolUse of an agent process starts one)',
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
 // workspace watchers (a Close stats only what they journaled; without one, every file)
 
 function checkWatchers(io: Io): Check {
@@ -242,6 +270,7 @@ export async function runChecks(io: Io, opts: DoctorOptions): Promise<Check[]> {
   const checks: Check[] = await lead.checks();
   checks.push(store);
   checks.push(checkWatchers(io));
+  checks.push(checkResident(io));
   checks.push(...(await lead.afterShared()));
   for (const p of others) {
     checks.push(...(await p.checks()));

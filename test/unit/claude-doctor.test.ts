@@ -129,6 +129,7 @@ describe('latch doctor led by Claude Code: after the shared checks', () => {
       'claude version',
       'store',
       'watchers',
+      'resident hooks',
       READS,
       'registration',
     ]);

@@ -688,6 +688,7 @@ describe('latch doctor: Claude Code', () => {
       'claude version',
       'store',
       'watchers',
+      'resident hooks',
       'claude reads while held',
       'registration',
     ]);

@@ -159,6 +159,12 @@ test('the resident hook answers a PreToolUse as the ordinary hook does, and writ
   assert.ok(ids.some((id) => id.endsWith(`toolu_res_${seq}`)));
   const last = traceOf(b).at(-1)!;
   assert.deepEqual([last.served, last.call], [true, `toolu_res_${seq - 1}`]);
+  // `latch doctor` lists it.
+  const doctor = spawnSync(process.execPath, [DIST, 'doctor', '--json'], { env: b.env, cwd: b.work, encoding: 'utf8' });
+  const check = (JSON.parse(doctor.stdout) as { checks: { name: string; detail: string }[] }).checks.find(
+    (c) => c.name === 'resident hooks',
+  );
+  assert.match(check?.detail ?? '', new RegExp(`^1 running \\(pid ${serverPid(spoolOf(b))}\\)`));
 });
 
 test('a command that touches Latch is denied by the resident hook with the ordinary hook’s reply', async (t) => {
