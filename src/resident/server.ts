@@ -181,6 +181,7 @@ class Resident {
         ...('notServed' in answer
           ? { served: false, why: answer.notServed }
           : { served: true, exitCode: answer.exitCode }),
+        heapMb: Math.round(process.memoryUsage().heapUsed / 1e5) / 10,
       };
       appendFileSync(join(dirname(this.dir), 'trace.log'), `${JSON.stringify(line)}\n`);
     } catch {

@@ -262,21 +262,26 @@ function impostor(dir: string, act: 'claim-and-die' | 'never-claim' | 'garbage')
   return spawn(process.execPath, ['-e', code], { stdio: ['ignore', 'pipe', 'inherit'] });
 }
 
-async function ready(p: ChildProcess): Promise<void> {
-  await new Promise<void>((resolve, reject) => {
-    p.stdout!.once('data', () => resolve());
-    p.once('exit', () => reject(new Error('impostor exited early')));
-  });
-}
-
-test('a resident hook that dies after claiming a call: the call is denied, never decided twice', async (t) => {
+/** A box whose resident hook was killed and replaced by an impostor doing `act`: its spool directory. */
+async function impostorBox(
+  t: { after(fn: () => void): void },
+  act: 'claim-and-die' | 'never-claim' | 'garbage',
+): Promise<{ b: ClaudeBox; dir: string }> {
   const b = setUp(t);
   await residentFor(b);
   const dir = spoolOf(b);
   process.kill(serverPid(dir)!, 'SIGKILL');
-  const p = impostor(dir, 'claim-and-die');
+  const p = impostor(dir, act);
   t.after(() => p.kill('SIGKILL'));
-  await ready(p);
+  await new Promise<void>((resolve, reject) => {
+    p.stdout!.once('data', () => resolve());
+    p.once('exit', () => reject(new Error('impostor exited early')));
+  });
+  return { b, dir };
+}
+
+test('a resident hook that dies after claiming a call: the call is denied, never decided twice', async (t) => {
+  const { b } = await impostorBox(t, 'claim-and-die');
   const r = hook(b, bash(b, 'echo x > x.txt'));
   assert.equal(r.status, 2);
   assert.match(r.stderr, /stopped while checking this call/);
@@ -288,26 +293,14 @@ test('a resident hook that dies after claiming a call: the call is denied, never
 });
 
 test('a malformed answer is a deny', async (t) => {
-  const b = setUp(t);
-  await residentFor(b);
-  const dir = spoolOf(b);
-  process.kill(serverPid(dir)!, 'SIGKILL');
-  const p = impostor(dir, 'garbage');
-  t.after(() => p.kill('SIGKILL'));
-  await ready(p);
+  const { b } = await impostorBox(t, 'garbage');
   const r = hook(b, bash(b, 'echo x > x.txt'));
   assert.equal(r.status, 2);
   assert.match(r.stderr, /unreadable answer/);
 });
 
 test('a call no one claims is withdrawn, and the ordinary hook decides it', async (t) => {
-  const b = setUp(t);
-  await residentFor(b);
-  const dir = spoolOf(b);
-  process.kill(serverPid(dir)!, 'SIGKILL');
-  const p = impostor(dir, 'never-claim');
-  t.after(() => p.kill('SIGKILL'));
-  await ready(p);
+  const { b, dir } = await impostorBox(t, 'never-claim');
   const r = hook(b, bash(b, 'echo x > x.txt'));
   assert.equal(r.notAnswered, 'not claimed in time');
   assert.equal(r.status, 0);
