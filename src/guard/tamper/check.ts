@@ -336,14 +336,25 @@ export interface RegistrationCheck {
  * files; a change that is no finding refreshes the recorded identity (a short write transaction), a
  * tamper is cached as the alarm (same identities next time: no re-hash). `db` must be writable.
  */
-export function checkRegistration(db: Db, opts: { workspace?: string | null; now: string }): RegistrationCheck {
+export function checkRegistration(
+  db: Db,
+  opts: { workspace?: string | null; now: string; resident?: boolean },
+): RegistrationCheck {
   let q = quickCheck(db, opts);
+  // The resident hook (src/resident/) answers only when the quick tier finds everything as recorded
+  // and trusted: anything this function would write (layers, trust, a refresh, an alarm) is the
+  // ordinary hook's, which decides the call from scratch.
+  const notServed = (why: string) => {
+    if (opts.resident) throw new NotServedError(`a registration check that ${why}`);
+  };
+  if (q.layersBehind) notServed('has settings layers to record');
   // A session Latch has not seen the layers of (its first hook, normally SessionStart): record them,
   // then compare as usual.
   if (q.layersBehind && opts.workspace && recordClaudeLayers(db, opts.workspace, opts.now) > 0)
     q = quickCheck(db, opts);
   // Nothing recorded to compare (no setup, no Claude Code session here): the warn finding only (a
   // registrations row of the layers' progress alone is no fingerprint).
+  if (q.status === 'unrecorded') notServed('found nothing recorded');
   if (q.status === 'unrecorded')
     return {
       status: 'unrecorded',
@@ -354,6 +365,8 @@ export function checkRegistration(db: Db, opts: { workspace?: string | null; now
   // The identities that do not stand for the content yet are compared (a few small files; none
   // once their ctimes are old, on a filesystem that writes back).
   const v = verifyContent(db, q.verify);
+  if (q.status !== 'ok' || v.changed.length > 0) notServed(`found a change (${q.status})`);
+  if (v.trusted.length || v.learned.length) notServed('has identities to trust');
   const promote = (d: Db) => {
     const up = d.prepare('UPDATE registration_files SET sig = ? WHERE scope = ? AND path = ? AND sig = ?');
     for (const t of v.trusted) up.run(t.sig, t.scope, t.path, t.stored);
@@ -519,7 +532,7 @@ export function guardRegistration(
   opts: { resident?: boolean } = {},
 ): GuardRegistration {
   try {
-    const r = checkRegistration(db, { workspace, now });
+    const r = checkRegistration(db, { workspace, now, resident: opts.resident });
     // The resident hook answers only when the quick tier found every file as recorded.
     if (opts.resident && (r.status !== 'ok' || r.escalated))
       throw new NotServedError(`a registration check that ${r.status === 'ok' ? 'had to hash' : `found ${r.status}`}`);
