@@ -34,6 +34,17 @@ export function reanchorWallClock(): void {
   offset = anchor();
 }
 
+/**
+ * Takes the anchor again when wallNs() has moved away from Date.now() by more than `maxMs` (the
+ * machine was suspended: the monotonic clock stood still; or the wall clock was set): a long-lived
+ * process checks this before each timestamp that matters. One comparison when nothing moved.
+ */
+export function reanchorIfDrifted(maxMs = 2): void {
+  if (offset === null) return;
+  const drift = Number(process.hrtime.bigint() + offset) / 1e6 - Date.now();
+  if (Math.abs(drift) > maxMs) offset = anchor();
+}
+
 /** Monotonic milliseconds, for durations (no perf_hooks either). */
 export function monoMs(): number {
   return Number(process.hrtime.bigint()) / 1e6;

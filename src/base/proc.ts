@@ -14,8 +14,11 @@ export function procStat(pid: number): { state: string; start: string } | null {
   }
 }
 
-/** The process `pid` runs, started at `start` (not another one under a reused pid), and has not exited (a zombie has). */
+/**
+ * The process `pid` runs: started at `start` (not another one under a reused pid), not exited (a
+ * zombie has) and not stopped (SIGSTOP, or held by a tracer).
+ */
 export function runs(pid: number, start: string): boolean {
   const stat = procStat(pid);
-  return stat !== null && stat.start === start && stat.state !== 'Z' && stat.state !== 'X';
+  return stat !== null && stat.start === start && !['Z', 'X', 'T', 't'].includes(stat.state);
 }

@@ -17,7 +17,7 @@ import { closeSync, existsSync, openSync, readFileSync, renameSync, unlinkSync, 
 import { join } from 'node:path';
 import { hookDeadlineMs } from '../base/deadline.js';
 import { runs } from '../base/proc.js';
-import { residentSpool, SPOOL } from './identity.js';
+import { heartbeatFresh, residentSpool, SPOOL } from './identity.js';
 
 export type Asked =
   | { answered: true }
@@ -123,17 +123,20 @@ function ask(agent: string, entry: string, env: NodeJS.ProcessEnv, input: string
 interface Server {
   pid: number;
   start: string;
+  file: string;
 }
 
 /** The resident hook the spool directory names (alive or not: see the first look in ask). */
 function namedServer(dir: string): Server | null {
-  const text = readOrNull(join(dir, SPOOL.server));
+  const file = join(dir, SPOOL.server);
+  const text = readOrNull(file);
   const m = text === null ? null : /^(\d+) (\d+)\n$/.exec(text);
-  return m ? { pid: Number(m[1]), start: m[2]! } : null;
+  return m ? { pid: Number(m[1]), start: m[2]!, file } : null;
 }
 
+/** Alive: the process runs, and its heartbeat (the mtime of `server`) is recent. */
 function serverAlive(s: Server): boolean {
-  return runs(s.pid, s.start);
+  return runs(s.pid, s.start) && heartbeatFresh(s.file);
 }
 
 /** Writes the resident hook's answer as this hook's reply; a malformed answer is a deny. */

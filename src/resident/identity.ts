@@ -3,7 +3,8 @@
 // and flags, the same Latch entry, the same agent, the same working directory and the same
 // environment, byte for byte. That identity, as text, is what a request carries and what the server
 // compares; its hash names the spool directory both sides meet in, under the Latch home.
-// Dependency-free apart from node:path: this module is in dist/latch.cjs, on every hook's path.
+// Dependency-free apart from node:fs and node:path: this module is in dist/latch.cjs, on every hook's path.
+import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { latchHomeFromEnv } from '../base/home.js';
 
@@ -59,9 +60,24 @@ export function fnv32(text: string): string {
   return `${(h >>> 0).toString(16).padStart(8, '0')}-${text.length.toString(16)}`;
 }
 
+/** A resident hook whose heartbeat is older than this is taken for gone (stuck, or stopped). */
+export const HEARTBEAT_STALE_MS = 5_000;
+
+/** The heartbeat in `file` (its mtime) is recent. */
+export function heartbeatFresh(file: string): boolean {
+  try {
+    return Date.now() - statSync(file).mtimeMs < HEARTBEAT_STALE_MS;
+  } catch {
+    return false;
+  }
+}
+
 /** The files of a spool directory. */
 export const SPOOL = {
-  /** `<pid> <start>`: the resident hook that serves this directory (start: /proc/<pid>/stat field 22). */
+  /**
+   * `<pid> <start>`: the resident hook that serves this directory (start: /proc/<pid>/stat field 22).
+   * Its mtime is the heartbeat: renewed every second while the resident hook can answer.
+   */
   server: 'server',
   /** When a hook last started a resident hook here (ms since the epoch): starts are spaced out. */
   started: 'started',

@@ -14,6 +14,7 @@ import {
   appendFileSync,
   lstatSync,
   readdirSync,
+  utimesSync,
   readFileSync,
   renameSync,
   statSync,
@@ -23,7 +24,7 @@ import {
 } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { Agent } from '../agents/agent.js';
-import { reanchorWallClock } from '../base/clock.js';
+import { reanchorIfDrifted, reanchorWallClock } from '../base/clock.js';
 import { errorMessage, isLatchError } from '../base/errors.js';
 import { setDeadline } from '../base/deadline.js';
 import { moduleDir } from '../base/paths.js';
@@ -31,14 +32,14 @@ import { procStat, runs } from '../base/proc.js';
 import { busyTimeout, runHook } from '../hook.js';
 import { dbPath } from '../base/paths.js';
 import { type Db, openStore } from '../store/store.js';
-import { residentSpool, SPOOL } from './identity.js';
+import { heartbeatFresh, residentSpool, SPOOL } from './identity.js';
 import { entryPath, ownDirectory, readOrNull } from './start.js';
 
 /** A resident hook with nothing to do for this long leaves (LATCH_RESIDENT_IDLE_MS overrides). */
 const IDLE_MS = 10 * 60_000;
 /** How often it looks for missed requests, its directory, its code and its idleness. */
 const SWEEP_MS = 1_000;
-/** An answer no client took within this long is removed. */
+/** An answer no client took, or a file a killed process left, is removed after this long. */
 const STALE_ANSWER_MS = 5 * 60_000;
 /** The Latch files whose change makes a resident hook leave (it would run stale code). */
 const CODE_FILES = ['latch.cjs', 'main.cjs', 'cli.cjs', 'slow.cjs', 'observer.cjs'];
@@ -51,7 +52,8 @@ export async function runResident(agent: Agent, env: NodeJS.ProcessEnv = process
   const { identity, dir } = spool;
   const me = `${process.pid} ${procStat(process.pid)?.start ?? ''}\n`;
   const current = readOrNull(join(dir, SPOOL.server));
-  if (current !== null && current !== me && serverAlive(current)) return 0; // another one serves
+  // Another one serves (alive, with a fresh heartbeat); a stuck or stopped one is replaced.
+  if (current !== null && current !== me && serverAlive(current) && heartbeatFresh(join(dir, SPOOL.server))) return 0;
   const tmp = join(dir, `server.${process.pid}.tmp`);
   writeFileSync(tmp, me, { mode: 0o600 });
   renameSync(tmp, join(dir, SPOOL.server));
@@ -183,7 +185,7 @@ class Resident {
           : { served: true, exitCode: answer.exitCode }),
         heapMb: Math.round(process.memoryUsage().heapUsed / 1e5) / 10,
       };
-      appendFileSync(join(dirname(this.dir), 'trace.log'), `${JSON.stringify(line)}\n`);
+      appendFileSync(join(dirname(this.dir), 'trace.log'), `${JSON.stringify(line)}\n`, { mode: 0o600 });
     } catch {
       /* tracing is best effort */
     }
@@ -194,6 +196,7 @@ class Resident {
     if (!req) return { notServed: 'a malformed request' };
     if (req.identity !== this.identity) return { notServed: 'a hook of another identity' };
     if (codeStamp() !== this.code) return { notServed: 'Latch changed since this resident hook started', leave: true };
+    reanchorIfDrifted();
     try {
       const r = await runHook(this.agent, req.input, 'PreToolUse', this.env, { resident: true, store: this.store });
       return { stdout: r.stdout, stderr: r.stderr ?? null, exitCode: r.exitCode };
@@ -207,8 +210,17 @@ class Resident {
   private sweep(): void {
     if (!this.finish) return;
     const now = Date.now();
-    if (readOrNull(join(this.dir, SPOOL.server)) !== this.me || !ownDirectory(this.dir, false)) return this.leave(0);
+    const server = join(this.dir, SPOOL.server);
+    if (readOrNull(server) !== this.me || !ownDirectory(this.dir, false)) return this.leave(0);
     if (codeStamp() !== this.code || now - this.lastRequest > this.idleMs) return this.leave(0);
+    // The heartbeat: a client takes a resident hook whose `server` is older than HEARTBEAT_STALE_MS
+    // for gone (stuck or stopped), runs the ordinary hook and starts another.
+    try {
+      const t = new Date(now);
+      utimesSync(server, t, t);
+    } catch {
+      return this.leave(0);
+    }
     let names: string[];
     try {
       names = readdirSync(this.dir);
@@ -217,7 +229,8 @@ class Resident {
     }
     for (const name of names) {
       if (name.endsWith(SPOOL.request)) this.enqueue(name);
-      else if (name.endsWith(SPOOL.answer)) removeIfOlder(join(this.dir, name), STALE_ANSWER_MS);
+      // Answers no client took, and what a killed client or resident hook left half done.
+      else if (name !== SPOOL.server && name !== SPOOL.started) removeIfOlder(join(this.dir, name), STALE_ANSWER_MS);
     }
     if (!this.busy && now - this.lastAnchor > 10_000) {
       reanchorWallClock();
@@ -269,7 +282,7 @@ const STATEMENTS_KEPT = 512;
  * expand and raw are modes set on the statement). Safe because Latch never holds a statement across
  * another's use (no iterate()).
  */
-function preparedOnce(db: Db): void {
+export function preparedOnce(db: Db): void {
   const prepare = db.prepare.bind(db);
   const kept = new Map<string, ReturnType<Db['prepare']>>();
   db.prepare = ((sql: string) => {
