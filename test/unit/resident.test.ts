@@ -21,8 +21,11 @@ import { isLatchError } from '../../src/base/errors.js';
 import { handle } from '../../src/guard/guard.js';
 import { procStat } from '../../src/base/proc.js';
 import { residentSpool, SPOOL } from '../../src/resident/identity.js';
-import { openStore } from '../../src/store/store.js';
-import { transition, getSession } from '../../src/session/records.js';
+import { preparedOnce } from '../../src/resident/server.js';
+import Database from 'better-sqlite3';
+import { type Db, openStore } from '../../src/store/store.js';
+import { announce, announcedDir } from '../../src/session/announce.js';
+import { getSession } from '../../src/session/records.js';
 import { claudeBox, claudeBoxPayload, type ClaudeBox } from '../helpers/claude-box.js';
 
 const DIST = join(process.cwd(), 'dist', 'latch.cjs');
@@ -106,6 +109,21 @@ async function residentFor(b: ClaudeBox): Promise<number> {
   return until('a resident hook', () => serverPid(spoolOf(b)));
 }
 
+/**
+ * A PreToolUse the resident hook answers within three calls: a call it declines because the
+ * registration has identities to trust (their ctimes aged) is the ordinary hook's, which records them.
+ */
+async function answeredSoon(b: ClaudeBox): Promise<void> {
+  const whys: (string | null)[] = [];
+  for (let i = 0; i < 3; i++) {
+    const r = hook(b, bash(b, `echo ${i} > soon.txt`));
+    assert.equal(r.status, 0, r.stderr);
+    if (r.notAnswered === null) return;
+    whys.push(r.notAnswered);
+  }
+  assert.fail(`not answered in three calls: ${whys.join('; ')}`);
+}
+
 function stopResident(b: ClaudeBox): void {
   const root = join(b.home, 'resident');
   if (!existsSync(root)) return;
@@ -139,6 +157,40 @@ function attemptsOf(b: ClaudeBox): { id: string; state: string }[] {
   } finally {
     db.close();
   }
+}
+
+/** A GuardContext in resident mode over `db` (kept open, as the resident hook keeps its store). */
+function residentCtx(b: ClaudeBox, db: Db) {
+  return {
+    home: b.home,
+    openDb: () => db,
+    closeDb: () => undefined,
+    now: () => new Date().toISOString(),
+    env: b.env,
+    agent: claude,
+    resident: true,
+  };
+}
+
+/** Every table the guard writes on a PreToolUse, and the announcement files. */
+function storeState(b: ClaudeBox, db: Db): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const tab of [
+    'sessions',
+    'attempts',
+    'compactions',
+    'transitions',
+    'denials',
+    'checkpoints',
+    'registrations',
+    'registration_files',
+    'registration_alarm',
+    'registration_content',
+  ])
+    out[tab] = (db.prepare(`SELECT * FROM ${tab}`).all() as unknown[]).map((r) => JSON.stringify(r)).sort();
+  const dir = announcedDir(b.home);
+  out.announcements = existsSync(dir) ? readdirSync(dir).sort() : [];
+  return out;
 }
 
 test('the resident hook answers a PreToolUse as the ordinary hook does, and writes its Start', async (t) => {
@@ -198,46 +250,78 @@ test('a latched session is left to the ordinary hook, which denies with the chec
   assert.deepEqual([last.served, last.call], [false, `toolu_res_${seq}`]);
 });
 
-test('the guard in resident mode writes nothing before it declines', async (t) => {
+test('the guard in resident mode writes nothing before it declines: a new session, a tamper, a latched session, another event', async (t) => {
   const b = setUp(t);
   const db = openStore(b.home, { create: false });
   t.after(() => db.close());
-  const ctx = {
-    home: b.home,
-    openDb: () => db,
-    closeDb: () => undefined,
-    now: () => new Date().toISOString(),
-    env: b.env,
-    agent: claude,
-    resident: true,
-  };
-  const counts = () =>
-    ['sessions', 'attempts', 'compactions', 'transitions', 'denials'].map(
-      (tab) => (db.prepare(`SELECT count(*) AS n FROM ${tab}`).get() as { n: number }).n,
-    );
+  const ctx = residentCtx(b, db);
   const run = async (p: Record<string, unknown>) => {
     const parsed = claude.parse(JSON.stringify(p));
     assert.ok(parsed.ok && parsed.event);
     return handle(ctx, parsed.obs, parsed.event);
   };
   const notServed = async (p: Record<string, unknown>, why: RegExp) => {
-    const before = counts();
+    const before = storeState(b, db);
     await assert.rejects(run(p), (err) => isLatchError(err, 'E_NOT_SERVED') && why.test(err.message));
-    assert.deepEqual(counts(), before);
+    assert.deepEqual(storeState(b, db), before);
   };
+  const off = { ...b.env, LATCH_RESIDENT: 'off' };
   // A session seen for the first time.
   await notServed(bash(b, 'echo x > x.txt'), /first time/);
   // Known and mutable: answered (a Start written).
-  hook(b, claudeBoxPayload(b, 'session-start-startup'), { ...b.env, LATCH_RESIDENT: 'off' }, 'SessionStart');
-  hook(b, bash(b, 'echo y > y.txt'), { ...b.env, LATCH_RESIDENT: 'off' });
+  hook(b, claudeBoxPayload(b, 'session-start-startup'), off, 'SessionStart');
+  hook(b, bash(b, 'echo y > y.txt'), off);
   const d = await run(bash(b, 'echo z > z.txt'));
   assert.equal(d.verdict, 'allow');
+  // A tamper (the PostToolUse handler removed from settings.json): nothing recorded, no alarm; the
+  // ordinary hook then sees it and latches the session.
+  const settings = join(b.config, 'settings.json');
+  const original = readFileSync(settings, 'utf8');
+  const edited = JSON.parse(original) as { hooks: Record<string, unknown> };
+  delete edited.hooks.PostToolUse;
+  writeFileSync(settings, JSON.stringify(edited, null, 2));
+  await notServed(bash(b, 'echo w > w.txt'), /registration check that found a change/);
+  const ordinary = hook(b, bash(b, 'echo v > v.txt'), off);
+  assert.match(ordinary.stdout, /"permissionDecision":"deny"/);
+  assert.equal(getSession(db, 'S')!.state, 'latched');
   // Latched: declined before anything is written.
-  const row = getSession(db, 'S')!;
-  transition(db, row, 'compaction:fail_closed', {}, 'test', new Date().toISOString());
-  await notServed(bash(b, 'echo w > w.txt'), /latched session/);
+  await notServed(bash(b, 'echo u > u.txt'), /latched session/);
   // Any other event.
   await notServed(claudeBoxPayload(b, 'stop'), /turn_end/);
+});
+
+test('a compaction announced while the resident hook holds the write lock: rolled back, the ordinary hook decides', async (t) => {
+  const b = setUp(t);
+  const off = { ...b.env, LATCH_RESIDENT: 'off' };
+  hook(b, claudeBoxPayload(b, 'session-start-startup'), off, 'SessionStart');
+  hook(b, bash(b, 'echo y > y.txt'), off);
+  const db = openStore(b.home, { create: false });
+  t.after(() => db.close());
+  // The compaction hook of the agent's own process announces while this request holds the lock
+  // (ctx.now() inside the transaction is the injection point: no timing involved).
+  let injected = false;
+  const ctx = {
+    ...residentCtx(b, db),
+    now: () => {
+      if (db.inTransaction && !injected) {
+        injected = true;
+        announce(b.home, 'S', 'post_compact', { trigger: 'auto', turnId: null });
+      }
+      return new Date().toISOString();
+    },
+  };
+  const parsed = claude.parse(JSON.stringify(bash(b, 'echo x > x.txt')));
+  assert.ok(parsed.ok && parsed.event);
+  const before = storeState(b, db);
+  await assert.rejects(handle(ctx, parsed.obs, parsed.event), (err) => isLatchError(err, 'E_NOT_SERVED'));
+  assert.ok(injected, 'the announcement was made under the lock');
+  const after = storeState(b, db);
+  assert.deepEqual({ ...after, announcements: before.announcements }, before, 'nothing else was written');
+  assert.equal(getSession(db, 'S')!.state, 'mutable', 'the trip is the ordinary hook’s, not the resident hook’s');
+  // The ordinary hook counts the announcement and latches.
+  const r = hook(b, bash(b, 'echo w > w.txt'), off);
+  assert.match(r.stdout, /"permissionDecision":"deny"/);
+  assert.equal(getSession(db, 'S')!.state, 'latched');
 });
 
 /** A process that names itself the spool's resident hook and does `act` with each request. */
@@ -329,7 +413,55 @@ test('a dead resident hook: the ordinary hook decides, and a new resident hook s
     return pid !== old && pid;
   });
   assert.notEqual(next, old);
-  assert.equal(hook(b, bash(b, 'echo y > y.txt')).notAnswered, null);
+  await answeredSoon(b);
+});
+
+test('a stopped resident hook is taken for gone: the ordinary hook decides, and another starts', async (t) => {
+  const b = setUp(t);
+  const old = await residentFor(b);
+  process.kill(old, 'SIGSTOP');
+  t.after(() => process.kill(old, 'SIGKILL'));
+  writeFileSync(join(spoolOf(b), SPOOL.started), '0'); // past the restart spacing
+  const r = hook(b, bash(b, 'echo x > x.txt'));
+  assert.equal(r.notAnswered, 'the resident hook went away');
+  assert.equal(r.status, 0);
+  const next = await until('another resident hook', () => {
+    const pid = serverPid(spoolOf(b));
+    return pid !== old && pid;
+  });
+  assert.notEqual(next, old);
+  await answeredSoon(b);
+});
+
+test('a store removed under the resident hook: it denies as the ordinary hook does, never from the old store', async (t) => {
+  const b = setUp(t);
+  await residentFor(b);
+  for (const f of ['latch.db', 'latch.db-wal', 'latch.db-shm']) rmSync(join(b.home, f), { force: true });
+  const served = hook(b, bash(b, 'echo x > x.txt'));
+  const ordinary = hook(b, bash(b, 'echo x > x.txt'), { ...b.env, LATCH_RESIDENT: 'off' });
+  assert.equal(served.notAnswered, null, 'the resident hook answered');
+  const decision = (r: HookRun) =>
+    (JSON.parse(r.stdout) as { hookSpecificOutput: { permissionDecision: string } }).hookSpecificOutput;
+  assert.equal(decision(served).permissionDecision, 'deny');
+  assert.deepEqual(decision(served), decision(ordinary));
+});
+
+test('the kept statements: the same SQL gets its statement back with the result mode reset', () => {
+  const db = new Database(':memory:');
+  try {
+    preparedOnce(db as unknown as Db);
+    const a = db.prepare('SELECT 1 AS one');
+    assert.equal(a.pluck().get(), 1);
+    const b = db.prepare('SELECT 1 AS one');
+    assert.equal(b, a, 'prepared once');
+    assert.deepEqual(b.get(), { one: 1 }, 'pluck reset');
+    assert.deepEqual(db.prepare('SELECT 1 AS one').raw().get(), [1]);
+    assert.deepEqual(db.prepare('SELECT 1 AS one').get(), { one: 1 }, 'raw reset');
+    db.prepare('CREATE TABLE t (x)').run();
+    assert.equal(db.prepare('INSERT INTO t VALUES (?)').run(1).changes, 1, 'a writer is kept as it is');
+  } finally {
+    db.close();
+  }
 });
 
 test('a request of another identity is not served; an identity names its own spool', async (t) => {
