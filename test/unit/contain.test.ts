@@ -204,7 +204,11 @@ sh -c "$HOOK_TEXT" <&3 & echo $! > "$D/hook"
 NODE_OPTIONS=--no-deprecation sh -c "$HOOK_TEXT" <&3 & echo $! > "$D/fakehook"
 # the hook's exact text, running a latch.cjs of the agent's own (not spared)
 sh -c "$PLANTED_TEXT" & echo $! > "$D/planted"
-for f in loop nohup setsid double python perl delayed runtime; do until [ -s "$D/$f" ]; do sleep 0.01; done; done
+# a resident hook of this Latch (spared), and one with a changed environment (in another directory,
+# so that it serves a spool of its own: not spared)
+setsid -f sh -c 'echo $$ > "$0/resident"; exec node "$1" __serve claude' "$D" "$ENTRY"
+(cd "$D" && NODE_OPTIONS=--no-deprecation setsid -f sh -c 'echo $$ > "$0/fakeresident"; exec node "$1" __serve claude' "$D" "$ENTRY")
+for f in loop nohup setsid double python perl delayed runtime resident fakeresident; do until [ -s "$D/$f" ]; do sleep 0.01; done; done
 touch "$D/ready"
 until [ -e "$D/go" ]; do sleep 0.02; done
 # --- the trip: Codex runs the hook as its child ---
@@ -228,7 +232,7 @@ describe('containment at a trip (real processes)', { skip: !linux && 'Linux /pro
     writeFileSync(join(s.dir, 'agent-code', 'latch.cjs'), 'setTimeout(() => {}, 300000);\n');
     const plantedText = hookCommand('Stop', process.execPath, join(s.dir, 'agent-code', 'latch.cjs'));
     const agent: ChildProcess = spawn(s.fakeCodex, ['-c', AGENT_SCRIPT, 'codex', s.dir], {
-      env: { ...s.env, RUNNER, WORKSPACE: workspace, HOOK_TEXT: hookText, PLANTED_TEXT: plantedText },
+      env: { ...s.env, RUNNER, WORKSPACE: workspace, HOOK_TEXT: hookText, PLANTED_TEXT: plantedText, ENTRY: entry },
       cwd: ROOT,
       stdio: 'ignore', // not inherited: a spared process holding the runner's pipe would keep it waiting
     });
@@ -310,6 +314,12 @@ describe('containment at a trip (real processes)', { skip: !linux && 'Linux /pro
     const planted = readPid(join(s.dir, 'planted'));
     assert.equal(alive(planted), false, 'a hook look-alike running a latch.cjs that is not Latch is killed');
     assert.equal(by.get(planted)?.why, 'agent_descendant');
+    const resident = readPid(join(s.dir, 'resident'));
+    const fakeresident = readPid(join(s.dir, 'fakeresident'));
+    assert.ok(alive(resident), "this Latch's resident hook survives another session's trip");
+    assert.ok(r.spared.some((x) => x.pid === resident && /resident hook/.test(x.why)));
+    assert.equal(alive(fakeresident), false, 'a resident hook with another NODE_OPTIONS is killed');
+    assert.equal(by.get(fakeresident)?.why, 'orphan_of_attempt');
 
     // The record.
     const db = openStore(s.home, { create: false, readonly: true });

@@ -228,15 +228,35 @@ export function latchEntries(): Set<string> {
  */
 export function isLatchWatcher(pid: number, entries: ReadonlySet<string>): boolean {
   const argv = argvOf(pid);
-  if (
-    argv.length !== 5 ||
-    argv[1] !== '--max-semi-space-size=1' ||
-    argv[3] !== '__watch' ||
-    !NODE_EXES.test(base(exeOf(pid)))
-  )
-    return false;
+  return (
+    argv.length === 5 &&
+    argv[1] === '--max-semi-space-size=1' &&
+    argv[3] === '__watch' &&
+    runsLatch(pid, argv[2]!, entries)
+  );
+}
+
+/**
+ * A resident hook (src/resident/start.ts): node ENTRY __serve AGENT, ENTRY being this installation's
+ * latch.cjs, with the same code-changing environment as this process. It runs Latch's code only, and
+ * answers no call of a held session; another session's trip must not kill it (the windows that make
+ * an orphan a candidate are times, not workspaces).
+ */
+export function isResidentHook(pid: number, entries: ReadonlySet<string>): boolean {
+  const argv = argvOf(pid);
+  return (
+    argv.length === 4 &&
+    argv[2] === '__serve' &&
+    /^[a-z][a-z0-9-]*$/.test(argv[3]!) &&
+    runsLatch(pid, argv[1]!, entries)
+  );
+}
+
+/** `pid` is node running `entry`, one of this installation's, with the code-changing environment of this process. */
+function runsLatch(pid: number, entry: string, entries: ReadonlySet<string>): boolean {
+  if (!NODE_EXES.test(base(exeOf(pid)))) return false;
   try {
-    if (!entries.has(realpathSync(argv[2]!))) return false;
+    if (!entries.has(realpathSync(entry))) return false;
   } catch {
     return false;
   }

@@ -6,6 +6,7 @@ import {
   findAgent,
   isHookInvocation,
   isLatchWatcher,
+  isResidentHook,
   isReaperExe,
   latchEntries,
   sameDangerEnv,
@@ -142,6 +143,10 @@ export function scanOnce(
       if (found.has(p.pid) || !eligible(p)) continue;
       if (isLatchWatcher(p.pid, (entries ??= latchEntries()))) {
         spared.set(p.pid, { pid: p.pid, cmdline: cmdlineText(argvOf(p.pid)), why: "Latch's workspace watcher" });
+        continue;
+      }
+      if (isResidentHook(p.pid, entries)) {
+        spared.set(p.pid, { pid: p.pid, cmdline: cmdlineText(argvOf(p.pid)), why: "Latch's resident hook" });
         continue;
       }
       found.set(p.pid, { proc: p, why, attempt });
