@@ -110,16 +110,18 @@ async function residentFor(b: ClaudeBox): Promise<number> {
 }
 
 /**
- * A PreToolUse the resident hook answers within three calls: a call it declines because the
- * registration has identities to trust (their ctimes aged) is the ordinary hook's, which records them.
+ * A PreToolUse of `command` the resident hook answers, within three calls: a call it declines because
+ * the registration check found something to record (a file's ctime aged into trust; on a busy machine
+ * a recorded PATH directory touched by other work) is the ordinary hook's, which records it.
  */
-async function answeredSoon(b: ClaudeBox): Promise<void> {
+function servedCall(b: ClaudeBox, command = 'echo soon > soon.txt'): { run: HookRun; id: string } {
   const whys: (string | null)[] = [];
   for (let i = 0; i < 3; i++) {
-    const r = hook(b, bash(b, `echo ${i} > soon.txt`));
-    assert.equal(r.status, 0, r.stderr);
-    if (r.notAnswered === null) return;
-    whys.push(r.notAnswered);
+    const payload = bash(b, command);
+    const run = hook(b, payload);
+    assert.equal(run.status, 0, run.stderr);
+    if (run.notAnswered === null) return { run, id: String(payload.tool_use_id) };
+    whys.push(run.notAnswered);
   }
   assert.fail(`not answered in three calls: ${whys.join('; ')}`);
 }
@@ -196,21 +198,19 @@ function storeState(b: ClaudeBox, db: Db): Record<string, unknown> {
 test('the resident hook answers a PreToolUse as the ordinary hook does, and writes its Start', async (t) => {
   const b = setUp(t);
   await residentFor(b);
-  const served = hook(b, bash(b, 'echo hi > a.txt'));
-  assert.equal(served.notAnswered, null, served.stderr);
-  assert.equal(served.status, 0);
+  const { run: served, id } = servedCall(b, 'echo hi > a.txt');
   const ordinary = hook(b, bash(b, 'echo hi > b.txt'), { ...b.env, LATCH_RESIDENT: 'off' });
   assert.equal(ordinary.notAnswered, null);
   assert.deepEqual([served.status, served.stdout], [ordinary.status, ordinary.stdout]);
   // The write-ahead Start of the served call is in the ledger, like the ordinary hook's.
   const ids = attemptsOf(b).map((a) => a.id);
   assert.ok(
-    ids.some((id) => id.endsWith(`toolu_res_${seq - 1}`)),
+    ids.some((a) => a.endsWith(id)),
     `served Start recorded: ${ids.join(', ')}`,
   );
-  assert.ok(ids.some((id) => id.endsWith(`toolu_res_${seq}`)));
+  assert.ok(ids.some((a) => a.endsWith(`toolu_res_${seq}`)));
   const last = traceOf(b).at(-1)!;
-  assert.deepEqual([last.served, last.call], [true, `toolu_res_${seq - 1}`]);
+  assert.deepEqual([last.served, last.call], [true, id]);
   // `latch doctor` lists it.
   const doctor = spawnSync(process.execPath, [DIST, 'doctor', '--json'], { env: b.env, cwd: b.work, encoding: 'utf8' });
   const check = (JSON.parse(doctor.stdout) as { checks: { name: string; detail: string }[] }).checks.find(
@@ -413,7 +413,7 @@ test('a dead resident hook: the ordinary hook decides, and a new resident hook s
     return pid !== old && pid;
   });
   assert.notEqual(next, old);
-  await answeredSoon(b);
+  servedCall(b);
 });
 
 test('a stopped resident hook is taken for gone: the ordinary hook decides, and another starts', async (t) => {
@@ -430,7 +430,7 @@ test('a stopped resident hook is taken for gone: the ordinary hook decides, and 
     return pid !== old && pid;
   });
   assert.notEqual(next, old);
-  await answeredSoon(b);
+  servedCall(b);
 });
 
 test('a store removed under the resident hook: it denies as the ordinary hook does, never from the old store', async (t) => {
