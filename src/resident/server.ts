@@ -27,10 +27,9 @@ import type { Agent } from '../agents/agent.js';
 import { reanchorIfDrifted, reanchorWallClock } from '../base/clock.js';
 import { errorMessage, isLatchError } from '../base/errors.js';
 import { setDeadline } from '../base/deadline.js';
-import { moduleDir } from '../base/paths.js';
+import { dbPath, moduleDir } from '../base/paths.js';
 import { procStat, runs } from '../base/proc.js';
 import { busyTimeout, runHook } from '../hook.js';
-import { dbPath } from '../base/paths.js';
 import { type Db, openStore } from '../store/store.js';
 import { heartbeatFresh, residentSpool, SPOOL } from './identity.js';
 import { entryPath, ownDirectory, readOrNull } from './start.js';
@@ -85,19 +84,18 @@ class Resident {
 
   run(): Promise<number> {
     return new Promise<number>((resolve) => {
-      this.finish = resolve;
+      // (Events arrive after this function returns: `finish` is set by then.)
       const watcher = watch(this.dir, { persistent: true }, (_event, name) => {
         if (typeof name === 'string') this.enqueue(name);
       });
       watcher.on('error', () => this.leave(1));
       const timer = setInterval(() => this.sweep(), SWEEP_MS);
-      const done = this.finish;
       this.finish = (code) => {
         watcher.close();
         clearInterval(timer);
         if (readOrNull(join(this.dir, SPOOL.server)) === this.me) removeQuietly(join(this.dir, SPOOL.server));
         this.store.drop();
-        done(code);
+        resolve(code);
       };
       this.sweep();
     });
