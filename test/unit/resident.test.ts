@@ -399,39 +399,30 @@ test('a call no one claims is withdrawn, and the ordinary hook decides it', asyn
   );
 });
 
-test('a dead resident hook: the ordinary hook decides, and a new resident hook starts', async (t) => {
-  const b = setUp(t);
-  const old = await residentFor(b);
-  process.kill(old, 'SIGKILL');
-  await until('the old resident hook gone', () => serverPid(spoolOf(b)) === null);
-  writeFileSync(join(spoolOf(b), SPOOL.started), '0'); // past the restart spacing
-  const r = hook(b, bash(b, 'echo x > x.txt'));
-  assert.equal(r.notAnswered, 'the resident hook went away');
-  assert.equal(r.status, 0);
-  const next = await until('a new resident hook', () => {
-    const pid = serverPid(spoolOf(b));
-    return pid !== old && pid;
+for (const [signal, what] of [
+  ['SIGKILL', 'a dead resident hook'],
+  ['SIGSTOP', 'a stopped resident hook (taken for gone)'],
+] as const) {
+  test(`${what}: the ordinary hook decides, and another resident hook starts`, async (t) => {
+    const b = setUp(t);
+    const old = await residentFor(b);
+    process.kill(old, signal);
+    t.after(() => {
+      if (procStat(old)) process.kill(old, 'SIGKILL');
+    });
+    if (signal === 'SIGKILL') await until('the old resident hook gone', () => serverPid(spoolOf(b)) === null);
+    writeFileSync(join(spoolOf(b), SPOOL.started), '0'); // past the restart spacing
+    const r = hook(b, bash(b, 'echo x > x.txt'));
+    assert.equal(r.notAnswered, 'the resident hook went away');
+    assert.equal(r.status, 0);
+    const next = await until('another resident hook', () => {
+      const pid = serverPid(spoolOf(b));
+      return pid !== old && pid;
+    });
+    assert.notEqual(next, old);
+    servedCall(b);
   });
-  assert.notEqual(next, old);
-  servedCall(b);
-});
-
-test('a stopped resident hook is taken for gone: the ordinary hook decides, and another starts', async (t) => {
-  const b = setUp(t);
-  const old = await residentFor(b);
-  process.kill(old, 'SIGSTOP');
-  t.after(() => process.kill(old, 'SIGKILL'));
-  writeFileSync(join(spoolOf(b), SPOOL.started), '0'); // past the restart spacing
-  const r = hook(b, bash(b, 'echo x > x.txt'));
-  assert.equal(r.notAnswered, 'the resident hook went away');
-  assert.equal(r.status, 0);
-  const next = await until('another resident hook', () => {
-    const pid = serverPid(spoolOf(b));
-    return pid !== old && pid;
-  });
-  assert.notEqual(next, old);
-  servedCall(b);
-});
+}
 
 test('a store removed under the resident hook: it denies as the ordinary hook does, never from the old store', async (t) => {
   const b = setUp(t);
