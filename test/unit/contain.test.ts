@@ -16,6 +16,7 @@ import {
   readFileSync,
   rmSync,
   mkdirSync,
+  readlinkSync,
   writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -37,6 +38,7 @@ import {
   bootNs,
   type ContainResult,
 } from '../../src/guard/contain.js';
+import { isHookProcess, isLatchWatcher, isResidentHook, latchEntries } from '../../src/guard/contain/match.js';
 import { nowNs } from '../../src/ledger/ledger.js';
 import { openStore } from '../../src/store/store.js';
 
@@ -561,3 +563,65 @@ describe('hook invocations and agent processes', () => {
     }
   });
 });
+
+describe('what containment spares is the executable its name says (real processes)', {
+  skip: !linux && 'Linux /proc only',
+}, () => {
+  test('a binary copied to a file named node or sh, in the exact shape of a hook, a resident hook or a watcher, is not spared', async (t) => {
+    const entry = join(ROOT, 'dist', 'latch.cjs');
+    assert.ok(existsSync(entry), `${entry} is missing: run npm run build`);
+    const entries = latchEntries();
+    const dir = mkdtempSync(join(tmpdir(), 'latch-exe-'));
+    const home = join(dir, 'state');
+    mkdirSync(home);
+    const procs: ChildProcess[] = [];
+    t.after(() => {
+      for (const p of procs) killQuietly(p.pid!);
+      rmSync(dir, { recursive: true, force: true });
+    });
+    // A program that ignores its arguments and waits: any binary could stand in for it.
+    writeFileSync(join(dir, 'wait.c'), '#include <unistd.h>\nint main(void) { for (;;) pause(); }\n');
+    const cc = spawnSync('cc', ['-o', join(dir, 'node'), join(dir, 'wait.c')], { encoding: 'utf8' });
+    if (cc.error || cc.status !== 0) {
+      t.skip(`no C compiler to build the stand-in (${cc.error?.message ?? cc.stderr})`);
+      return;
+    }
+    copyFileSync(join(dir, 'node'), join(dir, 'sh'));
+    chmodSync(join(dir, 'sh'), 0o755);
+    const env = { ...process.env, LATCH_HOME: home };
+    const start = (cmd: string, args: string[]) => {
+      const p = spawn(cmd, args, { env, cwd: dir, stdio: ['pipe', 'ignore', 'ignore'] });
+      procs.push(p);
+      return p.pid!;
+    };
+    const text = hookCommandText('PreToolUse', process.execPath, entry);
+    const real = {
+      shell: start('/bin/sh', ['-c', text]),
+      node: start(process.execPath, [entry, 'hook', 'codex', '--event', 'Stop']),
+      resident: start(process.execPath, [entry, '__serve', 'claude']),
+      watcher: start(process.execPath, ['--max-semi-space-size=1', entry, '__watch', dir]),
+    };
+    const fake = {
+      shell: start(join(dir, 'sh'), ['-c', text]),
+      node: start(join(dir, 'node'), [entry, 'hook', 'codex', '--event', 'Stop']),
+      resident: start(join(dir, 'node'), [entry, '__serve', 'claude']),
+      watcher: start(join(dir, 'node'), ['--max-semi-space-size=1', entry, '__watch', dir]),
+    };
+    await new Promise((r) => setTimeout(r, 300));
+    // The shapes match: the names alone would have spared the stand-ins.
+    for (const pid of [fake.shell, fake.node])
+      assert.equal(isHookInvocation(readlinkSync(`/proc/${pid}/exe`), readArgv(pid), entries), true);
+    assert.equal(isHookProcess(real.shell, entries), true, 'a hook in its shell is spared');
+    assert.equal(isHookProcess(real.node, entries), true, 'a hook as its node is spared');
+    assert.equal(isResidentHook(real.resident, entries), true, 'a resident hook is spared');
+    assert.equal(isLatchWatcher(real.watcher, entries), true, 'a watcher is spared');
+    assert.equal(isHookProcess(fake.shell, entries), false, 'a stand-in named sh is not');
+    assert.equal(isHookProcess(fake.node, entries), false, 'a stand-in named node is not');
+    assert.equal(isResidentHook(fake.resident, entries), false, 'a resident hook stand-in is not');
+    assert.equal(isLatchWatcher(fake.watcher, entries), false, 'a watcher stand-in is not');
+  });
+});
+
+function readArgv(pid: number): string[] {
+  return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').slice(0, -1);
+}

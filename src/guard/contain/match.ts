@@ -1,7 +1,7 @@
 // Recognising processes by executable and argv: coding agents (and the nearest one among a pid's
 // ancestors), their sandboxes, the reapers orphans are reparented to, terminal multiplexers, job
 // schedulers; and what containment spares: Latch's own hook invocations and workspace watchers.
-import { realpathSync } from 'node:fs';
+import { readFileSync, realpathSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { builtEntry, moduleDir } from '../../base/paths.js';
 import { ancestry, argvOf, baseName as base, bootNs, cmdlineText, environOf, exeOf, procSelfPid } from './proc.js';
@@ -165,6 +165,49 @@ export function isHookInvocation(exe: string | null, argv: string[], entries: Re
   return false;
 }
 
+/**
+ * A process containment may spare as a hook invocation: its argv is one (isHookInvocation), and its
+ * executable is the file that name says. A shell form's is a shell /etc/shells lists; the node form's
+ * is this process's own node (setup writes one absolute node into every handler). A name alone is not
+ * enough: any binary copied to a file named `node` or `sh` would pass.
+ */
+export function isHookProcess(pid: number, entries: ReadonlySet<string>): boolean {
+  const argv = argvOf(pid);
+  if (!isHookInvocation(exeOf(pid), argv, entries)) return false;
+  return argv.length === 3 ? exeIsOneOf(pid, systemShells()) : exeIsOneOf(pid, [process.execPath]);
+}
+
+/** The executable of `pid` is one of `files`, by device and inode (it may have been replaced on disk since). */
+function exeIsOneOf(pid: number, files: readonly string[]): boolean {
+  try {
+    const exe = statSync(`/proc/${pid}/exe`);
+    return files.some((f) => {
+      try {
+        const s = statSync(f);
+        return s.dev === exe.dev && s.ino === exe.ino;
+      } catch {
+        return false;
+      }
+    });
+  } catch {
+    return false;
+  }
+}
+
+/** The shells /etc/shells lists (root's to change), and /bin/sh. */
+function systemShells(): string[] {
+  let listed: string[] = [];
+  try {
+    listed = readFileSync('/etc/shells', 'utf8')
+      .split('\n')
+      .map((l) => l.trim())
+      .filter((l) => l.startsWith('/'));
+  } catch {
+    listed = [];
+  }
+  return ['/bin/sh', ...listed];
+}
+
 /** An absolute path that is one of `entries`, as written or resolved. */
 function isEntry(path: string, entries: ReadonlySet<string>): boolean {
   if (!path.startsWith('/')) return false;
@@ -252,9 +295,12 @@ export function isResidentHook(pid: number, entries: ReadonlySet<string>): boole
   );
 }
 
-/** `pid` is node running `entry`, one of this installation's, with the code-changing environment of this process. */
+/**
+ * `pid` is this process's node (the same file: a binary merely named node would not do) running
+ * `entry`, one of this installation's, with the code-changing environment of this process.
+ */
 function runsLatch(pid: number, entry: string, entries: ReadonlySet<string>): boolean {
-  if (!NODE_EXES.test(base(exeOf(pid)))) return false;
+  if (!exeIsOneOf(pid, [process.execPath])) return false;
   try {
     if (!entries.has(realpathSync(entry))) return false;
   } catch {

@@ -4,7 +4,7 @@
 import {
   type AgentInfo,
   findAgent,
-  isHookInvocation,
+  isHookProcess,
   isLatchWatcher,
   isResidentHook,
   isReaperExe,
@@ -163,9 +163,8 @@ export function scanOnce(
     for (const c of snap.children.get(agent.pid) ?? []) {
       const p = snap.procs.get(c);
       if (!p || !eligible(p)) continue;
-      const exe = exeOf(c);
       const argv = argvOf(c);
-      if (isHookInvocation(exe, argv, (entries ??= latchEntries())) && sameDangerEnv(c, agent.pid)) {
+      if (isHookProcess(c, (entries ??= latchEntries())) && sameDangerEnv(c, agent.pid)) {
         spared.set(c, { pid: c, cmdline: cmdlineText(argv), why: 'hook invocation (and its subtree)' });
         continue;
       }
