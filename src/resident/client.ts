@@ -16,8 +16,7 @@
 import { closeSync, existsSync, openSync, readFileSync, renameSync, unlinkSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { hookDeadlineMs } from '../base/deadline.js';
-import { runs } from '../base/proc.js';
-import { heartbeatFresh, residentSpool, SPOOL } from './identity.js';
+import { type NamedServer, namedServer, residentSpool, serverAnswers, SPOOL } from './identity.js';
 
 export type Asked =
   | { answered: true }
@@ -87,8 +86,27 @@ function ask(agent: string, entry: string, env: NodeJS.ProcessEnv, input: string
     return notAnswered('the spool directory is not writable');
   }
 
+  try {
+    return awaitAnswer(server, { request, claimed, answer }, input, hookDeadlineMs('PreToolUse', env));
+  } catch (err) {
+    // The request is out and may be being decided: whatever failed here, never a second decision.
+    return deny(
+      `the Latch hook failed while waiting for the resident hook (${(err as Error)?.message ?? String(err)})`,
+    );
+  }
+}
+
+/** Waits for the answer to a request that is out; withdraws it, if it still can, when no answer will come. */
+function awaitAnswer(
+  server: NamedServer,
+  files: { request: string; claimed: string; answer: string },
+  input: string,
+  deadlineMs: number,
+): Asked {
+  const { request, claimed, answer } = files;
+  const notAnswered = (why: string, start: boolean): Asked => ({ answered: false, input, why, start });
   const t0 = Date.now();
-  const deadline = t0 + hookDeadlineMs('PreToolUse', env);
+  const deadline = t0 + deadlineMs;
   const sleeper = new Int32Array(new SharedArrayBuffer(4));
   for (let look = 1; ; look++) {
     const text = readOrNull(answer);
@@ -100,7 +118,7 @@ function ask(agent: string, entry: string, env: NodeJS.ProcessEnv, input: string
     // nothing then), then every few milliseconds.
     if (look === 1 || look % LIVENESS_EVERY === 0) {
       const now = Date.now();
-      const alive = serverAlive(server);
+      const alive = serverAnswers(server);
       if (!alive || now - t0 > CLAIM_MS || now > deadline) {
         // Not claimed yet: withdrawn, and the ordinary hook decides.
         if (removed(request)) return notAnswered(alive ? 'not claimed in time' : 'the resident hook went away', !alive);
@@ -118,25 +136,6 @@ function ask(agent: string, entry: string, env: NodeJS.ProcessEnv, input: string
     }
     Atomics.wait(sleeper, 0, 0, POLL_MS);
   }
-}
-
-interface Server {
-  pid: number;
-  start: string;
-  file: string;
-}
-
-/** The resident hook the spool directory names (alive or not: see the first look in ask). */
-function namedServer(dir: string): Server | null {
-  const file = join(dir, SPOOL.server);
-  const text = readOrNull(file);
-  const m = text === null ? null : /^(\d+) (\d+)\n$/.exec(text);
-  return m ? { pid: Number(m[1]), start: m[2]!, file } : null;
-}
-
-/** Alive: the process runs, and its heartbeat (the mtime of `server`) is recent. */
-function serverAlive(s: Server): boolean {
-  return runs(s.pid, s.start) && heartbeatFresh(s.file);
 }
 
 /** Writes the resident hook's answer as this hook's reply; a malformed answer is a deny. */
@@ -165,8 +164,12 @@ function reply(text: string, input: string): Asked {
 
 /** Exit 2 blocks a PreToolUse on every agent Latch supports; the reason goes to the agent on stderr. */
 function deny(why: string): Asked {
-  writeSync(2, `Latch blocked this call: ${why}.\n`);
   process.exitCode = 2;
+  try {
+    writeSync(2, `Latch blocked this call: ${why}.\n`);
+  } catch {
+    /* exit 2 blocks without it */
+  }
   return { answered: true };
 }
 

@@ -4,9 +4,10 @@
 // environment, byte for byte. That identity, as text, is what a request carries and what the server
 // compares; its hash names the spool directory both sides meet in, under the Latch home.
 // Dependency-free apart from node:fs and node:path: this module is in dist/latch.cjs, on every hook's path.
-import { statSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { latchHomeFromEnv } from '../base/home.js';
+import { runs } from '../base/proc.js';
 
 /** The identity of a hook process, as text (JSON): what a resident hook must share with its client. */
 export function identityText(
@@ -63,10 +64,31 @@ export function fnv32(text: string): string {
 /** A resident hook whose heartbeat is older than this is taken for gone (stuck, or stopped). */
 export const HEARTBEAT_STALE_MS = 5_000;
 
-/** The heartbeat in `file` (its mtime) is recent. */
-export function heartbeatFresh(file: string): boolean {
+/** A resident hook as its spool directory's `server` file names it (alive or not). */
+export interface NamedServer {
+  pid: number;
+  start: string;
+  /** The `server` file, whose mtime is the heartbeat. */
+  file: string;
+}
+
+export function namedServer(dir: string): NamedServer | null {
+  const file = join(dir, SPOOL.server);
+  let text: string;
   try {
-    return Date.now() - statSync(file).mtimeMs < HEARTBEAT_STALE_MS;
+    text = readFileSync(file, 'utf8');
+  } catch {
+    return null;
+  }
+  const m = /^(\d+) (\d+)\n$/.exec(text);
+  return m ? { pid: Number(m[1]), start: m[2]!, file } : null;
+}
+
+/** The named resident hook runs (not exited, not stopped) and its heartbeat is recent. */
+export function serverAnswers(s: NamedServer): boolean {
+  if (!runs(s.pid, s.start)) return false;
+  try {
+    return Date.now() - statSync(s.file).mtimeMs < HEARTBEAT_STALE_MS;
   } catch {
     return false;
   }

@@ -28,10 +28,10 @@ import { reanchorIfDrifted, reanchorWallClock } from '../base/clock.js';
 import { errorMessage, isLatchError } from '../base/errors.js';
 import { setDeadline } from '../base/deadline.js';
 import { dbPath, moduleDir } from '../base/paths.js';
-import { procStat, runs } from '../base/proc.js';
+import { procStat } from '../base/proc.js';
 import { busyTimeout, runHook } from '../hook.js';
 import { type Db, openStore } from '../store/store.js';
-import { heartbeatFresh, residentSpool, SPOOL } from './identity.js';
+import { namedServer, residentSpool, serverAnswers, SPOOL } from './identity.js';
 import { entryPath, ownDirectory, readOrNull } from './start.js';
 
 /** A resident hook with nothing to do for this long leaves (LATCH_RESIDENT_IDLE_MS overrides). */
@@ -50,9 +50,9 @@ export async function runResident(agent: Agent, env: NodeJS.ProcessEnv = process
   if (!spool || !ownDirectory(spool.dir, true)) return 1;
   const { identity, dir } = spool;
   const me = `${process.pid} ${procStat(process.pid)?.start ?? ''}\n`;
-  const current = readOrNull(join(dir, SPOOL.server));
+  const current = namedServer(dir);
   // Another one serves (alive, with a fresh heartbeat); a stuck or stopped one is replaced.
-  if (current !== null && current !== me && serverAlive(current) && heartbeatFresh(join(dir, SPOOL.server))) return 0;
+  if (current && current.pid !== process.pid && serverAnswers(current)) return 0;
   const tmp = join(dir, `server.${process.pid}.tmp`);
   writeFileSync(tmp, me, { mode: 0o600 });
   renameSync(tmp, join(dir, SPOOL.server));
@@ -318,11 +318,6 @@ function parseRequest(text: string): { identity: string; input: string } | null 
   } catch {
     return null;
   }
-}
-
-function serverAlive(line: string): boolean {
-  const m = /^(\d+) (\d+)\n$/.exec(line);
-  return !!m && runs(Number(m[1]), m[2]!);
 }
 
 /** The identity of Latch's code files: a change (an upgrade, a rebuild) sends the resident hook away. */
