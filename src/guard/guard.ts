@@ -73,8 +73,7 @@ export async function handle(ctx: GuardContext, obs: Observation, ev: LatchEvent
   try {
     return await handleWithDb(ctx, db, obs, ev, own && 'id' in own ? own.id : null);
   } finally {
-    if (ctx.closeDb) ctx.closeDb(db);
-    else db.close();
+    release(ctx, db);
     // A window this hook ended (a Close, an Abandon): what anyone changes from now on is stamped after it.
     settleEnds(ctx.home);
   }
@@ -93,9 +92,14 @@ function residentGate(ctx: GuardContext, obs: Observation, ev: LatchEvent): void
     if (!row) throw new NotServedError('a session seen for the first time');
     if (!mayMutate(row.state)) throw new NotServedError(`a ${row.state} session`);
   } finally {
-    if (ctx.closeDb) ctx.closeDb(db);
-    else db.close();
+    release(ctx, db);
   }
+}
+
+/** Done with the store: closed, or kept by the resident hook (GuardContext.closeDb). */
+function release(ctx: GuardContext, db: Db): void {
+  if (ctx.closeDb) ctx.closeDb(db);
+  else db.close();
 }
 
 /** Decisions that need no store: untracked tools run; commands that touch Latch itself never do. */

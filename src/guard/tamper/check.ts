@@ -354,14 +354,15 @@ export function checkRegistration(
     q = quickCheck(db, opts);
   // Nothing recorded to compare (no setup, no Claude Code session here): the warn finding only (a
   // registrations row of the layers' progress alone is no fingerprint).
-  if (q.status === 'unrecorded') notServed('found nothing recorded');
-  if (q.status === 'unrecorded')
+  if (q.status === 'unrecorded') {
+    notServed('found nothing recorded');
     return {
       status: 'unrecorded',
       findings: fullCheck({ scopes: [], files: [], alarm: null }).findings,
       escalated: false,
       cached: false,
     };
+  }
   // The identities that do not stand for the content yet are compared (a few small files; none
   // once their ctimes are old, on a filesystem that writes back).
   const v = verifyContent(db, q.verify);
@@ -532,10 +533,8 @@ export function guardRegistration(
   opts: { resident?: boolean } = {},
 ): GuardRegistration {
   try {
+    // (The resident hook's check throws NotServedError before anything but a plain 'ok'.)
     const r = checkRegistration(db, { workspace, now, resident: opts.resident });
-    // The resident hook answers only when the quick tier found every file as recorded.
-    if (opts.resident && (r.status !== 'ok' || r.escalated))
-      throw new NotServedError(`a registration check that ${r.status === 'ok' ? 'had to hash' : `found ${r.status}`}`);
     if (r.status !== 'tampered') return { status: r.status, findings: r.findings, reasons: [], latched: [] };
     const latched = latchForTamper(db, workspace, r.findings, now);
     const files = db
