@@ -1,8 +1,8 @@
 import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import { latchHomeFromEnv } from './home.js';
 import { fileURLToPath } from 'node:url';
+import { latchHomeFromEnv } from './home.js';
 
 /**
  * This module's directory and file: in a bundle its own (`__dirname`, `__filename`: no URL is built,
@@ -26,13 +26,13 @@ export function packageRoot(start: string = moduleDir): string | null {
   return null;
 }
 
-/** dist/latch.cjs of this package (a bundle's sibling, or the built one from the sources), if it exists. */
 /** The entry (dist/latch.cjs) beside this bundle, else the package's built one (builtEntry). */
 export function installedEntry(): string | null {
   const beside = join(moduleDir, 'latch.cjs');
   return existsSync(beside) ? beside : builtEntry();
 }
 
+/** dist/latch.cjs of this package (found from its root: packageRoot), if it exists. */
 export function builtEntry(): string | null {
   const root = packageRoot();
   const p = root ? join(root, 'dist', 'latch.cjs') : null;

@@ -19,8 +19,6 @@ import { closeSync, constants, fstatSync, futimesSync, openSync } from 'node:fs'
 import { join } from 'node:path';
 import { wallNs } from '../base/clock.js';
 import { procStat } from '../base/proc.js';
-
-export { procStat };
 import type { Db } from '../store/store.js';
 
 export type AttemptState = 'started' | 'closing' | 'closed' | 'abandoned';

@@ -12,7 +12,8 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { isAlive, procStat } from '../../src/ledger/ledger.js';
+import { isAlive } from '../../src/ledger/ledger.js';
+import { procStat } from '../../src/base/proc.js';
 import { openStore } from '../../src/store/store.js';
 
 export interface Sandbox {

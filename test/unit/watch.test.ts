@@ -18,7 +18,8 @@ import {
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import fc from 'fast-check';
-import { CLOSE_REASON, isAlive, procStat } from '../../src/ledger/ledger.js';
+import { CLOSE_REASON, isAlive } from '../../src/ledger/ledger.js';
+import { procStat } from '../../src/base/proc.js';
 import { MIGRATIONS } from '../../src/store/schema.js';
 import { openStore, type Db } from '../../src/store/store.js';
 import { observeTree, type TreeObservation } from '../../src/tree/observe-tree.js';
