@@ -13,10 +13,10 @@
 // resident hook, or none claimed it in time) runs the ordinary hook, and nothing was decided twice.
 // Once claimed, only the answer counts: a resident hook that dies before answering means a deny
 // (exit 2), never a second decision, since the first one may have been written.
-import { closeSync, existsSync, openSync, readFileSync, renameSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, renameSync, unlinkSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { hookDeadlineMs } from '../base/deadline.js';
-import { type NamedServer, namedServer, residentSpool, serverAnswers, SPOOL } from './identity.js';
+import { type NamedServer, namedServer, readOrNull, residentSpool, serverAnswers, SPOOL } from './identity.js';
 
 export type Asked =
   | { answered: true }
@@ -171,16 +171,6 @@ function deny(why: string): Asked {
     /* exit 2 blocks without it */
   }
   return { answered: true };
-}
-
-/** The file's text, else null; looked up first, since most looks find nothing (a throw costs more). */
-function readOrNull(path: string): string | null {
-  if (!existsSync(path)) return null;
-  try {
-    return readFileSync(path, 'utf8');
-  } catch {
-    return null;
-  }
 }
 
 function removed(path: string): boolean {

@@ -4,7 +4,7 @@
 // environment, byte for byte. That identity, as text, is what a request carries and what the server
 // compares; its hash names the spool directory both sides meet in, under the Latch home.
 // Dependency-free apart from node:fs and node:path: this module is in dist/latch.cjs, on every hook's path.
-import { readFileSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { latchHomeFromEnv } from '../base/home.js';
 import { runs } from '../base/proc.js';
@@ -74,13 +74,8 @@ export interface NamedServer {
 
 export function namedServer(dir: string): NamedServer | null {
   const file = join(dir, SPOOL.server);
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch {
-    return null;
-  }
-  const m = /^(\d+) (\d+)\n$/.exec(text);
+  const text = readOrNull(file);
+  const m = text === null ? null : /^(\d+) (\d+)\n$/.exec(text);
   return m ? { pid: Number(m[1]), start: m[2]!, file } : null;
 }
 
@@ -107,3 +102,13 @@ export const SPOOL = {
   claimed: '.work',
   answer: '.res',
 } as const;
+
+/** The file's text, else null; looked up first, since most looks (the client's polls) find nothing and a throw costs more. */
+export function readOrNull(path: string): string | null {
+  if (!existsSync(path)) return null;
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return null;
+  }
+}

@@ -31,8 +31,8 @@ import { dbPath, moduleDir } from '../base/paths.js';
 import { procStat } from '../base/proc.js';
 import { busyTimeout, runHook } from '../hook.js';
 import { type Db, openStore } from '../store/store.js';
-import { namedServer, residentSpool, serverAnswers, SPOOL } from './identity.js';
-import { entryPath, ownDirectory, readOrNull } from './start.js';
+import { namedServer, readOrNull, residentSpool, serverAnswers, SPOOL } from './identity.js';
+import { entryPath, ownDirectory } from './start.js';
 
 /** A resident hook with nothing to do for this long leaves (LATCH_RESIDENT_IDLE_MS overrides). */
 const IDLE_MS = 10 * 60_000;

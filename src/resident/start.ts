@@ -1,10 +1,10 @@
 // Starting a resident hook (server.ts), from an ordinary hook once it has replied: small, since it is
 // part of every hook's bundle.
-import { existsSync, lstatSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { childProcess } from '../base/lazy.js';
 import { moduleDir } from '../base/paths.js';
-import { residentSpool, SPOOL } from './identity.js';
+import { readOrNull, residentSpool, SPOOL } from './identity.js';
 
 /** A hook starts a resident hook for an identity at most this often. */
 const RESTART_MS = 10_000;
@@ -62,13 +62,5 @@ function makeDir(dir: string): void {
     mkdirSync(dir, { mode: 0o700 });
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-  }
-}
-
-export function readOrNull(path: string): string | null {
-  try {
-    return readFileSync(path, 'utf8');
-  } catch {
-    return null;
   }
 }

@@ -27,6 +27,7 @@ import { type Db, openStore } from '../../src/store/store.js';
 import { announce, announcedDir } from '../../src/session/announce.js';
 import { getSession } from '../../src/session/records.js';
 import { claudeBox, claudeBoxPayload, type ClaudeBox } from '../helpers/claude-box.js';
+import { residentTrace } from '../helpers/resident.js';
 
 const DIST = join(process.cwd(), 'dist', 'latch.cjs');
 
@@ -135,23 +136,6 @@ function stopResident(b: ClaudeBox): void {
   }
 }
 
-interface TraceLine {
-  session: string | null;
-  call: string | null;
-  served: boolean;
-  why?: string;
-}
-
-function traceOf(b: ClaudeBox): TraceLine[] {
-  const f = join(b.home, 'resident', 'trace.log');
-  return existsSync(f)
-    ? readFileSync(f, 'utf8')
-        .trim()
-        .split('\n')
-        .map((l) => JSON.parse(l) as TraceLine)
-    : [];
-}
-
 function attemptsOf(b: ClaudeBox): { id: string; state: string }[] {
   const db = openStore(b.home, { create: false });
   try {
@@ -209,7 +193,7 @@ test('the resident hook answers a PreToolUse as the ordinary hook does, and writ
     `served Start recorded: ${ids.join(', ')}`,
   );
   assert.ok(ids.some((a) => a.endsWith(`toolu_res_${seq}`)));
-  const last = traceOf(b).at(-1)!;
+  const last = residentTrace(b.home).at(-1)!;
   assert.deepEqual([last.served, last.call], [true, id]);
   // `latch doctor` lists it.
   const doctor = spawnSync(process.execPath, [DIST, 'doctor', '--json'], { env: b.env, cwd: b.work, encoding: 'utf8' });
@@ -246,7 +230,7 @@ test('a latched session is left to the ordinary hook, which denies with the chec
   assert.equal(out.hookSpecificOutput.permissionDecision, 'deny');
   assert.match(out.hookSpecificOutput.permissionDecisionReason, /checkpoint/i);
   assert.equal(existsSync(join(b.work, 'after.txt')), false);
-  const last = traceOf(b).at(-1)!;
+  const last = residentTrace(b.home).at(-1)!;
   assert.deepEqual([last.served, last.call], [false, `toolu_res_${seq}`]);
 });
 
