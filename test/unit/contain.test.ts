@@ -17,6 +17,7 @@ import {
   rmSync,
   mkdirSync,
   readlinkSync,
+  realpathSync,
   writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -573,7 +574,9 @@ describe('what containment spares is the executable its name says (real processe
     const entries = latchEntries();
     const dir = mkdtempSync(join(tmpdir(), 'latch-exe-'));
     const home = join(dir, 'state');
-    mkdirSync(home);
+    // A store and a git work tree: the real watcher stays (without them it leaves at once).
+    openStore(home, { create: true }).close();
+    assert.equal(spawnSync('git', ['init', '-q', dir]).status, 0);
     const procs: ChildProcess[] = [];
     t.after(() => {
       for (const p of procs) killQuietly(p.pid!);
@@ -619,6 +622,14 @@ describe('what containment spares is the executable its name says (real processe
     assert.equal(isHookProcess(fake.node, entries), false, 'a stand-in named node is not');
     assert.equal(isResidentHook(fake.resident, entries), false, 'a resident hook stand-in is not');
     assert.equal(isLatchWatcher(fake.watcher, entries), false, 'a watcher stand-in is not');
+    // A real shell /etc/shells does not list (a user's own build): spared only as the agent's $SHELL.
+    const ownShell = join(dir, 'bash');
+    copyFileSync(realpathSync('/bin/sh'), ownShell);
+    chmodSync(ownShell, 0o755);
+    const own = start(ownShell, ['-c', text]);
+    await new Promise((r) => setTimeout(r, 200));
+    assert.equal(isHookProcess(own, entries), false, 'an unlisted shell is not spared by its name');
+    assert.equal(isHookProcess(own, entries, ownShell), true, "the agent's own $SHELL is");
   });
 });
 

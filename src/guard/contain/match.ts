@@ -167,14 +167,16 @@ export function isHookInvocation(exe: string | null, argv: string[], entries: Re
 
 /**
  * A process containment may spare as a hook invocation: its argv is one (isHookInvocation), and its
- * executable is the file that name says. A shell form's is a shell /etc/shells lists; the node form's
- * is this process's own node (setup writes one absolute node into every handler). A name alone is not
- * enough: any binary copied to a file named `node` or `sh` would pass.
+ * executable is the file that name says. A shell form's is a shell /etc/shells lists, or the agent's
+ * own $SHELL (`agentShell`: Codex runs its hooks with it); the node form's is this process's own node
+ * (setup writes one absolute node into every handler). A name alone is not enough: any binary copied
+ * to a file named `node` or `sh` would pass.
  */
-export function isHookProcess(pid: number, entries: ReadonlySet<string>): boolean {
+export function isHookProcess(pid: number, entries: ReadonlySet<string>, agentShell?: string): boolean {
   const argv = argvOf(pid);
   if (!isHookInvocation(exeOf(pid), argv, entries)) return false;
-  return argv.length === 3 ? exeIsOneOf(pid, systemShells()) : exeIsOneOf(pid, [process.execPath]);
+  if (argv.length !== 3) return exeIsOneOf(pid, [process.execPath]);
+  return exeIsOneOf(pid, agentShell?.startsWith('/') ? [...systemShells(), agentShell] : systemShells());
 }
 
 /** The executable of `pid` is one of `files`, by device and inode (it may have been replaced on disk since). */

@@ -12,6 +12,7 @@ import {
   sameDangerEnv,
 } from './match.js';
 import {
+  environOf,
   ancestry,
   argvOf,
   bootNs,
@@ -160,11 +161,12 @@ export function scanOnce(
   // (b) the agent's descendants
   const agentProc = agent ? snap.procs.get(agent.pid) : undefined;
   if (agent && agentProc && agentProc.startTicks === agent.start_ticks) {
+    const agentShell = environOf(agent.pid)?.get('SHELL');
     for (const c of snap.children.get(agent.pid) ?? []) {
       const p = snap.procs.get(c);
       if (!p || !eligible(p)) continue;
       const argv = argvOf(c);
-      if (isHookProcess(c, (entries ??= latchEntries())) && sameDangerEnv(c, agent.pid)) {
+      if (isHookProcess(c, (entries ??= latchEntries()), agentShell) && sameDangerEnv(c, agent.pid)) {
         spared.set(c, { pid: c, cmdline: cmdlineText(argv), why: 'hook invocation (and its subtree)' });
         continue;
       }
