@@ -127,6 +127,24 @@ function servedCall(b: ClaudeBox, command = 'echo soon > soon.txt'): { run: Hook
   assert.fail(`not answered in three calls: ${whys.join('; ')}`);
 }
 
+/**
+ * An in-process resident call (`call`), made again, up to three times, after a decline over the
+ * registration (see servedCall): an ordinary hook records what the check found in between.
+ */
+async function afterRegistrationSettles<T>(b: ClaudeBox, call: () => Promise<T>): Promise<T> {
+  const whys: string[] = [];
+  for (let i = 0; i < 3; i++) {
+    try {
+      return await call();
+    } catch (err) {
+      if (!isLatchError(err, 'E_NOT_SERVED') || !/registration check/.test(err.message)) throw err;
+      whys.push(err.message);
+      hook(b, bash(b, 'cat README.md'), { ...b.env, LATCH_RESIDENT: 'off' });
+    }
+  }
+  assert.fail(`declined in three calls: ${whys.join('; ')}`);
+}
+
 function stopResident(b: ClaudeBox): void {
   const root = join(b.home, 'resident');
   if (!existsSync(root)) return;
@@ -255,7 +273,7 @@ test('the guard in resident mode writes nothing before it declines: a new sessio
   // Known and mutable: answered (a Start written).
   hook(b, claudeBoxPayload(b, 'session-start-startup'), off, 'SessionStart');
   hook(b, bash(b, 'echo y > y.txt'), off);
-  const d = await run(bash(b, 'echo z > z.txt'));
+  const d = await afterRegistrationSettles(b, () => run(bash(b, 'echo z > z.txt')));
   assert.equal(d.verdict, 'allow');
   // A tamper (the PostToolUse handler removed from settings.json): nothing recorded, no alarm; the
   // ordinary hook then sees it and latches the session.
@@ -296,8 +314,12 @@ test('a compaction announced while the resident hook holds the write lock: rolle
   };
   const parsed = claude.parse(JSON.stringify(bash(b, 'echo x > x.txt')));
   assert.ok(parsed.ok && parsed.event);
-  const before = storeState(b, db);
-  await assert.rejects(handle(ctx, parsed.obs, parsed.event), (err) => isLatchError(err, 'E_NOT_SERVED'));
+  let before: Record<string, unknown> = {};
+  const call = () => {
+    before = storeState(b, db);
+    return handle(ctx, parsed.obs, parsed.event);
+  };
+  await assert.rejects(afterRegistrationSettles(b, call), (err) => isLatchError(err, 'E_NOT_SERVED'));
   assert.ok(injected, 'the announcement was made under the lock');
   const after = storeState(b, db);
   assert.deepEqual({ ...after, announcements: before.announcements }, before, 'nothing else was written');
