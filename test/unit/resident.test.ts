@@ -314,10 +314,11 @@ test('a compaction announced while the resident hook holds the write lock: rolle
   };
   const parsed = claude.parse(JSON.stringify(bash(b, 'echo x > x.txt')));
   assert.ok(parsed.ok && parsed.event);
+  const { obs, event } = parsed;
   let before: Record<string, unknown> = {};
   const call = () => {
     before = storeState(b, db);
-    return handle(ctx, parsed.obs, parsed.event);
+    return handle(ctx, obs, event);
   };
   await assert.rejects(afterRegistrationSettles(b, call), (err) => isLatchError(err, 'E_NOT_SERVED'));
   assert.ok(injected, 'the announcement was made under the lock');
