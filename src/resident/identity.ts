@@ -96,6 +96,8 @@ export const SPOOL = {
    * Its mtime is the heartbeat: renewed every second while the resident hook can answer.
    */
   server: 'server',
+  /** `<pid> <start>` of a resident hook told to leave (`latch uninstall`): it leaves between two requests. */
+  dismissed: 'dismissed',
   /** When a hook last started a resident hook here (ms since the epoch): starts are spaced out. */
   started: 'started',
   request: '.req',

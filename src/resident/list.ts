@@ -1,12 +1,15 @@
-// The resident hooks of a Latch home, for `latch doctor` (src/commands/doctor.ts).
-import { readdirSync } from 'node:fs';
+// The resident hooks of a Latch home: listed for `latch doctor` (src/commands/doctor.ts), dismissed by
+// `latch uninstall`.
+import { readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { namedServer, serverAnswers } from './identity.js';
+import { namedServer, SPOOL, serverAnswers } from './identity.js';
 
 export interface ResidentHook {
   /** Its spool directory's name (the identity's hash). */
   name: string;
   pid: number;
+  /** Its start time (/proc/<pid>/stat field 22), as its `server` file names it. */
+  start: string;
   /** It runs and its heartbeat is recent. */
   alive: boolean;
 }
@@ -21,6 +24,46 @@ export function residentHooks(home: string): ResidentHook[] {
   }
   return names.flatMap((name) => {
     const s = namedServer(join(home, 'resident', name));
-    return s ? [{ name, pid: s.pid, alive: serverAnswers(s) }] : [];
+    return s ? [{ name, pid: s.pid, start: s.start, alive: serverAnswers(s) }] : [];
   });
+}
+
+/**
+ * Tells this home's resident hooks of `agent` to leave (`latch uninstall AGENT`): a marker naming each
+ * is written beside its `server` file, and it leaves at its next look (within a second), between two
+ * requests, so that no call it has claimed goes unanswered; a request it had not claimed goes to the
+ * ordinary hook. Those of another agent stay. The number told to leave.
+ */
+export function dismissResidentHooks(home: string, agent: string): number {
+  let told = 0;
+  for (const r of residentHooks(home)) {
+    if (!r.alive || servedAgent(r.pid) !== agent) continue;
+    const dir = join(home, 'resident', r.name);
+    const tmp = join(dir, `${SPOOL.dismissed}.${process.pid}.tmp`);
+    try {
+      writeFileSync(tmp, `${r.pid} ${r.start}\n`, { mode: 0o600 });
+      renameSync(tmp, join(dir, SPOOL.dismissed));
+      told++;
+    } catch {
+      // its directory went meanwhile: it leaves anyway
+    }
+  }
+  return told;
+}
+
+/** The agent a running `latch __serve AGENT` serves (its last argument), else null. */
+function servedAgent(pid: number): string | null {
+  let args: string[];
+  try {
+    args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0$/, '').split('\0');
+  } catch {
+    return null;
+  }
+  return args.at(-2) === '__serve' ? (args.at(-1) ?? null) : null;
+}
+
+/** The line `latch uninstall` prints for `stopped` resident hooks told to leave (none: no line). */
+export function residentLine(stopped: number): string {
+  if (stopped === 0) return '';
+  return `Stopped ${stopped} resident Latch hook${stopped === 1 ? '' : 's'} of this agent (each leaves after the call in hand).\n`;
 }

@@ -64,6 +64,8 @@ class Resident {
   private readonly queue: string[] = [];
   private readonly queued = new Set<string>();
   private busy = false;
+  /** The exit code once a reason to leave was found. */
+  private leaving: number | undefined;
   private lastRequest = Date.now();
   private lastAnchor = Date.now();
   private finish: ((code: number) => void) | undefined;
@@ -94,6 +96,7 @@ class Resident {
         watcher.close();
         clearInterval(timer);
         if (readOrNull(join(this.dir, SPOOL.server)) === this.me) removeQuietly(join(this.dir, SPOOL.server));
+        if (readOrNull(join(this.dir, SPOOL.dismissed)) === this.me) removeQuietly(join(this.dir, SPOOL.dismissed));
         this.store.drop();
         resolve(code);
       };
@@ -101,10 +104,14 @@ class Resident {
     });
   }
 
+  /** Leaves now, or, with a request in hand, once it is answered (its client would take a resident
+   * hook gone mid-request for a failure and deny the call). */
   private leave(code: number): void {
+    this.leaving ??= code;
+    if (this.busy) return;
     const f = this.finish;
     this.finish = undefined;
-    f?.(code);
+    f?.(this.leaving);
   }
 
   private enqueue(name: string): void {
@@ -119,11 +126,12 @@ class Resident {
     try {
       for (let name = this.queue.shift(); name !== undefined; name = this.queue.shift()) {
         this.queued.delete(name);
-        if (!this.finish) return;
+        if (this.leaving !== undefined) break;
         await this.serve(name);
       }
     } finally {
       this.busy = false;
+      if (this.leaving !== undefined) this.leave(this.leaving);
     }
   }
 
@@ -210,6 +218,8 @@ class Resident {
     const now = Date.now();
     const server = join(this.dir, SPOOL.server);
     if (readOrNull(server) !== this.me || !ownDirectory(this.dir, false)) return this.leave(0);
+    // Dismissed by `latch uninstall` (src/resident/list.ts): the marker names this process.
+    if (readOrNull(join(this.dir, SPOOL.dismissed)) === this.me) return this.leave(0);
     if (codeStamp() !== this.code || now - this.lastRequest > this.idleMs) return this.leave(0);
     // The heartbeat: a client takes a resident hook whose `server` is older than HEARTBEAT_STALE_MS
     // for gone (stuck or stopped), runs the ordinary hook and starts another.

@@ -536,6 +536,41 @@ test('the resident hook leaves when Latch’s files change, when its spool goes,
   );
 });
 
+test('latch uninstall claude: its resident hooks leave and leave nothing behind; another agent’s stays', async (t) => {
+  const b = setUp(t);
+  const pid = await residentFor(b);
+  // A stand-in for a Codex resident hook of the same home: `__serve codex` on its command line, named
+  // by the `server` file of a spool directory of its own.
+  const other = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)', '__serve', 'codex'], { stdio: 'ignore' });
+  t.after(() => other.kill('SIGKILL'));
+  const otherDir = join(b.home, 'resident', 'stand-in');
+  mkdirSync(otherDir, { mode: 0o700 });
+  const otherStart = await until('the stand-in', () => procStat(other.pid!)?.start);
+  writeFileSync(join(otherDir, SPOOL.server), `${other.pid} ${otherStart}\n`);
+
+  const r = spawnSync(process.execPath, [DIST, 'uninstall', 'claude', '--json'], {
+    env: b.env,
+    cwd: b.work,
+    encoding: 'utf8',
+  });
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal((JSON.parse(r.stdout) as { resident_hooks_stopped: number }).resident_hooks_stopped, 1);
+  await until('the resident hook to leave', () => procStat(pid) === null || procStat(pid)?.state === 'Z');
+  assert.deepEqual(readdirSync(spoolOf(b)), [SPOOL.started], 'no server file, no marker left');
+  assert.equal(procStat(other.pid!)?.state !== undefined && procStat(other.pid!)?.state !== 'Z', true);
+  assert.deepEqual(readdirSync(otherDir), [SPOOL.server], 'the other agent’s was not told to leave');
+
+  // Nothing to stop: the text says nothing of resident hooks.
+  spawnSync(process.execPath, [DIST, 'setup', 'claude'], { env: b.env, cwd: b.work });
+  const again = spawnSync(process.execPath, [DIST, 'uninstall', 'claude'], {
+    env: b.env,
+    cwd: b.work,
+    encoding: 'utf8',
+  });
+  assert.equal(again.status, 0, again.stderr);
+  assert.doesNotMatch(again.stdout, /resident/);
+});
+
 test('LATCH_RESIDENT=off: every hook runs in its own process and none is started', async (t) => {
   const b = setUp(t, { LATCH_RESIDENT: 'off' });
   hook(b, claudeBoxPayload(b, 'session-start-startup'), b.env, 'SessionStart');

@@ -13,6 +13,7 @@ import { join, resolve } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { ExitError, EXIT } from '../../base/errors.js';
 import { homeOf, type Io } from '../../commands/io.js';
+import { dismissResidentHooks, residentLine } from '../../resident/list.js';
 import { defaultEntry, failClosed, latchHookRun, writeConfigAtomic } from '../../commands/shared/hook-command.js';
 import { editJsonText } from '../../commands/shared/json-text.js';
 import { openStore } from '../../store/store.js';
@@ -452,13 +453,17 @@ export async function uninstallClaude(
     return EXIT.ok;
   }
   const text = settingsText(read.text, read.data, after);
-  if (!opts.dryRun) writeConfigAtomic(file, text);
+  let stopped = 0;
+  if (!opts.dryRun) {
+    writeConfigAtomic(file, text);
+    stopped = dismissResidentHooks(homeOf(io), 'claude');
+  }
   report(
-    { changed: true, changes, ...(opts.dryRun ? { text } : {}) },
+    { changed: true, changes, ...(opts.dryRun ? { text } : { resident_hooks_stopped: stopped }) },
     `${opts.dryRun ? 'Would remove' : 'Removed'} Latch handlers from ${file}: ${changes.map((c) => c.event).join(', ')}\n` +
       (opts.dryRun
         ? text
-        : 'Every other setting and hook is kept. The state store is kept; existing latches still hold for `latch exec` and `latch status`.\n'),
+        : `${residentLine(stopped)}Every other setting and hook is kept. The state store is kept; existing latches still hold for \`latch exec\` and \`latch status\`.\n`),
   );
   return EXIT.ok;
 }

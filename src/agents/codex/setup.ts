@@ -8,6 +8,7 @@ import { isDeepStrictEqual } from 'node:util';
 import { parse as parseToml } from 'smol-toml';
 import { errorMessage, ExitError, EXIT } from '../../base/errors.js';
 import { homeOf, type Io } from '../../commands/io.js';
+import { dismissResidentHooks, residentLine } from '../../resident/list.js';
 import { defaultEntry, failClosed, latchHookRun, writeConfigAtomic } from '../../commands/shared/hook-command.js';
 import {
   extraCodexConfigs,
@@ -709,8 +710,10 @@ export async function uninstallCodex(
     io.out(`No Latch handlers in ${file}\n`);
     return EXIT.ok;
   }
+  let stopped = 0;
   if (!opts.dryRun) {
     writeAtomic(file, JSON.stringify(after, null, 2) + '\n');
+    stopped = dismissResidentHooks(homeOf(io), 'codex');
     const home = homeOf(io);
     if (existsSync(join(home, 'latch.db'))) {
       const db = openStore(home, { create: false });
@@ -724,6 +727,7 @@ export async function uninstallCodex(
   io.out(
     `${opts.dryRun ? 'Would remove' : 'Removed'} Latch handlers from ${file}: ${changes.map((c) => c.event).join(', ')}\n`,
   );
+  io.out(residentLine(stopped));
   io.out('The state store is kept; existing latches still hold for `latch exec` and `latch status`.\n');
   return EXIT.ok;
 }
