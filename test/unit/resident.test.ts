@@ -6,8 +6,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import {
+  closeSync,
   existsSync,
   mkdirSync,
+  openSync,
   readdirSync,
   readFileSync,
   renameSync,
@@ -381,6 +383,39 @@ test('a resident hook that dies after claiming a call: the call is denied, never
     false,
     'no Start: nobody decided this call',
   );
+});
+
+test('an answer the client cannot write out (its stdout read-only): a deny, never a second decision', async (t) => {
+  const b = setUp(t);
+  await residentFor(b);
+  servedCall(b);
+  const readOnly = openSync('/dev/null', 'r');
+  t.after(() => closeSync(readOnly));
+  const lines: { served: boolean }[][] = [];
+  for (let i = 0; i < 3; i++) {
+    // A deny that goes out on stdout (an allow of Claude Code's has none to write).
+    const payload = bash(b, `rm -rf ${b.home}`);
+    const r = spawnSync(process.execPath, [DIST, 'hook', 'claude', '--event', 'PreToolUse'], {
+      input: JSON.stringify(payload),
+      env: b.env,
+      cwd: b.work,
+      encoding: 'utf8',
+      stdio: ['pipe', readOnly, 'pipe'],
+    });
+    const mine = residentTrace(b.home).filter((l) => l.call === payload.tool_use_id);
+    lines.push(mine);
+    // Declined (the registration check; see servedCall): the ordinary hook's, not this test's case.
+    if (mine.length === 1 && !mine[0]!.served) continue;
+    assert.equal(r.status, 2, r.stderr);
+    assert.match(r.stderr, /failed while waiting for the resident hook/);
+    assert.deepEqual(
+      mine.map((l) => l.served),
+      [true],
+      'decided once, by the resident hook',
+    );
+    return;
+  }
+  assert.fail(`not answered in three calls: ${JSON.stringify(lines)}`);
 });
 
 test('a malformed answer is a deny', async (t) => {
