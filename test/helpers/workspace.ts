@@ -7,6 +7,7 @@ import {
   mkdtempSync,
   readdirSync,
   readFileSync,
+  readlinkSync,
   rmSync,
   writeFileSync,
 } from 'node:fs';
@@ -53,8 +54,10 @@ export function sandbox(opts: { git?: boolean; store?: boolean } = {}): Sandbox 
 
 /**
  * Stops the workspace watchers a test's hooks started under this Latch home, and any watcher process
- * for a workspace under `base` (one a killed hook started may not have registered yet), and waits
- * (up to 3 s) for them to exit, so that removing the directories does not race with a watcher.
+ * for a workspace under `base` (one a killed hook started may not have registered yet), and any
+ * resident hook working under `base` (one a hook started just before may not have named itself yet,
+ * and would make its spool directory again), and waits (up to 3 s) for them to exit, so that
+ * removing the directories does not race with a watcher or a resident hook.
  */
 export function stopWatchers(home: string, base?: string): void {
   let rows: { pid: number; pid_start: string }[] = [];
@@ -77,7 +80,10 @@ export function stopWatchers(home: string, base?: string): void {
   for (let waited = 0; waited < 3000 && rows.some(alive); waited += 20) Atomics.wait(sleeper, 0, 0, 20);
 }
 
-/** `latch __watch ROOT` processes whose ROOT is under base (from /proc; Linux only). */
+/**
+ * `latch __watch ROOT` processes whose ROOT is under base, and `latch __serve AGENT` processes whose
+ * working directory is (from /proc; Linux only).
+ */
 function watcherProcessesUnder(base: string): { pid: number; pid_start: string }[] {
   const out: { pid: number; pid_start: string }[] = [];
   let entries: string[];
@@ -90,7 +96,9 @@ function watcherProcessesUnder(base: string): { pid: number; pid_start: string }
     try {
       const argv = readFileSync(`/proc/${n}/cmdline`, 'utf8').split('\0');
       const i = argv.indexOf('__watch');
-      if (i < 0 || !argv[i + 1]?.startsWith(base + '/')) continue;
+      const watcher = i >= 0 && argv[i + 1]?.startsWith(base + '/');
+      const resident = argv.includes('__serve') && `${readlinkSync(`/proc/${n}/cwd`)}/`.startsWith(base + '/');
+      if (!watcher && !resident) continue;
       out.push({ pid: Number(n), pid_start: procStat(Number(n))?.start ?? 'unknown' });
     } catch {
       /* gone meanwhile */
