@@ -36,7 +36,7 @@ import {
   subagentIds,
   use,
 } from '../helpers/claude-script.js';
-import { residentTrace } from '../helpers/resident.js';
+import { awaitResident, residentTrace } from '../helpers/resident.js';
 
 const T = { timeout: 240_000 };
 const BRIEF_BLOCK = '<<<LATCH-BRIEF';
@@ -467,12 +467,16 @@ test(
     const env = await setupClaudeEnv();
     t.after(() => env.cleanup());
     const c = join(env.work, 'c.txt');
+    let found = '(not looked)';
     const run = await env.claude('Write the files, then update a.txt.', {
       turns: [
-        // The first PreToolUse runs in a process of its own and starts the resident hook; the call
-        // takes a second, so that the resident hook is up for the next ones.
-        use('toolu_r_sleep', 'Bash', { command: 'sleep 1', description: 'wait' }, 200),
-        use('toolu_r_bash', 'Bash', { command: 'echo r > r.txt', description: 'write r.txt' }, 200),
+        // The first PreToolUse runs in a process of its own and starts the resident hook; the model's
+        // next answer waits until it is up (on a loaded machine a fixed pause was not always enough).
+        use('toolu_r_sleep', 'Bash', { command: 'true', description: 'start' }, 200),
+        () => {
+          found = awaitResident(env.latchHome);
+          return use('toolu_r_bash', 'Bash', { command: 'echo r > r.txt', description: 'write r.txt' }, 200);
+        },
         use('toolu_r_write', 'Write', { file_path: c, content: 'c\n' }, 200),
         use(
           'toolu_r_bash2',
@@ -494,7 +498,10 @@ test(
 
     const trace = residentTrace(env.latchHome).filter((l) => l.session === sid);
     const served = trace.filter((l) => l.served).map((l) => l.call);
-    assert.ok(served.length >= 1, `the resident hook answered a call: ${JSON.stringify(trace)}`);
+    assert.ok(
+      served.length >= 1,
+      `the resident hook answered a call: ${JSON.stringify(trace)}; resident hooks before the second call: ${found}`,
+    );
     assert.ok(
       served.every((id) => ['toolu_r_bash', 'toolu_r_write', 'toolu_r_bash2'].includes(id!)),
       `only calls before the compaction were answered: ${served.join(', ')}`,

@@ -6,7 +6,8 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { snapshotTree } from '../../src/tree/snapshot.js';
 import { BIG, LATCH, PATCH, outputsContaining, setupEnv } from '../helpers/e2e.js';
-import { residentTrace } from '../helpers/resident.js';
+import { awaitResident, residentTrace } from '../helpers/resident.js';
+import type { FakeStep } from '../../src/agents/codex/fake-model.js';
 
 const T = { timeout: 300_000 };
 
@@ -336,16 +337,21 @@ test(
   'R: the resident hook answers the PreToolUse of the real Codex, writes each Start, and answers nothing after the compaction',
   T,
   async (t) => {
-    const env = await setupEnv([
-      // The first PreToolUse runs in a process of its own and starts the resident hook; the call takes a
-      // second, so that the resident hook is up for the next ones.
-      /* 0 */ { items: [{ type: 'bash', cmd: 'sleep 1' }], inputTokens: 200 },
+    const steps: FakeStep[] = [
+      // The first PreToolUse runs in a process of its own and starts the resident hook; the model's
+      // next answer waits until it is up (on a loaded machine a fixed pause was not always enough).
+      /* 0 */ { items: [{ type: 'bash', cmd: 'true' }], inputTokens: 200 },
       /* 1 */ { items: [{ type: 'bash', cmd: 'echo r > r.txt' }], inputTokens: 200 },
       /* 2 */ { items: [{ type: 'patch', patch: PATCH('p.txt', 'p') }], inputTokens: 200 },
       /* 3 */ { items: [{ type: 'bash', cmd: 'echo s > s.txt' }], inputTokens: BIG },
       /* 4 */ { items: [{ type: 'bash', cmd: 'echo after >> a.txt' }] },
       /* 5 */ { items: [{ type: 'message', text: 'done' }] },
-    ]);
+    ];
+    let found = '(not looked)';
+    const env = await setupEnv((_req, i) => {
+      if (i === 1) found = awaitResident(env.latchHome);
+      return steps[i] ?? { items: [{ type: 'message', text: 'done' }] };
+    });
     t.after(() => env.cleanup());
     const r = await env.codex('write the files');
     assert.equal(r.code, 0, r.stderr);
@@ -358,7 +364,10 @@ test(
 
     const trace = residentTrace(env.latchHome).filter((l) => l.session === s.session_id);
     const served = trace.filter((l) => l.served);
-    assert.ok(served.length >= 1, `the resident hook answered a call: ${JSON.stringify(trace)}`);
+    assert.ok(
+      served.length >= 1,
+      `the resident hook answered a call: ${JSON.stringify(trace)}; resident hooks before call 1: ${found}`,
+    );
     const db = new Database(join(env.latchHome, 'latch.db'), { readonly: true });
     try {
       const compactedAt = (db.prepare('SELECT min(created_at) AS t FROM checkpoints').get() as { t: string }).t;

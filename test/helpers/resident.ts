@@ -1,7 +1,8 @@
 // The resident hook's trace (LATCH_RESIDENT_TRACE=1: src/resident/server.ts), for tests that check
-// which calls it answered on the real agents.
+// which calls it answered on the real agents; and a wait for one to be up.
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { residentHooks } from '../../src/resident/list.js';
 
 export interface ResidentTraceLine {
   at: string;
@@ -20,4 +21,18 @@ export function residentTrace(latchHome: string): ResidentTraceLine[] {
     .split('\n')
     .filter(Boolean)
     .map((l) => JSON.parse(l) as ResidentTraceLine);
+}
+
+/**
+ * Waits, blocking (a fake model's scripted turn calls it: the agent is waiting for that answer), until
+ * a resident hook of `latchHome` answers, up to `ms`. What it found, for an assertion's message.
+ */
+export function awaitResident(latchHome: string, ms = 20_000): string {
+  const sleeper = new Int32Array(new SharedArrayBuffer(4));
+  const end = Date.now() + ms;
+  for (;;) {
+    const hooks = residentHooks(latchHome);
+    if (hooks.some((h) => h.alive) || Date.now() > end) return JSON.stringify(hooks);
+    Atomics.wait(sleeper, 0, 0, 25);
+  }
 }
