@@ -23,7 +23,9 @@ if (files.length === 0) {
 }
 // Workspace watchers and resident hooks started by the tests' hooks leave soon after their temp
 // workspace or Latch home goes away; the idle bounds make sure none outlives the run by long.
-const r = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-concurrency=2', ...files], {
+// fc-report: a failing property test says what its assertion found (test/helpers/fc-report.ts).
+const preload = ['--import', 'tsx', '--import', './test/helpers/fc-report.ts'];
+const r = spawnSync(process.execPath, [...preload, '--test', '--test-concurrency=2', ...files], {
   stdio: 'inherit',
   env: {
     ...process.env,
