@@ -19,8 +19,17 @@ export interface Io {
 const nodeRequire = (id: string): unknown => createRequire(moduleFile)(id);
 
 export function processIo(): Io {
+  // A reader that went away (`latch doctor FILE | head`, `latch --help | true`): the rest of the
+  // output has nowhere to go, and the command finishes with its own exit code, without a stack trace.
+  let readerGone = false;
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code !== 'EPIPE') throw err;
+    readerGone = true;
+  });
   return {
-    out: (t) => process.stdout.write(t),
+    out: (t) => {
+      if (!readerGone) process.stdout.write(t);
+    },
     err: (t) => process.stderr.write(t),
     env: process.env,
     cwd: process.cwd(),

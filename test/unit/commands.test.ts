@@ -2,7 +2,7 @@
 // in-memory Io. Latched sessions are produced as in hook.test.ts: real payloads through runCodexHook.
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import {
   existsSync,
   mkdirSync,
@@ -576,6 +576,37 @@ describe('cliMain', () => {
       const c = io();
       assert.equal(await cliMain(argv, c.io), 0);
       assert.match(c.out(), /^\d+\.\d+\.\d+(-[\w.]+)?\n$/);
+    }
+  });
+
+  test('the built binary: a reader that went away (`latch … | head`) costs no stack trace; the exit code stays the command’s', async () => {
+    const bin = join(ROOT, 'bin', 'latch.cjs');
+    const tmp = mkdtempSync(join(tmpdir(), 'latch-bin-'));
+    // stdout's read end closed before Latch writes (a Node start takes tens of ms): every write is EPIPE.
+    const closedReader = (args: string[]) =>
+      new Promise<{ status: number | null; stderr: string }>((done) => {
+        const c = spawn(NODE, [bin, ...args], {
+          env: { ...process.env, LATCH_HOME: join(tmp, 'state') },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        });
+        c.stdout!.destroy();
+        let stderr = '';
+        c.stderr!.on('data', (d: Buffer) => (stderr += d));
+        c.on('close', (status) => done({ status, stderr }));
+      });
+    try {
+      const help = await closedReader(['--help']);
+      assert.deepEqual(help, { status: 0, stderr: '' });
+      writeFileSync(join(tmp, 'not-a-transcript.jsonl'), '{"no":');
+      const doctor = await closedReader(['doctor', join(tmp, 'not-a-transcript.jsonl'), '--json']);
+      assert.doesNotMatch(doctor.stderr, /EPIPE|at /);
+      const plain = spawnSync(NODE, [bin, 'doctor', join(tmp, 'not-a-transcript.jsonl'), '--json'], {
+        env: { ...process.env, LATCH_HOME: join(tmp, 'state') },
+      });
+      assert.notEqual(plain.status, 0);
+      assert.equal(doctor.status, plain.status);
+    } finally {
+      rmSync(tmp, { recursive: true, force: true, maxRetries: 5 });
     }
   });
 
