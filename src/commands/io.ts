@@ -18,14 +18,20 @@ export interface Io {
 /** require() for the built-ins a terminal needs, made on first use (the hook never does). */
 const nodeRequire = (id: string): unknown => createRequire(moduleFile)(id);
 
+/** Set once stdout's reader went away (EPIPE); watched from the first processIo() on. */
+let readerGone = false;
+let watchingReader = false;
+
 export function processIo(): Io {
   // A reader that went away (`latch doctor FILE | head`, `latch --help | true`): the rest of the
   // output has nowhere to go, and the command finishes with its own exit code, without a stack trace.
-  let readerGone = false;
-  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
-    if (err.code !== 'EPIPE') throw err;
-    readerGone = true;
-  });
+  if (!watchingReader) {
+    watchingReader = true;
+    process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code !== 'EPIPE') throw err;
+      readerGone = true;
+    });
+  }
   return {
     out: (t) => {
       if (!readerGone) process.stdout.write(t);

@@ -713,8 +713,8 @@ export async function uninstallCodex(
   let stopped = 0;
   if (!opts.dryRun) {
     writeAtomic(file, JSON.stringify(after, null, 2) + '\n');
-    stopped = dismissResidentHooks(homeOf(io), 'codex');
     const home = homeOf(io);
+    stopped = dismissResidentHooks(home, 'codex');
     if (existsSync(join(home, 'latch.db'))) {
       const db = openStore(home, { create: false });
       try {
