@@ -24,7 +24,7 @@ import {
   type ToolResult,
 } from '../../src/agents/claude/fake-model.js';
 import type { StatusJson } from './e2e.js';
-import { stopWatchers } from './workspace.js';
+import { stopLatchProcesses } from './workspace.js';
 
 export const LATCH = resolve('dist', 'latch.cjs');
 if (!existsSync(LATCH)) throw new Error('dist/latch.cjs is missing: run `npm run build` before the e2e tests');
@@ -309,7 +309,7 @@ export async function setupClaudeEnv(opts: SetupOptions = {}): Promise<ClaudeEnv
     },
     async cleanup() {
       await fake.close();
-      stopWatchers(latchHome, base);
+      stopLatchProcesses(latchHome, base);
       if (process.env.KEEP) console.log(`KEPT ${base}`);
       else rmSync(base, { recursive: true, force: true, maxRetries: 10 });
     },

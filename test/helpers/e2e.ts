@@ -12,7 +12,7 @@ import {
   type FakeStep,
   type RecordedRequest,
 } from '../../src/agents/codex/fake-model.js';
-import { stopWatchers } from './workspace.js';
+import { stopLatchProcesses } from './workspace.js';
 
 export const LATCH = resolve('dist', 'latch.cjs');
 if (!existsSync(LATCH)) throw new Error('dist/latch.cjs is missing: run `npm run build` before the e2e tests');
@@ -128,7 +128,7 @@ export async function setupEnv(
     },
     async cleanup() {
       await fake.close();
-      stopWatchers(latchHome, base);
+      stopLatchProcesses(latchHome, base);
       rmSync(base, { recursive: true, force: true, maxRetries: 10 });
     },
   };

@@ -46,7 +46,7 @@ export function sandbox(opts: { git?: boolean; store?: boolean } = {}): Sandbox 
     rolloutLine('session_meta', { id: 'S', session_id: 'S', cwd: work, cli_version: '0.169.0' }),
   );
   const cleanup = () => {
-    stopWatchers(home, base);
+    stopLatchProcesses(home, base);
     rmSync(base, { recursive: true, force: true, maxRetries: 10 });
   };
   return { base, work, home, transcript, env: { ...process.env, LATCH_HOME: home }, cleanup };
@@ -59,7 +59,7 @@ export function sandbox(opts: { git?: boolean; store?: boolean } = {}): Sandbox 
  * and would make its spool directory again), and waits (up to 3 s) for them to exit, so that
  * removing the directories does not race with a watcher or a resident hook.
  */
-export function stopWatchers(home: string, base?: string): void {
+export function stopLatchProcesses(home: string, base?: string): void {
   let rows: { pid: number; pid_start: string }[] = [];
   if (existsSync(join(home, 'latch.db'))) {
     try {
@@ -73,7 +73,7 @@ export function stopWatchers(home: string, base?: string): void {
       rows = [];
     }
   }
-  if (base) rows.push(...watcherProcessesUnder(base));
+  if (base) rows.push(...latchProcessesUnder(base));
   const alive = (r: { pid: number; pid_start: string }) => isAlive({ pid: r.pid, start: r.pid_start });
   for (const r of rows) if (alive(r)) process.kill(r.pid, 'SIGTERM');
   const sleeper = new Int32Array(new SharedArrayBuffer(4));
@@ -84,7 +84,7 @@ export function stopWatchers(home: string, base?: string): void {
  * `latch __watch ROOT` processes whose ROOT is under base, and `latch __serve AGENT` processes whose
  * working directory is (from /proc; Linux only).
  */
-function watcherProcessesUnder(base: string): { pid: number; pid_start: string }[] {
+function latchProcessesUnder(base: string): { pid: number; pid_start: string }[] {
   const out: { pid: number; pid_start: string }[] = [];
   let entries: string[];
   try {
