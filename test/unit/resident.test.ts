@@ -17,7 +17,7 @@ import {
   utimesSync,
   writeFileSync,
 } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { claude } from '../../src/agents/claude/index.js';
 import { isLatchError } from '../../src/base/errors.js';
 import { handle } from '../../src/guard/guard.js';
@@ -35,11 +35,19 @@ const DIST = join(process.cwd(), 'dist', 'latch.cjs');
 
 let seq = 0;
 
+/**
+ * The box's PATH: node's directory and the system's. Setup records the PATH's directories, and a
+ * change in one is the ordinary hook's to record; the machine's PATH here includes ~/.pyenv/shims,
+ * whose mtime every `bash -lc` moves (pyenv's rehash in the login profile), and concurrent tests run
+ * many: the resident hook would decline call after call.
+ */
+const STABLE_PATH = [...new Set([dirname(process.execPath), '/usr/bin', '/bin'])].join(':');
+
 /** A box set up as a user would (`latch setup claude` with this bundle), traced, with a short idle bound. */
 function setUp(t: { after(fn: () => void): void }, extra: NodeJS.ProcessEnv = {}): ClaudeBox {
   const b = claudeBox();
   const { LATCH_RESIDENT: _, ...env } = b.env;
-  b.env = { ...env, LATCH_RESIDENT_TRACE: '1', LATCH_RESIDENT_IDLE_MS: '20000', ...extra };
+  b.env = { ...env, PATH: STABLE_PATH, LATCH_RESIDENT_TRACE: '1', LATCH_RESIDENT_IDLE_MS: '20000', ...extra };
   const r = spawnSync(process.execPath, [DIST, 'setup', 'claude'], { env: b.env, cwd: b.work, encoding: 'utf8' });
   assert.equal(r.status, 0, r.stderr);
   t.after(() => {
