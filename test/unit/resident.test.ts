@@ -579,6 +579,45 @@ test('the resident hook leaves when Latch’s files change, when its spool goes,
   );
 });
 
+test('a PATH directory whose entries changed: answered without recording it; a shim of a name Latch resolves is the ordinary hook’s, which denies', async (t) => {
+  const b = claudeBox();
+  const bin = join(b.base, 'path-bin');
+  mkdirSync(bin);
+  const { LATCH_RESIDENT: _, ...env } = b.env;
+  b.env = { ...env, PATH: `${bin}:${STABLE_PATH}`, LATCH_RESIDENT_TRACE: '1', LATCH_RESIDENT_IDLE_MS: '20000' };
+  const s = spawnSync(process.execPath, [DIST, 'setup', 'claude'], { env: b.env, cwd: b.work, encoding: 'utf8' });
+  assert.equal(s.status, 0, s.stderr);
+  t.after(() => {
+    stopResident(b);
+    b.cleanup();
+  });
+  await residentFor(b);
+  servedCall(b);
+  const sigOf = () => {
+    const db = openStore(b.home, { create: false });
+    try {
+      return db.prepare('SELECT sig FROM registration_files WHERE path = ?').pluck().get(bin) as string;
+    } finally {
+      db.close();
+    }
+  };
+  const before = sigOf();
+  assert.ok(before, 'setup recorded the PATH directory');
+  // An entry came (a version manager's rehash does this at every login shell): answered, not recorded.
+  const later = new Date(Date.now() + 2000);
+  writeFileSync(join(bin, 'python3'), '#!/bin/sh\n', { mode: 0o755 });
+  utimesSync(bin, later, later);
+  const { run } = servedCall(b, 'echo p > p.txt');
+  assert.equal(run.notAnswered, null);
+  assert.equal(sigOf(), before, 'the resident hook recorded nothing');
+  // A `latch` on that PATH now resolves to something else: declined, and the ordinary hook denies.
+  writeFileSync(join(bin, 'latch'), '#!/bin/sh\n', { mode: 0o755 });
+  const shim = hook(b, bash(b, 'echo q > q.txt'));
+  assert.match(shim.notAnswered ?? '', /found a change/);
+  assert.match(shim.stdout, /"permissionDecision":"deny"/);
+  assert.match(shim.stdout, /latch/);
+});
+
 test('latch uninstall claude: its resident hooks leave and leave nothing behind; another agent’s stays', async (t) => {
   const b = setUp(t);
   const pid = await residentFor(b);

@@ -332,6 +332,21 @@ export interface RegistrationCheck {
 }
 
 /**
+ * The resident hook's look at a change it may answer without recording it: only directories of the
+ * recorded PATH moved (an entry came or went, as a version manager's rehash does at every login
+ * shell), and the full check of them finds nothing (every name Latch resolves on that PATH resolves as
+ * recorded). Read-only.
+ */
+function onlyPathDirsMoved(db: Db, q: QuickResult, v: { changed: unknown[] }, workspace: string | null): boolean {
+  if (q.status !== 'changed' || v.changed.length > 0 || q.changed.length === 0) return false;
+  const recorded = loadRecorded(db);
+  const rows = q.changed.map((c) => recorded.files.find((f) => f.scope === c.scope && f.path === c.path));
+  if (rows.some((r) => r === undefined || r.role !== 'path_dir')) return false;
+  const full = fullCheck(recorded, { only: rows as FileRow[], workspace, trust: true });
+  return full.findings.length === 0 && full.scopeUpdates.length === 0;
+}
+
+/**
  * What the guard calls on every hook: `quickCheck`; on a stat change, `fullCheck` of the changed
  * files; a change that is no finding refreshes the recorded identity (a short write transaction), a
  * tamper is cached as the alarm (same identities next time: no re-hash). `db` must be writable.
@@ -366,7 +381,13 @@ export function checkRegistration(
   // The identities that do not stand for the content yet are compared (a few small files; none
   // once their ctimes are old, on a filesystem that writes back).
   const v = verifyContent(db, q.verify);
-  if (q.status !== 'ok' || v.changed.length > 0) notServed(`found a change (${q.status})`);
+  if (opts.resident && (q.status !== 'ok' || v.changed.length > 0)) {
+    if (!onlyPathDirsMoved(db, q, v, opts.workspace ?? null)) notServed(`found a change (${q.status})`);
+    if (v.trusted.length || v.learned.length) notServed('has identities to trust');
+    // Answered as the ordinary hook would (nothing found: allowed), without recording the new
+    // identities: that is the ordinary hook's, at its next call.
+    return { status: 'ok', findings: [], escalated: false, cached: false };
+  }
   if (v.trusted.length || v.learned.length) notServed('has identities to trust');
   const promote = (d: Db) => {
     const up = d.prepare('UPDATE registration_files SET sig = ? WHERE scope = ? AND path = ? AND sig = ?');
