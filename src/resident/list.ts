@@ -1,7 +1,8 @@
 // The resident hooks of a Latch home: listed for `latch doctor` (src/commands/doctor.ts), dismissed by
 // `latch uninstall`.
-import { readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { readdirSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { argvOf } from '../guard/contain/proc.js';
 import { namedServer, SPOOL, serverAnswers } from './identity.js';
 
 export interface ResidentHook {
@@ -53,12 +54,7 @@ export function dismissResidentHooks(home: string, agent: string): number {
 
 /** The agent a running `latch __serve AGENT` serves (its last argument), else null. */
 function servedAgent(pid: number): string | null {
-  let args: string[];
-  try {
-    args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0$/, '').split('\0');
-  } catch {
-    return null;
-  }
+  const args = argvOf(pid);
   return args.at(-2) === '__serve' ? (args.at(-1) ?? null) : null;
 }
 
