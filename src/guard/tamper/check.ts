@@ -337,12 +337,14 @@ export interface RegistrationCheck {
  * shell), and the full check of them finds nothing (every name Latch resolves on that PATH resolves as
  * recorded). Read-only.
  */
-function onlyPathDirsMoved(db: Db, q: QuickResult, v: { changed: unknown[] }, workspace: string | null): boolean {
-  if (q.status !== 'changed' || v.changed.length > 0 || q.changed.length === 0) return false;
+function onlyPathDirsMoved(db: Db, q: QuickResult, workspace: string | null): boolean {
+  if (q.status !== 'changed' || q.changed.length === 0) return false;
   const recorded = loadRecorded(db);
-  const rows = q.changed.map((c) => recorded.files.find((f) => f.scope === c.scope && f.path === c.path));
-  if (rows.some((r) => r === undefined || r.role !== 'path_dir')) return false;
-  const full = fullCheck(recorded, { only: rows as FileRow[], workspace, trust: true });
+  const rows = recorded.files.filter(
+    (f) => f.role === 'path_dir' && q.changed.some((c) => c.scope === f.scope && c.path === f.path),
+  );
+  if (rows.length !== q.changed.length) return false; // a changed row that is no PATH directory
+  const full = fullCheck(recorded, { only: rows, workspace, trust: true });
   return full.findings.length === 0 && full.scopeUpdates.length === 0;
 }
 
@@ -382,7 +384,8 @@ export function checkRegistration(
   // once their ctimes are old, on a filesystem that writes back).
   const v = verifyContent(db, q.verify);
   if (opts.resident && (q.status !== 'ok' || v.changed.length > 0)) {
-    if (!onlyPathDirsMoved(db, q, v, opts.workspace ?? null)) notServed(`found a change (${q.status})`);
+    if (v.changed.length > 0 || !onlyPathDirsMoved(db, q, opts.workspace ?? null))
+      notServed(`found a change (${q.status})`);
     if (v.trusted.length || v.learned.length) notServed('has identities to trust');
     // Answered as the ordinary hook would (nothing found: allowed), without recording the new
     // identities: that is the ordinary hook's, at its next call.
