@@ -6,6 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import {
+  chmodSync,
   closeSync,
   existsSync,
   mkdirSync,
@@ -21,6 +22,7 @@ import { dirname, join } from 'node:path';
 import { claude } from '../../src/agents/claude/index.js';
 import { isLatchError } from '../../src/base/errors.js';
 import { handle } from '../../src/guard/guard.js';
+import { checkRegistration } from '../../src/guard/tamper/check.js';
 import { procStat, runs } from '../../src/base/proc.js';
 import { residentSpool, SPOOL } from '../../src/resident/identity.js';
 import { preparedOnce } from '../../src/resident/server.js';
@@ -616,6 +618,17 @@ test('a PATH directory whose entries changed: answered without recording it; a s
   assert.match(shim.notAnswered ?? '', /found a change/);
   assert.match(shim.stdout, /"permissionDecision":"deny"/);
   assert.match(shim.stdout, /latch/);
+  // The shim made inert without moving the directory's identity (chmod 644): the identities are those of
+  // the alarm just recorded, which the ordinary hook answers from (a deny, in any other workspace too).
+  // The resident hook must not answer from its own look at the PATH (found by an adversarial review).
+  chmodSync(join(bin, 'latch'), 0o644);
+  const db = openStore(b.home, { create: false });
+  t.after(() => db.close());
+  assert.throws(
+    () => checkRegistration(db, { workspace: b.work, now: new Date().toISOString(), resident: true }),
+    (err) => isLatchError(err, 'E_NOT_SERVED') && /last alarm/.test(err.message),
+  );
+  assert.equal(checkRegistration(db, { workspace: b.work, now: new Date().toISOString() }).status, 'tampered');
 });
 
 test('latch uninstall claude: its resident hooks leave and leave nothing behind; another agent’s stays', async (t) => {

@@ -386,6 +386,10 @@ export function checkRegistration(
   if (opts.resident && (q.status !== 'ok' || v.changed.length > 0)) {
     if (v.changed.length > 0 || !onlyPathDirsMoved(db, q, opts.workspace ?? null))
       notServed(`found a change (${q.status})`);
+    // The identities of the last alarm (its key, with no content change: q.sigs): the ordinary hook
+    // answers from it, not from a new look (a shim made inert without moving its directory).
+    if (db.prepare('SELECT sigs FROM registration_alarm WHERE id = 1').pluck().get() === q.sigs)
+      notServed('found the identities of the last alarm');
     if (v.trusted.length || v.learned.length) notServed('has identities to trust');
     // Answered as the ordinary hook would (nothing found: allowed), without recording the new
     // identities: that is the ordinary hook's, at its next call.
