@@ -30,11 +30,24 @@ export type ParsedHook =
 /** The agent's read-only sandbox on this machine, or why there is none. */
 export type ReadSandbox =
   | {
-      ok: true /** The command that runs `command` (a clean read shell) inside the sandbox. */;
+      ok: true;
+      /** The command line that runs `command` (a clean read shell) inside the sandbox. */
       wrap(command: string): string;
+      /**
+       * The same as a process the hook itself starts (outside the agent's own sandbox, where a nested
+       * one could not start): program, arguments and environment; no shell parses them.
+       */
+      argv(command: string, env: NodeJS.ProcessEnv): SandboxedProcess;
       where: string;
     }
   | { ok: false; why: string };
+
+/** A process to spawn: the read inside the sandbox. */
+export interface SandboxedProcess {
+  file: string;
+  args: string[];
+  env: NodeJS.ProcessEnv;
+}
 
 export type Spawn = (bin: string, args: string[], env: NodeJS.ProcessEnv) => { status: number | null; stderr: string };
 

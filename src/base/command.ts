@@ -24,7 +24,11 @@ export function latchEntry(): string | null {
   return c.startsWith('node ') ? c.slice('node '.length) : null;
 }
 
-/** The read-only command that prints page N of a session's brief. */
-export function pageCommand(sessionId: string, n: number | 'N'): string {
-  return `${latchCommand()} brief --page ${n} --session ${sessionId}`;
+/**
+ * The read-only command that prints page N of the session's brief: one spelling everywhere (the
+ * brief, the denial, the trip notice, the README). The hook runs it itself, for the session that
+ * asks, whatever `latch` is on the agent's PATH (src/guard/decide.ts latchReplay).
+ */
+export function pageCommand(n: number | 'N'): string {
+  return `latch brief --page ${n}`;
 }

@@ -140,7 +140,7 @@ export function deliveryText(
   const preamble =
     (status ? status + '\n\n' : '') +
     facts +
-    (brief && kind === 'full' ? `To read the brief's pages run: \`${pageCommand(row.session_id, 'N')}\`\n` : '');
+    (brief && kind === 'full' ? `To read the brief's pages run: \`${pageCommand('N')}\`\n` : '');
   let text = preamble;
   let delivered: 'full' | 'native' | 'delta' = kind;
   if (brief && kind === 'full') {
@@ -203,7 +203,7 @@ function deltaSincePreviousRead(db: Db, sessionId: string, current: Brief): stri
     lines.push(`- ${f}: ${typeof v === 'string' ? v : JSON.stringify(v)}`.slice(0, 1500));
   }
   lines.push(
-    `Read every page of version ${current.version} with \`${pageCommand(sessionId, 'N')}\` (N = 1${total > 1 ? `..${total}` : ''}) before changing anything.`,
+    `Read every page of version ${current.version} with \`${pageCommand('N')}\` (N = 1${total > 1 ? `..${total}` : ''}) before changing anything.`,
   );
   return lines.join('\n') + '\n';
 }

@@ -7,10 +7,13 @@ import { recordDenial, sessionsIn, type SessionRow } from '../session/records.js
 import { type Db } from '../store/store.js';
 import { summarizeCall, type Decision, type Observation, type Reason, type ToolCall } from './events.js';
 import type { ReadSandbox } from '../agents/agent.js';
-import { latchCommand, latchEntry, pageCommand } from '../base/command.js';
+import { latchEntry, pageCommand } from '../base/command.js';
 import { type ScanResult } from '../session/transcript.js';
 import { childProcess } from '../base/lazy.js';
-import { latchReadArgs, replayCommand } from './read-shell.js';
+import { latchReadArgs } from './read-shell.js';
+import { type Captured, REPLAY_CAP, replayOf } from './replay.js';
+import { remainingMs } from '../base/deadline.js';
+import type { SpawnSyncReturns } from 'node:child_process';
 
 import type { GuardContext } from './context.js';
 
@@ -162,28 +165,101 @@ export function readSandbox(ctx: GuardContext): ReadSandbox {
 }
 
 /**
- * A read the classifier admits while the session is held: rewritten to run inside the agent's
- * read-only sandbox. Without a sandbox (none found, or LATCH_SANDBOX=off) it runs as sent, guarded by
- * the classifier alone, and the reason says so.
- */
-/**
- * Latch's own reads (`latch status`, `latch brief --page N`) need the store, which a read-only sandbox
- * cannot open (SQLite's WAL wants its shared-memory file): the hook runs them itself, before the write
- * lock, with its own node and no shell; the agent's command becomes a printf of their output. Only
- * the exact form `node <dist>/latch.cjs <read> <plain words>` that the classifier accepts as a read.
+ * Latch's own reads (`latch status`, `latch brief --page N`, in any spelling latchReadArgs accepts)
+ * need the store, which no read-only sandbox lets SQLite open (its WAL wants the shared-memory file),
+ * and `latch` may not be on the agent's PATH at all: the hook runs them itself, with its own node and
+ * no shell, and the agent's command becomes a replay of their output (src/guard/replay.ts). Only
+ * arguments the classifier accepts as a read of the installed Latch. A brief read without
+ * `--session` reads this session's brief.
  */
 export function latchReplay(ctx: GuardContext, obs: Observation, call: ToolCall): string | null {
   const entry = latchEntry();
   const args = entry ? latchReadArgs(call.command ?? '', entry) : null;
-  if (!entry || !args || !verdictOf(ctx, obs, call, true).readOnly) return null;
-  const r = childProcess().spawnSync(process.execPath, [entry, ...args], {
+  if (!entry || !args) return null;
+  const canonical = ['node', entry, ...args].join(' ');
+  if (!classifyCommand(canonical, { ...classifyContextOf(ctx, obs), gitEnvHardened: true }).readOnly) return null;
+  const session = args.some((a) => a === '--session' || a.startsWith('--session='));
+  const full = args[0] === 'brief' && !session ? [...args, '--session', obs.sessionId] : args;
+  const r = childProcess().spawnSync(process.execPath, [entry, ...full], {
     cwd: obs.cwd,
     env: ctx.env ?? process.env,
-    encoding: 'utf8',
     stdio: ['ignore', 'pipe', 'pipe'],
     timeout: 30_000,
+    maxBuffer: REPLAY_CAP,
   });
-  return replayCommand((r.stdout ?? '') + (r.stderr ?? ''), r.status ?? 1);
+  return replayOf(ctx.home, call.typed ?? call.command ?? '', captured(r, 30_000));
+}
+
+/**
+ * A shell call that is one of Latch's reads in any spelling latchReadArgs accepts, with its command in
+ * the spelling the classifier reads (`node <entry> <args>`) and what the agent typed kept in `typed`;
+ * any other call as it is.
+ */
+export function canonicalLatchRead(call: ToolCall): ToolCall {
+  if (call.kind !== 'shell' || call.command === null) return call;
+  const entry = latchEntry();
+  const args = entry ? latchReadArgs(call.command, entry) : null;
+  if (!entry || !args) return call;
+  const command = ['node', entry, ...args].join(' ');
+  return command === call.command ? call : { ...call, command, typed: call.command };
+}
+
+/** Is `call` one of Latch's reads (in any spelling latchReadArgs accepts)? */
+export function isLatchRead(call: ToolCall): boolean {
+  const entry = latchEntry();
+  return call.kind === 'shell' && entry !== null && latchReadArgs(call.command ?? '', entry) !== null;
+}
+
+/** The longest a held read may run in the hook (it must answer well before the agent's timeout). */
+const READ_LIMIT_MS = 60_000;
+
+/**
+ * A held read the classifier admits, run by the hook inside Latch's read-only sandbox (the agent's
+ * own sandbox binary where it has one: `codex sandbox`; bubblewrap + seccomp for Claude Code), outside
+ * whatever sandbox the agent runs its commands in, which a nested sandbox could not start in. Returns
+ * the replay of its output, or null when the held-read rules refuse the command (the decision then
+ * says why).
+ */
+export function sandboxedReplay(
+  ctx: GuardContext,
+  obs: Observation,
+  call: ToolCall,
+  sb: Extract<ReadSandbox, { ok: true }>,
+  classify: ClassifyContext,
+): string | null {
+  const command = call.command ?? '';
+  const run = heldShell(command, classify, sb.wrap);
+  if (!run.allow) return null;
+  const p = sb.argv(command, ctx.env ?? process.env);
+  const limit = Math.max(1_000, Math.min(READ_LIMIT_MS, (remainingMs() ?? READ_LIMIT_MS + 15_000) - 15_000));
+  const r = childProcess().spawnSync(p.file, p.args, {
+    cwd: obs.cwd,
+    env: p.env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    timeout: limit,
+    killSignal: 'SIGKILL',
+    maxBuffer: REPLAY_CAP,
+  });
+  return replayOf(ctx.home, command, captured(r, limit));
+}
+
+/** A finished spawnSync as a replay's capture: its streams, its status, and why it is not whole. */
+function captured(r: SpawnSyncReturns<Buffer>, limitMs: number): Captured {
+  const err = r.error as NodeJS.ErrnoException | undefined;
+  const stdout = r.stdout ?? Buffer.alloc(0);
+  const stderr = r.stderr ?? Buffer.alloc(0);
+  if (err?.code === 'ETIMEDOUT')
+    return {
+      stdout,
+      stderr,
+      code: 124,
+      note: `the read was stopped after ${Math.round(limitMs / 1000)} s, Latch's limit for a read while held; narrow it`,
+    };
+  if (err?.code === 'ENOBUFS')
+    return { stdout, stderr, code: r.status ?? 1, note: `the output was cut at ${REPLAY_CAP} bytes` };
+  if (err) return { stdout, stderr, code: 1, note: `the read could not run (${err.message})` };
+  if (r.status === null) return { stdout, stderr, code: 128 + 9, note: `the read ended on ${r.signal ?? 'a signal'}` };
+  return { stdout, stderr, code: r.status };
 }
 
 /** What a held read needs: the slow parts found before the write lock, the agent's preparation. */
@@ -194,8 +270,10 @@ export interface HeldRead {
    */
   prepared: boolean;
   sandbox: ReadSandbox | null;
-  /** A Latch read the hook already ran: the command that replays its output. */
+  /** A read the hook already ran: the command that replays its output (src/guard/replay.ts). */
   replay: string | null;
+  /** Who ran it: Latch's own read (the hook's node), or the read in the read-only sandbox. */
+  replayKind: 'latch' | 'sandbox' | null;
   /**
    * Makes what the agent runs around the call safe (Agent.prepareHeldRead: Claude Code's shell
    * snapshots), run for every held read that is about to be allowed, the replayed Latch read
@@ -207,8 +285,9 @@ export interface HeldRead {
 }
 
 /**
- * The slow parts of a held read, looked up before the write lock (a replayed Latch read runs Latch,
- * the sandbox is probed once per binary, ~0.2 s). `runReplay` is the test's seam.
+ * The slow parts of a held read, looked up before the write lock: a Latch read runs Latch, any other
+ * read runs in the read-only sandbox (probed once per binary, ~0.2 s). Both become replays.
+ * `runReplay` is the test's seam.
  */
 export function heldReadOf(
   ctx: GuardContext,
@@ -216,13 +295,18 @@ export function heldReadOf(
   call: ToolCall,
   runReplay: (ctx: GuardContext, obs: Observation, call: ToolCall) => string | null = latchReplay,
 ): HeldRead {
-  const replay = runReplay(ctx, obs, call);
+  const classify = classifyContextOf(ctx, obs);
+  const latch = runReplay(ctx, obs, call);
+  const sandbox = latch === null ? readSandbox(ctx) : null;
+  const ran =
+    sandbox?.ok && verdictOf(ctx, obs, call, true).readOnly ? sandboxedReplay(ctx, obs, call, sandbox, classify) : null;
   return {
     prepared: true,
-    replay,
-    sandbox: replay === null ? readSandbox(ctx) : null,
+    replay: latch ?? ran,
+    replayKind: latch !== null ? 'latch' : ran !== null ? 'sandbox' : null,
+    sandbox,
     prepare: () => ctx.agent.prepareHeldRead?.(ctx.env ?? process.env) ?? null,
-    classify: classifyContextOf(ctx, obs),
+    classify,
   };
 }
 
@@ -231,6 +315,7 @@ export function unpreparedRead(ctx: GuardContext, obs: Observation): HeldRead {
   return {
     prepared: false,
     replay: null,
+    replayKind: null,
     sandbox: null,
     prepare: () => ctx.agent.prepareHeldRead?.(ctx.env ?? process.env) ?? null,
     classify: classifyContextOf(ctx, obs),
@@ -261,10 +346,14 @@ function sandboxedRead(call: ToolCall, readOnly: Reason, held: HeldRead, state: 
     );
   let d: Decision;
   if (held.replay !== null) {
-    d = {
-      ...allow([readOnly, { code: 'latch_read', message: 'Latch ran this read itself.' }], state),
-      updatedInput: { ...input, command: held.replay },
-    };
+    const how =
+      held.replayKind === 'latch'
+        ? { code: 'latch_read', message: 'Latch ran this read itself.' }
+        : {
+            code: 'sandboxed',
+            message: 'Latch ran it in its read-only sandbox; the agent’s command replays the output.',
+          };
+    d = { ...allow([readOnly, how], state), updatedInput: { ...input, command: held.replay } };
   } else {
     const sb = held.sandbox;
     // The same decision the adversarial corpus checks (src/guard/held.ts), on the verdict already made.
@@ -344,7 +433,7 @@ function latestCheckpoint(
 }
 
 /** The reads that stay allowed while held, spelled as the classifier accepts them. */
-const READS_STILL_WORK = `reads still work (inside the agent’s read-only sandbox where it runs): ls, cat, head, tail, grep, rg, find, wc, \`git --no-pager status\`, \`git --no-pager log --oneline\`, \`git --no-pager diff --no-ext-diff --no-textconv\`, \`${latchCommand()} status\`.`;
+const READS_STILL_WORK = `reads still work (inside the agent’s read-only sandbox where it runs): ls, cat, head, tail, grep, rg, find, wc, \`git --no-pager status\`, \`git --no-pager log --oneline\`, \`git --no-pager diff --no-ext-diff --no-textconv\`, \`latch status\`.`;
 
 function latchReason(db: Db, holder: SessionRow, self: SessionRow): Reason {
   const cp = latestCheckpoint(db, holder.session_id);
@@ -359,7 +448,7 @@ function latchReason(db: Db, holder: SessionRow, self: SessionRow): Reason {
   }
   const release =
     policyOf(holder).reverify === 'evidence'
-      ? `Read every page of the task brief (\`${pageCommand(holder.session_id, 'N')}\`); once all pages are read and the workspace still matches the checkpoint, authority returns by itself (or a human runs \`latch verify\` in ${holder.workspace}).`
+      ? `Read every page of the task brief (\`${pageCommand('N')}\`); once all pages are read and the workspace still matches the checkpoint, authority returns by itself (or a human runs \`latch verify\` in ${holder.workspace}).`
       : `A human must run \`latch verify\` in ${holder.workspace} to check the workspace against the checkpoint and restore authority.`;
   return {
     code: 'latched',

@@ -26,6 +26,11 @@ export interface ToolCall {
   paths?: string[];
   /** For a patch: a short description of the change (`add a.txt, update b.txt`). */
   summary?: string;
+  /**
+   * A Latch read typed in another spelling (`latch brief --page 1`): what the agent typed, while
+   * `command` holds the one spelling the classifier reads (`node <entry> brief --page 1`).
+   */
+  typed?: string;
 }
 
 export interface Observation {

@@ -43,6 +43,9 @@ import {
   decideTool,
   denyDecision,
   heldReadOf,
+  canonicalLatchRead,
+  isLatchRead,
+  latchReplay,
   policyOf,
   readSandbox,
   recordToolDenial,
@@ -56,12 +59,37 @@ export type { GuardContext } from './context.js';
 export { blockers, denialText, denyDecision } from './decide.js';
 
 /** Handles one event. Throws on internal errors; the adapter turns a throw on a tracked tool into a deny. */
-export async function handle(ctx: GuardContext, obs: Observation, ev: LatchEvent): Promise<Decision> {
-  if (ctx.resident) residentGate(ctx, obs, ev);
+export async function handle(ctx: GuardContext, obs: Observation, event: LatchEvent): Promise<Decision> {
+  // Latch's reads, in any spelling, are read as one (the classifier's), and the hook runs them itself.
+  const ev =
+    event.type === 'pre_tool' || event.type === 'post_tool'
+      ? { ...event, call: canonicalLatchRead(event.call) }
+      : event;
+  const latchRead = ev.type === 'pre_tool' && isLatchRead(ev.call);
+  if (ctx.resident) {
+    residentGate(ctx, obs, ev);
+    // It runs Latch in a process of its own: the ordinary hook's work.
+    if (latchRead) throw new NotServedError('a Latch read');
+  }
   if (ev.type === 'pre_tool') {
     const early = preToolShortcut(ctx, obs, ev.call);
     if (early) return early;
   }
+  const d = await handleEvent(ctx, obs, ev);
+  // A Latch read allowed while the session may mutate runs in the hook too: in the agent's shell it
+  // could find no `latch`, or (inside the agent's sandbox) no writable store.
+  if (latchRead && ev.type === 'pre_tool' && d.verdict === 'allow' && !d.updatedInput) {
+    const replay = latchReplay(ctx, obs, ev.call);
+    const input =
+      ev.call.input && typeof ev.call.input === 'object' && !Array.isArray(ev.call.input)
+        ? (ev.call.input as Record<string, unknown>)
+        : {};
+    if (replay !== null) return { ...d, updatedInput: { ...input, command: replay } };
+  }
+  return d;
+}
+
+async function handleEvent(ctx: GuardContext, obs: Observation, ev: LatchEvent): Promise<Decision> {
   // A compaction hook's first act, before it opens the store: the write-ahead announcement
   // (src/session/announce.ts). Should the store stay locked or this process be killed, the next hook
   // of the session counts it.

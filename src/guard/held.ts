@@ -82,7 +82,7 @@ export function heldShell(
       allow: false,
       touchesLatch: true,
       reasons: [
-        `run Latch's reads alone and exactly as \`node ${ctx.latchBin} status\` (or \`brief --page N\`): Latch runs them itself`,
+        'run Latch’s reads alone, as `latch status` or `latch brief --page N` (no pipe, no other command): Latch runs them itself',
       ],
     };
   }

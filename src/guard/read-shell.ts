@@ -2,6 +2,8 @@
 // file, no program from git's config, and (outside a sandbox) a PATH without directories the agent
 // could have filled. An agent's read-only sandbox (src/agents/<name>/sandbox.ts) wraps this shell;
 // where there is none, the classifier alone guards it. Also Latch's own reads, run by the hook itself.
+import { realpathSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { GIT_SAFE_CONFIG } from '../shell/readonly.js';
 
 /** The environment every held read gets: no pager, no startup files, no prompts, no optional locks. */
@@ -23,7 +25,7 @@ const READ_ENV = [
 function gitOverrides(): string[] {
   const out = [`GIT_CONFIG_COUNT=${GIT_SAFE_CONFIG.length}`];
   GIT_SAFE_CONFIG.forEach(([k, v], i) => {
-    out.push(shellQuote(`GIT_CONFIG_KEY_${i}=${k}`), shellQuote(`GIT_CONFIG_VALUE_${i}=${v}`));
+    out.push(`GIT_CONFIG_KEY_${i}=${k}`, `GIT_CONFIG_VALUE_${i}=${v}`);
   });
   return out;
 }
@@ -47,21 +49,29 @@ const UNSET = [
   'LD_LIBRARY_PATH',
 ];
 
-/** `env -u … <read env> bash --noprofile --norc -c '<command>'`: the read itself, in a clean shell. */
-export function readShell(command: string, path?: string): string[] {
-  const p = path === undefined ? [] : [shellQuote(`PATH=${path}`)];
+/**
+ * `env -u … <read env> bash --noprofile --norc -c <command>` as an argument vector: the read itself,
+ * in a clean shell, for a process the hook spawns (no shell parses it).
+ */
+export function readShellArgv(command: string, path?: string): string[] {
   return [
     '/usr/bin/env',
     ...UNSET.flatMap((v) => ['-u', v]),
     ...READ_ENV,
-    ...p,
+    ...(path === undefined ? [] : [`PATH=${path}`]),
     ...gitOverrides(),
     '/bin/bash',
     '--noprofile',
     '--norc',
     '-c',
-    shellQuote(command),
+    command,
   ];
+}
+
+/** The same clean shell as shell words for a command line (the command always quoted, as one word). */
+export function readShell(command: string, path?: string): string[] {
+  const words = readShellArgv(command, path).slice(0, -1);
+  return [...words.map((w) => (PLAIN.test(w) ? w : shellQuote(w))), shellQuote(command)];
 }
 
 /**
@@ -97,18 +107,34 @@ const LATCH_READS: ReadonlySet<string> = new Set(['status', 'brief', 'log', 'bla
 /** A plain word: nothing a shell would expand, quote or split. */
 const PLAIN = /^[A-Za-z0-9_./=:,@+-]+$/;
 
+/** The installed files a path may name to mean this Latch: its entry, and the package's bin next to it. */
+function isThisLatch(word: string, latchEntry: string): boolean {
+  if (word === latchEntry) return true;
+  if (!word.startsWith('/')) return false;
+  const bin = join(dirname(dirname(latchEntry)), 'bin', 'latch.cjs');
+  if (word === bin) return true;
+  try {
+    const real = realpathSync(word);
+    return real === realpathSync(latchEntry) || real === realpathSync(bin);
+  } catch {
+    return false;
+  }
+}
+
 /**
- * The arguments of `command` when it is exactly one call of this very Latch (`node <dist>/latch.cjs`
- * or the absolute `<dist>/latch.cjs`) with a read subcommand and plain words only; else null. The
- * classifier decides whether those arguments are a read; this only recognises the form the hook can
- * run itself (no shell, no PATH lookup, the hook's own node).
+ * The arguments of `command` when it is exactly one call of this very Latch with a read subcommand and
+ * plain words only; else null. Spellings: `latch`, the installed `latch.cjs` or the package's
+ * `bin/latch.cjs` (or any absolute path that resolves to one of them), each alone or after `node`.
+ * The hook runs the read itself (its own node, no shell, no PATH lookup), so `latch` means this Latch
+ * whatever the agent's PATH holds. The classifier decides whether the arguments are a read.
  */
 export function latchReadArgs(command: string, latchEntry: string): string[] | null {
   const words = command.trim().split(/[ \t]+/);
   if (words.some((w) => !PLAIN.test(w))) return null;
   let i = 0;
   if (words[0] === 'node' || words[0] === process.execPath) i = 1;
-  if (words[i] !== latchEntry) return null;
+  const prog = words[i];
+  if (prog === undefined || !((i === 0 && prog === 'latch') || isThisLatch(prog, latchEntry))) return null;
   const args = words.slice(i + 1);
   return args.length > 0 && LATCH_READS.has(args[0]!) ? args : null;
 }

@@ -29,7 +29,7 @@ export interface Env {
   latchHome: string;
   fake: FakeModel;
   /** Runs `codex exec` (or resume) to completion. */
-  codex(prompt: string, opts?: { resume?: string; fork?: string }): Promise<RunCodexResult>;
+  codex(prompt: string, opts?: { resume?: string; fork?: string; env?: NodeJS.ProcessEnv }): Promise<RunCodexResult>;
   /** Runs the real CLI: `node dist/latch.cjs ...args`. */
   latch(args: string[], opts?: { input?: string }): { code: number; stdout: string; stderr: string };
   statusJson(): StatusJson;
@@ -60,9 +60,17 @@ export interface StatusJson {
 
 export async function setupEnv(
   steps: FakeStep[] | ((req: RecordedRequest, index: number) => FakeStep),
-  opts: { latchConfig?: string; setupArgs?: string[] } = {},
+  opts: {
+    latchConfig?: string;
+    setupArgs?: string[];
+    /** Codex's own sandbox for the agent's commands (default danger-full-access). */
+    sandboxMode?: 'danger-full-access' | 'workspace-write' | 'read-only';
+    /** Where the test's directory goes (default the temp directory): a home outside /tmp, as users have. */
+    baseDir?: string;
+  } = {},
 ): Promise<Env> {
-  const base = mkdtempSync(join(tmpdir(), 'latch-e2e-'));
+  if (opts.baseDir) mkdirSync(opts.baseDir, { recursive: true });
+  const base = mkdtempSync(join(opts.baseDir ?? tmpdir(), 'latch-e2e-'));
   const work = join(base, 'work');
   const codexHome = join(base, 'codex-home');
   const latchHome = join(base, 'latch-state');
@@ -75,7 +83,11 @@ export async function setupEnv(
     cwd: work,
   });
   const fake = await startFakeModel({ steps, summary: 'Summary: a.txt was updated; continue with the task.' });
-  writeCodexConfig(codexHome, { baseUrl: fake.url, autoCompactTokenLimit: COMPACT_LIMIT });
+  writeCodexConfig(codexHome, {
+    baseUrl: fake.url,
+    autoCompactTokenLimit: COMPACT_LIMIT,
+    sandboxMode: opts.sandboxMode,
+  });
   const env = { ...process.env, LATCH_HOME: latchHome, CODEX_HOME: codexHome };
   const latch: Env['latch'] = (args, o = {}) => {
     const r = spawnSync(process.execPath, [LATCH, ...args], {
@@ -108,7 +120,7 @@ export async function setupEnv(
         resumeThreadId: o.resume,
         forkThreadId: o.fork,
         // The resident hook logs what it answered (test/helpers/resident.ts).
-        env: { LATCH_HOME: latchHome, LATCH_RESIDENT_TRACE: '1' },
+        env: { LATCH_HOME: latchHome, LATCH_RESIDENT_TRACE: '1', ...o.env },
         timeoutMs: 120_000,
       });
       if (r.timedOut) throw new Error(`codex timed out\n${r.stderr.slice(-3000)}`);

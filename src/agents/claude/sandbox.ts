@@ -54,9 +54,17 @@ import { createRequire } from 'node:module';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { nodeCrypto } from '../../base/lazy.js';
-import { isCleanShell, readShell, shellQuote, trustedPath } from '../../guard/read-shell.js';
-import type { ReadSandbox, Spawn } from '../agent.js';
-import { isWrapped, type ReadsReport, readOnlySandbox, readsReport, wrapReadOnly } from '../codex/sandbox.js';
+import { isCleanShell, readShell, readShellArgv, shellQuote, trustedPath } from '../../guard/read-shell.js';
+import { isReplay } from '../../guard/replay.js';
+import type { ReadSandbox, SandboxedProcess, Spawn } from '../agent.js';
+import {
+  isWrapped,
+  type ReadsReport,
+  readOnlyArgv,
+  readOnlySandbox,
+  readsReport,
+  wrapReadOnly,
+} from '../codex/sandbox.js';
 
 /** The sandbox-runtime release whose seccomp helper Latch runs (package.json pins it exactly). */
 const RUNTIME_PACKAGE = '@anthropic-ai/sandbox-runtime';
@@ -124,6 +132,22 @@ function wrapBwrap(command: string, b: Bwrap): string {
   ].join(' ');
 }
 
+/** The environment a sandboxed read starts with: without the variables that reach Claude Code itself. */
+function withoutClaude(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const e = { ...env };
+  for (const v of CLAUDE_UNSET) delete e[v];
+  return e;
+}
+
+/** wrapBwrap's command line as a process the hook starts (stdin is the spawner's: /dev/null). */
+function bwrapArgv(command: string, b: Bwrap, env: NodeJS.ProcessEnv): SandboxedProcess {
+  return {
+    file: b.bwrap,
+    args: [...bwrapOptions(b.setfcap), '--', b.helper, ...readShellArgv(command)],
+    env: withoutClaude(env),
+  };
+}
+
 /** The Codex fallback: `codex sandbox` around the clean read shell, without Claude's variables or stdin. */
 function wrapCodex(command: string, sb: Parameters<typeof wrapReadOnly>[1]): string {
   return `${CODEX_PREFIX}${wrapReadOnly(command, sb)} ${NULL_STDIN}`;
@@ -141,7 +165,7 @@ function unquote(w: string): string | null {
  * for the command it carries, with nothing added.
  */
 export function isClaudeRewrittenRead(text: string): boolean {
-  if (isCleanShell(text)) return true;
+  if (isReplay(text) || isCleanShell(text)) return true;
   if (text.startsWith(CODEX_PREFIX) && text.endsWith(` ${NULL_STDIN}`)) {
     const inner = text.slice(CODEX_PREFIX.length, -(NULL_STDIN.length + 1));
     return isWrapped(inner) && !isCleanShell(inner);
@@ -404,6 +428,7 @@ export function claudeReadSandbox(
         return {
           ok: true,
           wrap: (command) => wrapBwrap(command, b),
+          argv: (command, e) => bwrapArgv(command, b, e),
           where: `bubblewrap (${b.bwrap}) + seccomp (${RUNTIME_PACKAGE}@${RUNTIME_VERSION} apply-seccomp)`,
         };
       }
@@ -421,7 +446,12 @@ export function claudeReadSandbox(
   const st = readOnlySandbox(latchHome, { ...env, LATCH_CODEX_BIN: bin }, spawn);
   if (!st.ok) return { ok: false, why: `${why}; Codex's sandbox: ${st.why}` };
   const sb = st.sandbox;
-  return { ok: true, wrap: (command) => wrapCodex(command, sb), where: `\`${sb.bin} sandbox\` (${why})` };
+  return {
+    ok: true,
+    wrap: (command) => wrapCodex(command, sb),
+    argv: (command, e) => readOnlyArgv(command, sb, withoutClaude(e)),
+    where: `\`${sb.bin} sandbox\` (${why})`,
+  };
 }
 
 /** What guards Claude Code's held reads on this machine, from the probes hooks remembered (runs nothing). */

@@ -15,6 +15,8 @@ export interface CodexConfigOptions {
   extraToml?: string;
   /** Extra top-level keys (raw TOML lines) placed before any table. */
   extraTopLevelToml?: string;
+  /** Codex's own sandbox for the agent's commands; default `danger-full-access`. */
+  sandboxMode?: 'danger-full-access' | 'workspace-write' | 'read-only';
 }
 
 /** Writes $CODEX_HOME/config.toml for an offline loopback provider (top-level keys before tables). */
@@ -24,7 +26,7 @@ export function writeCodexConfig(codexHome: string, opts: CodexConfigOptions): s
     `model = ${JSON.stringify(opts.model ?? 'gpt-5.5')}`,
     'model_provider = "mock"',
     'approval_policy = "never"',
-    'sandbox_mode = "danger-full-access"',
+    `sandbox_mode = ${JSON.stringify(opts.sandboxMode ?? 'danger-full-access')}`,
     'check_for_update_on_startup = false',
     ...(opts.autoCompactTokenLimit !== undefined
       ? [`model_auto_compact_token_limit = ${Math.trunc(opts.autoCompactTokenLimit)}`]

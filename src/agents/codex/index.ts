@@ -8,7 +8,8 @@ import type { Agent } from '../agent.js';
 import { codexDeny, codexReply, parseCodexPayload } from './hooks.js';
 import { historyBaseEnd, findRollout } from './lineage.js';
 import { scanTranscript } from './rollout.js';
-import { isWrapped, readOnlySandbox, wrapReadOnly } from './sandbox.js';
+import { isReplay } from '../../guard/replay.js';
+import { isWrapped, readOnlyArgv, readOnlySandbox, wrapReadOnly } from './sandbox.js';
 import { classifyTool } from './tools.js';
 
 export const codex: Agent = {
@@ -33,9 +34,14 @@ export const codex: Agent = {
     const st = readOnlySandbox(latchHome, env, spawn);
     if (!st.ok) return st;
     const sb = st.sandbox;
-    return { ok: true, wrap: (command) => wrapReadOnly(command, sb), where: `\`${sb.bin} sandbox\`` };
+    return {
+      ok: true,
+      wrap: (command) => wrapReadOnly(command, sb),
+      argv: (command, e) => readOnlyArgv(command, sb, e),
+      where: `\`${sb.bin} sandbox\``,
+    };
   },
-  isRewrittenRead: isWrapped,
+  isRewrittenRead: (text) => isReplay(text) || isWrapped(text),
   transcript: { scan: scanTranscript, find: findRollout, inheritedEnd: historyBaseEnd },
   slow: () => import('./slow.js').then((m) => m.codexSlow),
   commands: () => import('./commands.js').then((m) => m.codexCommands),

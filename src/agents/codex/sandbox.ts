@@ -24,7 +24,8 @@ import {
   constants,
 } from 'node:fs';
 import { basename, join } from 'node:path';
-import { readShell, shellQuote } from '../../guard/read-shell.js';
+import { readShell, readShellArgv, shellQuote } from '../../guard/read-shell.js';
+import type { SandboxedProcess } from '../agent.js';
 
 export interface Sandbox {
   kind: 'codex';
@@ -58,6 +59,19 @@ export function wrapReadOnly(command: string, sb: Sandbox): string {
     '--',
     ...readShell(command),
   ].join(' ');
+}
+
+/** The process that runs `command` inside `codex sandbox` (what wrapReadOnly's command line runs). */
+export function readOnlyArgv(command: string, sb: Sandbox, env: NodeJS.ProcessEnv): SandboxedProcess {
+  return {
+    file: sb.bin,
+    args: ['sandbox', '--', ...readShellArgv(command)],
+    env: {
+      ...env,
+      CODEX_HOME: sb.home,
+      ...(sb.aliases ? { PATH: `${sb.aliases}:${env.PATH ?? ''}` } : {}),
+    },
+  };
 }
 
 /** Is `text` a command this module wrote (so a rewritten call is recognised in a transcript)? */

@@ -762,7 +762,7 @@ function readChecks(latchHome: string, session: string, pages: number, set: Sett
   const failing =
     bad.find((r) => /exit|code/i.test(r)) ??
     blocked
-      .find((b) => b.includes('&& false') || (/^Bash: \S*node /.test(b) && b.includes(' brief --page ')))
+      .find((b) => b.includes('&& false') || (/^Bash: (?:\S*node |latch )/.test(b) && b.includes(' brief --page ')))
       ?.replace(/^/, 'blocked by Latch: ');
   const truncated =
     bad.find((r) => /truncat/i.test(r)) ??
@@ -823,10 +823,10 @@ async function doctorCheck(rollouts: string[], latchHome: string, version: strin
   for (const f of rollouts) {
     const r = await fsckFile(f, { latchHome, allowlist: [version] });
     // The parent was rewritten on purpose (step 4): its prefix_rewritten is the expected finding.
-    // Known doctor limitation: Latch's own brief page reads (`node …/latch.cjs brief --page N`, which
+    // Known doctor limitation: Latch's own brief page reads (`latch brief --page N`, which
     // the guard allows while latched) are counted by the analyser as mutations that ran while held.
     const pageRead = new Set(
-      r.attempts_after_compaction.list.filter((x) => / brief --page \d+ /.test(x.summary)).map((x) => x.line),
+      r.attempts_after_compaction.list.filter((x) => / brief --page \d+\b/.test(x.summary)).map((x) => x.line),
     );
     const expected = (x: (typeof r.findings)[number]) =>
       x.code === 'prefix_rewritten' ||
@@ -881,10 +881,10 @@ function snapshotLatch(dir: string): string {
 
 /** The page-read commands a delivered brief tells the agent to run. */
 export function pageCommands(text: string): string[] {
-  const cmd = /`(\S+(?: \S+)? brief --page) N (--session \S+)`/.exec(text);
+  const cmd = /`(latch brief --page) N`/.exec(text);
   const pages = /version \d+: (\d+) pages?\./.exec(text);
   if (!cmd || !pages) return [];
-  return Array.from({ length: Number(pages[1]) }, (_, i) => `${cmd[1]} ${i + 1} ${cmd[2]}`);
+  return Array.from({ length: Number(pages[1]) }, (_, i) => `${cmd[1]} ${i + 1}`);
 }
 
 function clip(s: string, n: number): string {
