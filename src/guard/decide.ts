@@ -71,7 +71,11 @@ export function decideTool(
   }
   for (const s of blockers(db, row)) reasons.push(latchReason(db, s, row));
   if (reasons.length === 0) return allow([], row.state);
-  const readOnly = readOnlyCall(ctx, obs, call, policy);
+  const readOnly =
+    readOnlyCall(ctx, obs, call, policy) ??
+    (call.kind === 'shell' && held.replayKind === 'sandbox'
+      ? { code: 'read_in_sandbox', message: 'It states no write; it ran in Latch’s read-only sandbox.' }
+      : null);
   if (readOnly && call.kind === 'shell') {
     const d = sandboxedRead(call, readOnly, held, row.state);
     if (d.verdict !== 'deny') return d;
@@ -95,7 +99,7 @@ export function decideTool(
   }
   if (call.kind === 'shell') {
     // Tell the agent why this command is not one of the reads that stay allowed, so it can re-spell it.
-    const why = verdictOf(ctx, obs, call, true).reasons[0]?.replace(/\.$/, '');
+    const why = (held.refused ?? verdictOf(ctx, obs, call, true).reasons[0])?.replace(/\.$/, '');
     if (why)
       reasons.push({ code: 'not_read_only', message: `This command is not a read Latch allows while held: ${why}.` });
   }
@@ -214,22 +218,18 @@ export function isLatchRead(call: ToolCall): boolean {
 const READ_LIMIT_MS = 60_000;
 
 /**
- * A held read the classifier admits, run by the hook inside Latch's read-only sandbox (the agent's
- * own sandbox binary where it has one: `codex sandbox`; bubblewrap + seccomp for Claude Code), outside
- * whatever sandbox the agent runs its commands in, which a nested sandbox could not start in. Returns
- * the replay of its output, or null when the held-read rules refuse the command (the decision then
- * says why).
+ * A held read, run by the hook inside the read-only sandbox (the agent's own sandbox binary where it
+ * has one: `codex sandbox`; bubblewrap + seccomp for Claude Code), outside whatever sandbox the agent
+ * runs its commands in, where a nested sandbox could not start. Returns the replay of its output.
+ * The caller has had the held-read rules admit the command (heldShell).
  */
 export function sandboxedReplay(
   ctx: GuardContext,
   obs: Observation,
   call: ToolCall,
   sb: Extract<ReadSandbox, { ok: true }>,
-  classify: ClassifyContext,
-): string | null {
+): string {
   const command = call.command ?? '';
-  const run = heldShell(command, classify, sb.wrap);
-  if (!run.allow) return null;
   const p = sb.argv(command, ctx.env ?? process.env);
   const limit = Math.max(1_000, Math.min(READ_LIMIT_MS, (remainingMs() ?? READ_LIMIT_MS + 15_000) - 15_000));
   const r = childProcess().spawnSync(p.file, p.args, {
@@ -240,7 +240,12 @@ export function sandboxedReplay(
     killSignal: 'SIGKILL',
     maxBuffer: REPLAY_CAP,
   });
-  return replayOf(ctx.home, command, captured(r, limit));
+  const c = captured(r, limit);
+  // A write the classifier could not see failed in the sandbox: say why, once.
+  if (c.code !== 0 && !c.note && /Read-only file system/.test(c.stderr.toString('latin1')))
+    c.note =
+      'this session is held: Latch ran the command in a read-only sandbox, so its writes failed; authority returns after a human runs `latch verify`';
+  return replayOf(ctx.home, command, c);
 }
 
 /** A finished spawnSync as a replay's capture: its streams, its status, and why it is not whole. */
@@ -274,6 +279,8 @@ export interface HeldRead {
   replay: string | null;
   /** Who ran it: Latch's own read (the hook's node), or the read in the read-only sandbox. */
   replayKind: 'latch' | 'sandbox' | null;
+  /** Why the held-read rules refused the call inside the sandbox (null: admitted, or no sandbox). */
+  refused: string | null;
   /**
    * Makes what the agent runs around the call safe (Agent.prepareHeldRead: Claude Code's shell
    * snapshots), run for every held read that is about to be allowed, the replayed Latch read
@@ -298,12 +305,14 @@ export function heldReadOf(
   const classify = classifyContextOf(ctx, obs);
   const latch = runReplay(ctx, obs, call);
   const sandbox = latch === null ? readSandbox(ctx) : null;
-  const ran =
-    sandbox?.ok && verdictOf(ctx, obs, call, true).readOnly ? sandboxedReplay(ctx, obs, call, sandbox, classify) : null;
+  // Inside the sandbox the held-read rules admit more than the strict allowlist (src/guard/held.ts).
+  const run = sandbox?.ok ? heldShell(call.command ?? '', classify, sandbox.wrap) : null;
+  const ran = sandbox?.ok && run?.allow ? sandboxedReplay(ctx, obs, call, sandbox) : null;
   return {
     prepared: true,
     replay: latch ?? ran,
     replayKind: latch !== null ? 'latch' : ran !== null ? 'sandbox' : null,
+    refused: run && !run.allow ? (run.reasons[0] ?? null) : null,
     sandbox,
     prepare: () => ctx.agent.prepareHeldRead?.(ctx.env ?? process.env) ?? null,
     classify,
@@ -316,6 +325,7 @@ export function unpreparedRead(ctx: GuardContext, obs: Observation): HeldRead {
     prepared: false,
     replay: null,
     replayKind: null,
+    refused: null,
     sandbox: null,
     prepare: () => ctx.agent.prepareHeldRead?.(ctx.env ?? process.env) ?? null,
     classify: classifyContextOf(ctx, obs),
@@ -398,13 +408,16 @@ const heldVerdicts = new WeakMap<ToolCall, CommandVerdict>();
 /**
  * The classifier's verdict on a Bash call, computed once per call, with every path resolved against
  * the payload's cwd and Latch's store, registration and installed files protected. `held`: the call
- * would run with the held-read environment (src/guard/held.ts), which git's verdict relies on.
+ * would run with the held-read environment (src/guard/held.ts), which git's verdict relies on, and may
+ * run outside any sandbox (the strict verdict). Otherwise (the verdict in every state, and the
+ * shortcut's) a recursive reader that passes over a protected path does not touch Latch: it can only
+ * read it, which a mutable agent can in any case; naming a protected path still does.
  */
 export function verdictOf(ctx: GuardContext, obs: Observation, call: ToolCall, held = false): CommandVerdict {
   const cache = held ? heldVerdicts : verdicts;
   let v = cache.get(call);
   if (!v) {
-    v = classifyCommand(call.command ?? '', { ...classifyContextOf(ctx, obs), gitEnvHardened: held });
+    v = classifyCommand(call.command ?? '', { ...classifyContextOf(ctx, obs), gitEnvHardened: held, sandboxed: !held });
     cache.set(call, v);
   }
   return v;

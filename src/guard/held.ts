@@ -6,6 +6,7 @@ import { homedir } from 'node:os';
 import { lstatSync, readlinkSync, realpathSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { classifyCommand, type ClassifyContext } from '../shell/readonly.js';
+import { statedWrite } from '../shell/writes.js';
 import { latchReadArgs, trustedPath, wrapClassifierOnly } from './read-shell.js';
 
 /** Shell startup files: agents run hooks and commands through a login shell, so these run before each. */
@@ -73,8 +74,21 @@ export function heldShell(
   env: NodeJS.ProcessEnv = process.env,
 ): HeldShell {
   // Both wrappers run the command with the held-read environment the classifier may then rely on.
-  const v = classifyCommand(command, { ...ctx, gitEnvHardened: true });
-  if (v.touchesLatch || !v.readOnly) return { allow: false, touchesLatch: v.touchesLatch, reasons: v.reasons };
+  const v = classifyCommand(command, { ...ctx, gitEnvHardened: true, sandboxed: sandbox !== null });
+  if (v.touchesLatch) return { allow: false, touchesLatch: true, reasons: v.touchReasons };
+  if (!v.readOnly) {
+    // Without a sandbox the strict allowlist is the only gate. Inside one, the sandbox keeps every write
+    // out; the classifier keeps Latch's own files and commands out of reach by name (above) and
+    // refuses the writes a command states plainly, so the agent learns why instead of meeting EROFS.
+    if (sandbox === null) return { allow: false, touchesLatch: false, reasons: v.reasons };
+    const write = statedWrite(command);
+    if (write !== null)
+      return {
+        allow: false,
+        touchesLatch: false,
+        reasons: [`${write} writes, and writes are blocked while the session is held`],
+      };
+  }
   // Latch's own reads run in the hook (src/guard/guard.ts latchReplay), only in their exact form: any
   // other spelling of the installed Latch would run it in the agent's shell.
   if (ctx.latchBin && command.includes(basename(ctx.latchBin)) && !latchReadArgs(command, ctx.latchBin)) {

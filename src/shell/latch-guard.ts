@@ -194,7 +194,8 @@ function hardLinkTarget(st: State, path: string): Target | null {
 export function wordTouchCheck(st: State, w: Word, opts: PathCheckOptions = {}): void {
   const targets = st.targets;
   if (targets.length === 0) return;
-  const recursive = opts.recursive === true;
+  // Inside the read-only sandbox a recursive reader may pass over a protected path: it can only read it.
+  const recursive = opts.recursive === true && !st.sandboxed;
 
   const value = w.tilde ? expandTilde(w.value, st.home) : w.value;
   // An option word (`-la`, `--stat`) is not a path unless it carries one (`-f../x`, `--file=x`).
@@ -310,6 +311,7 @@ export function wordTouchCheck(st: State, w: Word, opts: PathCheckOptions = {}):
 
 /** The implicit `.` of a recursive reader without a path argument. */
 export function cwdTouchCheck(st: State, what: string, skipsHidden: boolean): void {
+  if (st.sandboxed) return;
   for (const cwd of st.cwds) {
     for (const t of st.targets) {
       if (reaches(st, cwd.path, t, true, skipsHidden))

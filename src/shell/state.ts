@@ -50,6 +50,12 @@ export interface ClassifyContext {
    * and, where a diff is produced, `--no-ext-diff --no-textconv` right after the subcommand.
    */
   gitEnvHardened?: boolean;
+  /**
+   * The command runs inside a kernel read-only sandbox (a held read the hook runs: src/guard/decide.ts
+   * sandboxedReplay): a recursive reader that passes over a protected path reads it there and can
+   * change nothing, so only naming a protected path (or one inside it) touches Latch.
+   */
+  sandboxed?: boolean;
 }
 
 /** File-system lookups (realpath, readdir, config reads) allowed per classification. */
@@ -88,6 +94,8 @@ export interface State {
   /** False when no working directory is known (no ctx.cwd and no `cd /abs`). */
   cwdKnown: boolean;
   gitEnvHardened: boolean;
+  /** ClassifyContext.sandboxed. */
+  sandboxed: boolean;
   pendingCwds: string[];
   pendingCwdUnknown: boolean;
   deny: string[];
@@ -239,6 +247,7 @@ export function makeState(ctx: ClassifyContext | undefined): State {
     cwds: [],
     cwdKnown: false,
     gitEnvHardened: ctx?.gitEnvHardened === true,
+    sandboxed: ctx?.sandboxed === true,
     pendingCwds: [],
     pendingCwdUnknown: false,
     deny: [],

@@ -31,7 +31,12 @@ for (const mode of ['workspace-write', 'read-only'] as const) {
         // Mutable: a workspace write runs where the sandbox lets it (workspace-write), not in read-only.
         { items: [{ type: 'bash', cmd: 'echo before > w.txt' }], inputTokens: 200 },
         { items: [{ type: 'bash', cmd: 'echo compacting' }], inputTokens: BIG },
-        { items: [...READS.map((cmd) => ({ type: 'bash' as const, cmd })), { type: 'bash', cmd: 'echo after > w2.txt' }] },
+        {
+          items: [
+            ...READS.map((cmd) => ({ type: 'bash' as const, cmd })),
+            { type: 'bash', cmd: 'echo after > w2.txt' },
+          ],
+        },
         { items: [{ type: 'message', text: 'inspected' }] },
       ],
       { sandboxMode: mode, baseDir: BASE },
@@ -53,8 +58,14 @@ for (const mode of ['workspace-write', 'read-only'] as const) {
     const saw = env.modelSaw();
     const ran = (what: string, needle: string | RegExp) =>
       assert.ok(
-        saw.some((x) => (typeof needle === 'string' ? x.includes(needle) : needle.test(x)) && !x.includes('Latch blocked')),
-        `${what}: no output with ${needle} reached the model\n${saw.filter((x) => !x.startsWith('<')).slice(-12).join('\n---\n').slice(0, 6000)}`,
+        saw.some(
+          (x) => (typeof needle === 'string' ? x.includes(needle) : needle.test(x)) && !x.includes('Latch blocked'),
+        ),
+        `${what}: no output with ${needle} reached the model\n${saw
+          .filter((x) => !x.startsWith('<'))
+          .slice(-12)
+          .join('\n---\n')
+          .slice(0, 6000)}`,
       );
     ran('cat a.txt', 'original\nchanged');
     ran("sed -n '1p' README.md", '# e2e');
