@@ -37,7 +37,13 @@ export type ReadSandbox =
        * The same as a process the hook itself starts (outside the agent's own sandbox, where a nested
        * one could not start): program, arguments and environment; no shell parses them.
        */
-      argv(command: string, env: NodeJS.ProcessEnv): SandboxedProcess;
+      argv(command: string, env: NodeJS.ProcessEnv, hide: readonly string[]): SandboxedProcess;
+      /**
+       * The sandbox hides what `hide` names (Latch's home, the agent's registration...): whatever runs
+       * inside can neither change nor see it, so the held-read rules may admit any command that states
+       * no write (src/guard/held.ts). Unsealed, only the strict allowlist's reads run.
+       */
+      sealed: boolean;
       where: string;
     }
   | { ok: false; why: string };

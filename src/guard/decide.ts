@@ -12,6 +12,7 @@ import { type ScanResult } from '../session/transcript.js';
 import { childProcess } from '../base/lazy.js';
 import { latchReadArgs } from './read-shell.js';
 import { type Captured, REPLAY_CAP, replayOf } from './replay.js';
+import { resolve } from 'node:path';
 import { remainingMs } from '../base/deadline.js';
 import type { SpawnSyncReturns } from 'node:child_process';
 
@@ -228,9 +229,10 @@ export function sandboxedReplay(
   obs: Observation,
   call: ToolCall,
   sb: Extract<ReadSandbox, { ok: true }>,
+  hide: readonly string[],
 ): string {
   const command = call.command ?? '';
-  const p = sb.argv(command, ctx.env ?? process.env);
+  const p = sb.argv(command, ctx.env ?? process.env, hide);
   const limit = Math.max(1_000, Math.min(READ_LIMIT_MS, (remainingMs() ?? READ_LIMIT_MS + 15_000) - 15_000));
   const r = childProcess().spawnSync(p.file, p.args, {
     cwd: obs.cwd,
@@ -246,6 +248,15 @@ export function sandboxedReplay(
     c.note =
       'this session is held: Latch ran the command in a read-only sandbox, so its writes failed; authority returns after a human runs `latch verify`';
   return replayOf(ctx.home, command, c);
+}
+
+/** What a sealed sandbox hides: Latch's home and every protected path (the classifier's list). */
+function hiddenPaths(c: ClassifyContext): string[] {
+  return [c.latchHome, ...(c.protectedPaths ?? []).map((p) => p.path)];
+}
+
+function inside(p: string, dir: string): boolean {
+  return p === dir || p.startsWith(dir.endsWith('/') ? dir : `${dir}/`);
 }
 
 /** A finished spawnSync as a replay's capture: its streams, its status, and why it is not whole. */
@@ -306,8 +317,11 @@ export function heldReadOf(
   const latch = runReplay(ctx, obs, call);
   const sandbox = latch === null ? readSandbox(ctx) : null;
   // Inside the sandbox the held-read rules admit more than the strict allowlist (src/guard/held.ts).
-  const run = sandbox?.ok ? heldShell(call.command ?? '', classify, sandbox.wrap) : null;
-  const ran = sandbox?.ok && run?.allow ? sandboxedReplay(ctx, obs, call, sandbox) : null;
+  const hide = hiddenPaths(classify);
+  // A sandbox hides Latch's files only where none of them holds the working directory.
+  const sealed = sandbox?.ok === true && sandbox.sealed && hide.every((p) => !inside(resolve(obs.cwd), p));
+  const run = sandbox?.ok ? heldShell(call.command ?? '', classify, { wrap: sandbox.wrap, sealed }) : null;
+  const ran = sandbox?.ok && run?.allow ? sandboxedReplay(ctx, obs, call, sandbox, sealed ? hide : []) : null;
   return {
     prepared: true,
     replay: latch ?? ran,
@@ -366,8 +380,9 @@ function sandboxedRead(call: ToolCall, readOnly: Reason, held: HeldRead, state: 
     d = { ...allow([readOnly, how], state), updatedInput: { ...input, command: held.replay } };
   } else {
     const sb = held.sandbox;
+    if (held.refused !== null) return denyDecision([{ code: 'not_read_only', message: held.refused }], state);
     // The same decision the adversarial corpus checks (src/guard/held.ts), on the verdict already made.
-    const run = heldShell(call.command ?? '', held.classify, sb?.ok ? sb.wrap : null);
+    const run = heldShell(call.command ?? '', held.classify, sb?.ok ? { wrap: sb.wrap, sealed: false } : null);
     if (!run.allow) return denyDecision([{ code: 'not_read_only', message: run.reasons[0] ?? 'not a read' }], state);
     const how = run.sandboxed
       ? { code: 'sandboxed', message: 'It runs inside the agent’s read-only sandbox.' }
@@ -446,7 +461,7 @@ function latestCheckpoint(
 }
 
 /** The reads that stay allowed while held, spelled as the classifier accepts them. */
-const READS_STILL_WORK = `reads still work (inside the agent’s read-only sandbox where it runs): ls, cat, head, tail, grep, rg, find, wc, \`git --no-pager status\`, \`git --no-pager log --oneline\`, \`git --no-pager diff --no-ext-diff --no-textconv\`, \`latch status\`.`;
+const READS_STILL_WORK = `reads still work (Latch runs them in its read-only sandbox and replays their output): cat, ls, grep -rn, find, sed -n, \`git status\`, \`git diff\`, \`git log\`, \`latch status\`.`;
 
 function latchReason(db: Db, holder: SessionRow, self: SessionRow): Reason {
   const cp = latestCheckpoint(db, holder.session_id);

@@ -66,21 +66,35 @@ export type HeldShell =
   | { allow: false; touchesLatch: boolean; reasons: string[] }
   | { allow: true; command: string; sandboxed: boolean; reasons: string[] };
 
-/** The decision for one Bash call of a held session: deny, or the command to run (as rewritten). */
+/** Where a held read runs: the sandbox's command line, and whether it hides Latch's files (sealed). */
+export interface HeldSandbox {
+  wrap: (command: string) => string;
+  sealed: boolean;
+}
+
+/**
+ * The decision for one Bash call of a held session: deny, or the command to run (as rewritten).
+ *
+ * - No sandbox, or one that does not hide Latch's files: the strict allowlist (src/shell/readonly.ts)
+ *   is the gate; a read it admits runs (in the sandbox where there is one).
+ * - A sealed sandbox (src/agents/shared/bwrap.ts: read-only, no network, no unix socket, own pid
+ *   namespace, Latch's files hidden): the sandbox is the gate. The classifier keeps Latch's files and
+ *   commands out by name, so the agent hears why, and refuses the writes a command states plainly
+ *   (src/shell/writes.ts), so the agent hears why instead of meeting EROFS; any other command runs,
+ *   and a recursive reader may pass over a protected path (hidden there).
+ */
 export function heldShell(
   command: string,
   ctx: ClassifyContext,
-  sandbox: ((command: string) => string) | null,
+  sandbox: HeldSandbox | null,
   env: NodeJS.ProcessEnv = process.env,
 ): HeldShell {
-  // Both wrappers run the command with the held-read environment the classifier may then rely on.
-  const v = classifyCommand(command, { ...ctx, gitEnvHardened: true, sandboxed: sandbox !== null });
+  // Every wrapper runs the command with the held-read environment the classifier may then rely on.
+  const sealed = sandbox?.sealed === true;
+  const v = classifyCommand(command, { ...ctx, gitEnvHardened: true, sandboxed: sealed });
   if (v.touchesLatch) return { allow: false, touchesLatch: true, reasons: v.touchReasons };
   if (!v.readOnly) {
-    // Without a sandbox the strict allowlist is the only gate. Inside one, the sandbox keeps every write
-    // out; the classifier keeps Latch's own files and commands out of reach by name (above) and
-    // refuses the writes a command states plainly, so the agent learns why instead of meeting EROFS.
-    if (sandbox === null) return { allow: false, touchesLatch: false, reasons: v.reasons };
+    if (!sealed) return { allow: false, touchesLatch: false, reasons: v.reasons };
     const write = statedWrite(command);
     if (write !== null)
       return {
@@ -101,13 +115,22 @@ export function heldShell(
     };
   }
   return sandbox
-    ? { allow: true, command: sandbox(command), sandboxed: true, reasons: [] }
+    ? { allow: true, command: sandbox.wrap(command), sandboxed: true, reasons: [] }
     : {
         allow: true,
         command: wrapClassifierOnly(command, trustedPath(env.PATH, ctx.home ?? env.HOME)),
         sandboxed: false,
         reasons: [],
       };
+}
+
+/**
+ * Would a held session's hook have let `command` run (as a read, in the sealed sandbox where one
+ * runs; a Latch read in any spelling)? The one meaning of "read" the doctor shares with the hook.
+ */
+export function admittedWhileHeld(command: string, ctx: ClassifyContext): boolean {
+  if (latchReadArgs(command, ctx.latchBin ?? '/nonexistent/dist/latch.cjs') !== null) return true;
+  return heldShell(command, ctx, { wrap: (c) => c, sealed: true }).allow;
 }
 
 /** `p` with every symlink in its longest existing prefix resolved (the rest appended as written). */

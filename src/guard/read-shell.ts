@@ -139,13 +139,6 @@ export function latchReadArgs(command: string, latchEntry: string): string[] | n
   return args.length > 0 && LATCH_READS.has(args[0]!) ? args : null;
 }
 
-/** The command that prints `output` and exits with `code`: what the agent's Latch read becomes. */
-export function replayCommand(output: string, code: number): string {
-  const max = 96 * 1024;
-  const text = output.length > max ? output.slice(0, max) + `\n[latch: output cut at ${max} characters]\n` : output;
-  return `printf '%s' ${shellQuote(text)}; exit ${Number.isInteger(code) && code >= 0 && code < 256 ? code : 1}`;
-}
-
 /** Is `text` the classifier-only clean shell (wrapClassifierOnly)? */
 export function isCleanShell(text: string): boolean {
   return text.startsWith('exec /usr/bin/env -u BASH_ENV ');

@@ -68,7 +68,7 @@ function sweep(dir: string, now: number): void {
 function commented(original: string): string {
   return original
     .split(/\r?\n/)
-    .map((l) => `# ${l.replace(/\r/g, ' ')}`.trimEnd())
+    .map((l) => (l === '' ? '#' : `# ${l.replace(/\r/g, ' ')}`))
     .join('\n');
 }
 
@@ -117,5 +117,5 @@ export function isReplay(text: string): boolean {
 export function replayedCommand(text: string): string | null {
   if (!isReplay(text)) return null;
   const lines = text.split('\n').slice(0, -2);
-  return lines.map((l) => l.replace(/^# ?/, '')).join('\n');
+  return lines.map((l) => (l === '#' ? '' : l.slice(2))).join('\n');
 }

@@ -30,7 +30,6 @@ const WRITERS: ReadonlySet<string> = new Set([
   'mkfifo',
   'mknod',
   'rsync',
-  'apply_patch',
   'kill',
   'pkill',
   'killall',

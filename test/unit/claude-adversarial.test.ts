@@ -21,6 +21,7 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import { claude } from '../../src/agents/claude/index.js';
+import { isReplay } from '../../src/guard/replay.js';
 import { classifyTool } from '../../src/agents/claude/tools.js';
 import { isAgentProcess } from '../../src/guard/contain.js';
 import { setupClaude } from '../../src/agents/claude/setup.js';
@@ -243,19 +244,23 @@ test('held Bash: only reads run, always rewritten into the wrap; extra tool_inpu
   t.after(b.cleanup);
   writeFileSync(join(b.work, 'f'), 'x\n');
   await latched(b);
+  // Stated writes and Latch's own files are refused with a reason.
+  for (const command of ['echo x > f', 'tee f < f', 'cat f; touch g', `cat ${join(b.config, 'settings.json')}`])
+    assert.ok(await blocked(b, 'Bash', { command }), `denied: ${command}`);
+  // The rest is refused, or runs in the hook's read-only sandbox and only replays there: nothing changes.
   for (const command of [
-    'echo x > f',
     "python3 -c \"open('f','w')\"",
     'cat f > /dev/tcp/127.0.0.1/9',
-    'tee f < f',
     'cat f | sh',
     'env sh -c "touch g"',
     'nohup cat f &',
-    'cat f; touch g',
-    `cat ${join(b.config, 'settings.json')}`,
     `ls ${b.home}`,
-  ])
-    assert.ok(await blocked(b, 'Bash', { command }), `denied: ${command}`);
+  ]) {
+    const r = await hook(b, tool(b, 'Bash', { command }));
+    if (!r.denied) assert.ok(isReplay(String(r.updatedInput?.command)), `${command}: replayed, not run as sent`);
+  }
+  assert.equal(readFileSync(join(b.work, 'f'), 'utf8'), 'x\n');
+  assert.equal(existsSync(join(b.work, 'g')), false);
   const extras = {
     description: 'read',
     run_in_background: true,

@@ -1,8 +1,11 @@
 // The adversarial corpus of issue 10 with a real oracle. For every case (test/helpers/corpus/cases.ts)
 // the decision is computed by `heldShell` (src/guard/held.ts), the one place that decides what a Bash
-// call of a held session may do, in two modes:
-//   sandbox     — with the real Codex read-only sandbox (`codex sandbox` from node_modules), as when a
-//                 sandbox runs;
+// call of a held session may do, in three modes:
+//   sealed      — Latch's own sealed sandbox (bubblewrap + the pinned seccomp helper, Latch's files
+//                 hidden), which admits any command that states no write; run as the hook runs it
+//                 (its argument vector, the protected paths hidden);
+//   sandbox     — with the real Codex read-only sandbox (`codex sandbox` from node_modules), unsealed:
+//                 the strict allowlist admits;
 //   classifier  — with no sandbox (the command would run raw, guarded by the classifier alone).
 // Every call it lets through is RUN as rewritten, exactly as Codex runs a Bash call (`/bin/bash -lc`,
 // cwd = the workspace, stdin /dev/null, a timeout, background children waited for), in a scratch root
@@ -20,7 +23,8 @@ import { mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { classifierContext, heldShell } from '../../src/guard/held.js';
-import { latchReadArgs, replayCommand } from '../../src/guard/read-shell.js';
+import { latchReadArgs, shellQuote } from '../../src/guard/read-shell.js';
+import { replayOf } from '../../src/guard/replay.js';
 import { codex } from '../../src/agents/codex/index.js';
 import { wrapReadOnly } from '../../src/agents/codex/sandbox.js';
 import type { ClassifyContext } from '../../src/shell/readonly.js';
@@ -33,13 +37,14 @@ import {
   endProcessesOf,
   resetRoot,
   runArm,
+  runEnv,
   runShell,
   snapshot,
   subst,
   type Root,
 } from '../helpers/corpus/scratch.js';
 
-type Mode = 'sandbox' | 'classifier';
+type Mode = 'sealed' | 'sandbox' | 'classifier';
 
 interface ModeResult {
   mode: Mode;
@@ -146,18 +151,36 @@ async function prepare(w: Worker, c: Case): Promise<string | null> {
   }
 }
 
-/** The command Codex runs for an allowed call: Latch's own exact reads are replayed by the hook. */
+/** The command Codex runs for an allowed call: Latch's own reads are replayed by the hook. */
 function asRewritten(command: string, allowedCommand: string, root: Root): string {
   const args = latchReadArgs(command, root.entry);
-  if (args !== null) return replayCommand(`latch (replayed by the hook) ${args.join(' ')}\n`, 0);
+  if (args !== null)
+    return replayOf(root.latchHome, command, {
+      stdout: Buffer.from(`latch (replayed by the hook) ${args.join(' ')}\n`),
+      stderr: Buffer.alloc(0),
+      code: 0,
+    });
   return allowedCommand;
+}
+
+/** What the hook runs for a sealed read: the sandbox's argument vector, Latch's files hidden. */
+function sealedCommand(root: Root, command: string, ctx: ClassifyContext): string {
+  const hide = [ctx.latchHome, ...(ctx.protectedPaths ?? []).map((p) => p.path)];
+  const p = root.sealed!.argv(command, runEnv(root, false), hide);
+  return ['exec', p.file, ...p.args].map((w) => (w === 'exec' ? w : shellQuote(w))).join(' ') + ' </dev/null';
 }
 
 async function runMode(w: Worker, c: Case, mode: Mode, command: string): Promise<ModeResult> {
   const sb = mode === 'sandbox' ? w.root.sandbox : null;
-  const sandbox = sb ? (cmd: string) => wrapReadOnly(cmd, sb) : null;
+  const ctx = ctxFor(w.root);
+  const sandbox =
+    mode === 'sealed'
+      ? { wrap: (cmd: string) => sealedCommand(w.root, cmd, ctx), sealed: true }
+      : sb
+        ? { wrap: (cmd: string) => wrapReadOnly(cmd, sb), sealed: false }
+        : null;
   const tc = Date.now();
-  const d = heldShell(command, ctxFor(w.root), sandbox);
+  const d = heldShell(command, ctx, sandbox);
   w.classifyMs += Date.now() - tc;
   const r: ModeResult = {
     mode,
@@ -204,7 +227,11 @@ async function runMode(w: Worker, c: Case, mode: Mode, command: string): Promise
 
 async function runCase(w: Worker, c: Case): Promise<CaseResult> {
   const out: CaseResult = { c, key: caseKey(c), command: subst(c.cmd, w.root), modes: [], armError: null };
-  const modes: Mode[] = w.root.sandbox ? ['sandbox', 'classifier'] : ['classifier'];
+  const modes: Mode[] = [
+    ...(w.root.sealed ? (['sealed'] as const) : []),
+    ...(w.root.sandbox ? (['sandbox'] as const) : []),
+    'classifier' as const,
+  ];
   for (const mode of modes) {
     // Each mode starts from the same state; prepare() restores or re-arms only what differs.
     const e = await prepare(w, c);
@@ -237,7 +264,7 @@ before(async () => {
     prepMs: 0,
     counts: { resets: 0, restores: 0, arms: 0 },
     classifyMs: 0,
-    runMs: { sandbox: 0, classifier: 0 },
+    runMs: { sealed: 0, sandbox: 0, classifier: 0 },
   }));
   let next = 0;
   const slots: Array<CaseResult | undefined> = new Array(cases.length);
@@ -283,7 +310,7 @@ describe('adversarial corpus (issue 10): heldShell decisions, run for real', () 
     for (const [i, w] of workers.entries()) {
       void i;
       t.diagnostic(
-        `worker ${i}: prepare ${(w.prepMs / 1000).toFixed(1)} s (${w.counts.resets} resets, ${w.counts.restores} armed restores, ${w.counts.arms} arm runs), classify ${(w.classifyMs / 1000).toFixed(1)} s, runs sandboxed ${(w.runMs.sandbox / 1000).toFixed(1)} s, runs raw ${(w.runMs.classifier / 1000).toFixed(1)} s`,
+        `worker ${i}: prepare ${(w.prepMs / 1000).toFixed(1)} s (${w.counts.resets} resets, ${w.counts.restores} armed restores, ${w.counts.arms} arm runs), classify ${(w.classifyMs / 1000).toFixed(1)} s, runs sealed ${(w.runMs.sealed / 1000).toFixed(1)} s, runs sandboxed ${(w.runMs.sandbox / 1000).toFixed(1)} s, runs raw ${(w.runMs.classifier / 1000).toFixed(1)} s`,
       );
     }
     const slow = results
@@ -301,6 +328,10 @@ describe('adversarial corpus (issue 10): heldShell decisions, run for real', () 
       roots.every((r) => r.sandbox !== null),
       `the real Codex sandbox must run here: ${roots[0]?.sandboxWhy}`,
     );
+    assert.ok(
+      roots.every((r) => r.sealed !== null),
+      `Latch's sealed sandbox must run here (bubblewrap: .ci/run installs it): ${roots[0]?.sealedWhy}`,
+    );
   });
 
   test('every arming step succeeded (a case armed wrong proves nothing)', () => {
@@ -317,9 +348,22 @@ describe('adversarial corpus (issue 10): heldShell decisions, run for real', () 
     assert.deepEqual(dead, []);
   });
 
-  test('both modes decide alike (the sandbox only wraps what the classifier admits)', () => {
+  test('the unsealed modes decide alike (Codex’s sandbox only wraps what the classifier admits)', () => {
     const odd = results
-      .filter((r) => r.modes.length === 2 && r.modes[0]!.allowed !== r.modes[1]!.allowed)
+      .filter((r) => {
+        const [a, b] = (['sandbox', 'classifier'] as const).map((m) => r.modes.find((x) => x.mode === m));
+        return a !== undefined && b !== undefined && a.allowed !== b.allowed;
+      })
+      .map((r) => r.key);
+    assert.deepEqual(odd, []);
+  });
+
+  test('the sealed mode admits everything the strict allowlist admits', () => {
+    const odd = results
+      .filter((r) => {
+        const [a, b] = (['sealed', 'classifier'] as const).map((m) => r.modes.find((x) => x.mode === m));
+        return a !== undefined && b !== undefined && b.allowed && !a.allowed;
+      })
       .map((r) => r.key);
     assert.deepEqual(odd, []);
   });

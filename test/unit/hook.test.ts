@@ -8,7 +8,8 @@ import { runCodexHook } from '../../src/hook.js';
 import { openStore } from '../../src/store/store.js';
 import { dbPath } from '../../src/base/paths.js';
 import { assertValidReply } from '../helpers/schemas.js';
-import { shellQuote } from '../../src/guard/read-shell.js';
+import { isReplay, replayedCommand } from '../../src/guard/replay.js';
+import { execFileSync } from 'node:child_process';
 import { appendCompaction, appendModelTurn, bash, payload, sandbox, type Sandbox } from '../helpers/workspace.js';
 
 async function hook(sb: Sandbox, p: Record<string, unknown>, expected: string | null = null) {
@@ -123,27 +124,26 @@ test('read-only commands are allowed while latched; writes, latch verify and $LA
   await hook(sb, bash(sb, 'true'));
   appendCompaction(sb.transcript);
   assert.ok((await hook(sb, bash(sb, 'echo x > x'))).denied);
-  for (const cmd of [
-    'ls -la',
-    'cat README.md',
-    'git --no-pager status',
-    'git --no-pager diff --no-ext-diff --no-textconv HEAD',
-    'git --no-pager log --oneline',
-    'rg foo . || true',
-  ]) {
+  // Reads run in Latch's sandbox, in the hook; the call is rewritten to replay what they printed.
+  for (const [cmd, out] of [
+    ['ls -la', /README\.md/],
+    ['cat README.md', /^# test\n$/],
+    ['git status', /On branch main/],
+    ['git --no-pager diff --no-ext-diff --no-textconv HEAD', /^$/],
+    ['git log -p', /init/],
+    ['rg foo . || true', /^$/],
+    ['set -k; git --no-pager status', /nothing to commit/],
+  ] as const) {
     const r = await hook(sb, bash(sb, cmd));
-    assert.ok(r.rewritten?.endsWith(`-c ${shellQuote(cmd)}`), `${cmd}: ${r.stdout}`);
+    assert.ok(r.rewritten !== null && isReplay(r.rewritten), `${cmd}: ${r.stdout}`);
+    assert.equal(replayedCommand(r.rewritten), cmd);
+    assert.match(execFileSync('/bin/bash', ['-c', r.rewritten], { cwd: sb.work, encoding: 'utf8' }), out, cmd);
   }
-  for (const cmd of [
-    'latch verify --yes',
-    `ls ${sb.home}`,
-    'npx latch resume',
-    'sed -i s/a/b/ README.md',
-    'git status',
-    'git log -p',
-    'set -k; git --no-pager status',
-  ]) {
-    assert.ok((await hook(sb, bash(sb, cmd))).denied, cmd);
+  for (const cmd of ['latch verify --yes', `ls ${sb.home}`, 'npx latch resume', 'sed -i s/a/b/ README.md']) {
+    const r = await hook(sb, bash(sb, cmd));
+    assert.ok(r.denied, `${cmd}: ${r.stdout}`);
+    // A refused write names reads that work.
+    if (cmd.startsWith('sed')) assert.match(r.reason, /reads still work .*`git status`/, cmd);
   }
   assert.ok((await hook(sb, payload('pre-tool-use-apply-patch', sb))).denied);
   assert.ok((await hook(sb, payload('pre-tool-use-bash', sb, { tool_name: 'mcp__fs__write', tool_input: {} }))).denied);

@@ -8,7 +8,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import fc from 'fast-check';
 import { readOnlySandbox, wrapReadOnly } from '../../src/agents/codex/sandbox.js';
-import { latchReadArgs, replayCommand, shellQuote } from '../../src/guard/read-shell.js';
+import { latchReadArgs, shellQuote } from '../../src/guard/read-shell.js';
 import { codexReply } from '../../src/agents/codex/hooks.js';
 import { assertValidReply } from '../helpers/schemas.js';
 import { tmpDir } from '../helpers/git.js';
@@ -32,21 +32,12 @@ test('shellQuote: bash reads back exactly the string (property)', () => {
   );
 });
 
-test('replayCommand prints the output and keeps the exit code', () => {
-  for (const [out, code] of [
-    ['it\'s\n$HOME `x` \\ "q"\n', 0],
-    ['', 3],
-    ['a\nb', 1],
-  ] as const) {
-    const r = spawnSync('/bin/bash', ['-c', replayCommand(out, code)], { encoding: 'utf8' });
-    assert.equal(r.stdout, out);
-    assert.equal(r.status, code);
-  }
-});
-
-test('latchReadArgs: only the exact form of this Latch, with plain words and a read subcommand', () => {
+test('latchReadArgs: this Latch in any spelling (latch, its entry, its bin), plain words, a read subcommand', () => {
   const e = '/opt/latch/dist/latch.cjs';
   assert.deepEqual(latchReadArgs(`node ${e} status`, e), ['status']);
+  assert.deepEqual(latchReadArgs('latch status', e), ['status']);
+  assert.deepEqual(latchReadArgs('latch brief --page 1', e), ['brief', '--page', '1']);
+  assert.deepEqual(latchReadArgs('node /opt/latch/bin/latch.cjs log', e), ['log']);
   assert.deepEqual(latchReadArgs(`node ${e} brief --page 2 --session abc-1`, e), [
     'brief',
     '--page',
@@ -60,7 +51,10 @@ test('latchReadArgs: only the exact form of this Latch, with plain words and a r
     `node ${e} status; touch x`,
     `node ${e} status $(id)`,
     `node ./latch.cjs status`,
-    `latch status`,
+    `./latch status`,
+    `npx latch status`,
+    `latch verify --yes`,
+    `latch status | head`,
     `node ${e}`,
     `node ${e} status 'x'`,
     `node ${e} status > f`,

@@ -9,6 +9,7 @@ import { codexDeny, codexReply, parseCodexPayload } from './hooks.js';
 import { historyBaseEnd, findRollout } from './lineage.js';
 import { scanTranscript } from './rollout.js';
 import { isReplay } from '../../guard/replay.js';
+import { bwrapSandbox } from '../shared/bwrap.js';
 import { isWrapped, readOnlyArgv, readOnlySandbox, wrapReadOnly } from './sandbox.js';
 import { classifyTool } from './tools.js';
 
@@ -31,13 +32,17 @@ export const codex: Agent = {
     ];
   },
   readSandbox(latchHome, env, spawn) {
+    // Latch's sealed sandbox first (it hides Latch's files from the read); else Codex's own.
+    const sealed = bwrapSandbox(latchHome, env, spawn);
+    if (sealed.ok || !sealed.fallback) return sealed;
     const st = readOnlySandbox(latchHome, env, spawn);
-    if (!st.ok) return st;
+    if (!st.ok) return { ok: false, why: `${sealed.why}; Codex's sandbox: ${st.why}` };
     const sb = st.sandbox;
     return {
       ok: true,
       wrap: (command) => wrapReadOnly(command, sb),
       argv: (command, e) => readOnlyArgv(command, sb, e),
+      sealed: false,
       where: `\`${sb.bin} sandbox\``,
     };
   },

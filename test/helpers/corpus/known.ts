@@ -1,7 +1,8 @@
 // Corpus cases that break the oracle today (a write, a marker or a canary gets through), grouped by
 // cause. They stay in the corpus and run as `todo` (test/unit/corpus.test.ts) until the classifier,
 // the guard or the trip's containment is fixed; every other failure fails the test. Key:
-// `caseKey(case)|mode` (mode: sandbox = run inside `codex sandbox`, classifier = run raw).
+// `caseKey(case)|mode` (mode: sealed = Latch's sealed sandbox, sandbox = run inside `codex sandbox`,
+// classifier = run raw).
 // Regenerate from the test's `FAIL "<key>"` diagnostics when a fix lands: remove what passes.
 export const KNOWN_LEAKS: ReadonlyArray<{ cause: string; keys: readonly string[] }> = [
   {
@@ -71,8 +72,15 @@ export const KNOWN_LEAKS: ReadonlyArray<{ cause: string; keys: readonly string[]
   },
 ];
 
-export const KNOWN: ReadonlySet<string> = new Set(KNOWN_LEAKS.flatMap((g) => g.keys));
+/**
+ * Each cause is outside heldShell's reach, so what leaks in Codex's sandbox leaks the same way in
+ * Latch's sealed one (mode `sealed`): Codex's `bash -lc` around the call, a job left running.
+ */
+const withSealed = (keys: readonly string[]): string[] =>
+  keys.flatMap((k) => (k.endsWith('|sandbox') ? [k, `${k.slice(0, -'|sandbox'.length)}|sealed`] : [k]));
+
+export const KNOWN: ReadonlySet<string> = new Set(KNOWN_LEAKS.flatMap((g) => withSealed(g.keys)));
 
 export function knownCause(key: string): string | null {
-  return KNOWN_LEAKS.find((g) => g.keys.includes(key))?.cause ?? null;
+  return KNOWN_LEAKS.find((g) => withSealed(g.keys).includes(key))?.cause ?? null;
 }

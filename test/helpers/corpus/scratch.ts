@@ -25,6 +25,8 @@ import {
 } from 'node:fs';
 import path from 'node:path';
 import { readOnlySandbox, type Sandbox } from '../../../src/agents/codex/sandbox.js';
+import type { ReadSandbox } from '../../../src/agents/agent.js';
+import { bwrapSandbox } from '../../../src/agents/shared/bwrap.js';
 import { shellQuote } from '../../../src/guard/read-shell.js';
 
 export const CODEX_BIN = path.resolve(
@@ -49,6 +51,9 @@ export interface Root {
   bin: string;
   sandbox: Sandbox | null;
   sandboxWhy: string;
+  /** Latch's sealed sandbox (null when bubblewrap or the helper is missing here). */
+  sealed: Extract<ReadSandbox, { ok: true }> | null;
+  sealedWhy: string;
 }
 
 export const GIT_BUILD_ENV: NodeJS.ProcessEnv = {
@@ -215,6 +220,8 @@ export function buildRoot(dir: string): Root {
 
   // Latch's own sandbox home (and its probe record) are made once, here, like a first latched read would.
   const sb = readOnlySandbox(latchHome, { LATCH_CODEX_BIN: CODEX_BIN }, SPAWN_SYNC);
+  // Latch's sealed sandbox (bubblewrap + the pinned seccomp helper), probed the same way.
+  const sealed = bwrapSandbox(latchHome, { PATH: BASE_PATH, HOME: home }, SPAWN_SYNC);
   const root: Root = {
     r,
     pristine: r + '.pristine',
@@ -227,6 +234,8 @@ export function buildRoot(dir: string): Root {
     bin,
     sandbox: sb.ok ? sb.sandbox : null,
     sandboxWhy: sb.ok ? 'ok' : sb.why,
+    sealed: sealed.ok ? sealed : null,
+    sealedWhy: sealed.ok ? 'ok' : sealed.why,
   };
   const cp = spawnSync('cp', ['-a', r, root.pristine], { encoding: 'utf8' });
   if (cp.status !== 0) throw new Error(`cp -a: ${cp.stderr}`);

@@ -2,7 +2,7 @@
 // segment; after a compaction, a shell, patch or MCP call is an attempt, waiting for its output
 // (pending.ts) and then settled: counted by outcome, listed (the first ATTEMPT_CAP), its command
 // classified, and checked against the intervals the store held the session.
-import { classifyCommand } from '../../../shell/readonly.js';
+import { admittedWhileHeld } from '../../../guard/held.js';
 import { patchArgument, patchFiles, shellCommand, type Classified } from './calls.js';
 import type { PendingCall } from './pending.js';
 import { AnalyserState, ID_CAP } from './state.js';
@@ -148,10 +148,10 @@ export abstract class AttemptAnalyser extends AnalyserState {
   private readOnly(cmd: string): boolean {
     const hit = this.roCache.get(cmd);
     if (hit !== undefined) return hit;
-    // As the hook classified it while held: with the held-read environment (git's programs off) and
-    // Latch's own read (`node <dist>/latch.cjs status|brief …`, which the hook ran and replayed).
+    // As the hook decided it while held (src/guard/held.ts): a read it ran in its sandbox and
+    // replayed, or Latch's own read in any spelling (`latch brief --page N`), which it ran itself.
     const latchBin = /^\s*node\s+(\/\S*\/latch\.cjs)\s/.exec(cmd)?.[1];
-    const v = classifyCommand(cmd, { latchHome: '/nonexistent-latch-home', gitEnvHardened: true, latchBin }).readOnly;
+    const v = admittedWhileHeld(cmd, { latchHome: '/nonexistent-latch-home', latchBin });
     if (this.roCache.size > 1000) this.roCache.clear();
     this.roCache.set(cmd, v);
     return v;
