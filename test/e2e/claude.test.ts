@@ -26,7 +26,7 @@ import {
 
 const T = { timeout: 180_000 };
 const BRIEF_BLOCK = '<<<LATCH-BRIEF';
-const BRIEF_COMMAND = /`(\S+(?: \S+)? brief --page) N (--session \S+)`/;
+const BRIEF_COMMAND = /`(latch brief --page) N`/;
 
 const use = (id: string, name: string, input: unknown, inputTokens?: number): ClaudeTurn => ({
   content: [{ type: 'tool_use', id, name, input }],
@@ -118,7 +118,7 @@ before(async () => {
       // The page command the delivered brief names (a Latch read: the hook runs it itself).
       (req) => {
         const m = BRIEF_COMMAND.exec([...req.systemTexts, ...req.messageTexts].join('\n'));
-        return m ? use('toolu_post_page', 'Bash', { command: `${m[1]} 1 ${m[2]}` }) : say('no brief command');
+        return m ? use('toolu_post_page', 'Bash', { command: `${m[1]} 1` }) : say('no brief command');
       },
       say('blocked'),
     ],

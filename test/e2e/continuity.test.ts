@@ -14,10 +14,10 @@ import { BIG, findRollout, setupEnv, type Env } from '../helpers/e2e.js';
 /** The page-read commands the delivered brief tells the agent to run (from what the model saw). */
 function pageCommands(req: RecordedRequest): string[] {
   const text = (req.body?.input ?? []).map(itemText).join('\n');
-  const cmd = /`(\S+(?: \S+)? brief --page) N (--session \S+)`/.exec(text);
+  const cmd = /`(latch brief --page) N`/.exec(text);
   const pages = /version \d+: (\d+) pages?\./.exec(text);
   if (!cmd || !pages) return [];
-  return Array.from({ length: Number(pages[1]) }, (_, i) => `${cmd[1]} ${i + 1} ${cmd[2]}`);
+  return Array.from({ length: Number(pages[1]) }, (_, i) => `${cmd[1]} ${i + 1}`);
 }
 
 function script(readSuffix: string): { steps: FakeStep[]; seen: { brief: boolean; commands: string[] } } {
