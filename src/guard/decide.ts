@@ -219,9 +219,9 @@ export function isLatchRead(call: ToolCall): boolean {
 const READ_LIMIT_MS = 60_000;
 
 /**
- * A held read, run by the hook inside the read-only sandbox (the agent's own sandbox binary where it
- * has one: `codex sandbox`; bubblewrap + seccomp for Claude Code), outside whatever sandbox the agent
- * runs its commands in, where a nested sandbox could not start. Returns the replay of its output.
+ * A held read, run by the hook inside the read-only sandbox (Latch's sealed one, bubblewrap + seccomp
+ * with `hide` hidden; else Codex's own), outside whatever sandbox the agent runs its commands in,
+ * where a nested sandbox could not start. Returns the replay of its output.
  * The caller has had the held-read rules admit the command (heldShell).
  */
 export function sandboxedReplay(
@@ -477,7 +477,7 @@ function latchReason(db: Db, holder: SessionRow, self: SessionRow): Reason {
   const release =
     policyOf(holder).reverify === 'evidence'
       ? `Read every page of the task brief (\`${pageCommand('N')}\`); once all pages are read and the workspace still matches the checkpoint, authority returns by itself (or a human runs \`latch verify\` in ${holder.workspace}).`
-      : `A human must run \`latch verify\` in ${holder.workspace} to check the workspace against the checkpoint and restore authority.`;
+      : `Re-read the task brief (\`${pageCommand('N')}\`). A human must run \`latch verify\` in ${holder.workspace} to check the workspace against the checkpoint and restore authority.`;
   return {
     code: 'latched',
     message: `${whose} is latched: its context was compacted (${cpText}), so its picture of the task may be incomplete and its authority to change files is revoked. Do not retry; ${READS_STILL_WORK} ${release}`,

@@ -529,7 +529,7 @@ export function handleLatch(st: State, inv: LatchInvocation, exempt: Set<Word>):
     const msg =
       st.latchBin === null
         ? `\`${spelled}\` runs a program named latch, and the installed Latch executable is not known here: no latch invocation is allowed`
-        : `\`${spelled}\` could run another program named latch: the agent may run Latch only as the installed executable, spelled exactly \`${st.latchBin} status\` (or \`brief --page N\`, \`brief show\`, \`log\`, \`blame PATH\`)`;
+        : `\`${spelled}\` could run another program named latch than the installed executable: run Latch's reads as plain \`latch status\`, \`latch brief --page N\`, \`latch brief show\`, \`latch log\` or \`latch blame PATH\` (the hook runs the installed Latch for them)`;
     deny(st, msg);
     touch(st, msg);
     return;

@@ -17,10 +17,8 @@ import {
   lstatSync,
   openSync,
   readdirSync,
-  readFileSync,
   readSync,
   realpathSync,
-  statSync,
 } from 'node:fs';
 import type { Stats } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -33,28 +31,15 @@ import {
   bwrapSandbox,
   CLAUDE_UNSET,
   executable,
-  fileId,
-  findRoute,
   NULL_STDIN,
   platformWhy,
-  type ProbeRecord,
-  type Route,
-  RUNTIME_PACKAGE,
-  RUNTIME_VERSION,
   type SandboxPaths,
-  sameId,
-  bwrapOptions,
   withoutClaude,
   wrapBwrap,
-} from '../shared/bwrap.js';
-import {
-  isWrapped,
   type ReadsReport,
-  readOnlyArgv,
-  readOnlySandbox,
-  readsReport,
-  wrapReadOnly,
-} from '../codex/sandbox.js';
+  sealedReadsReport,
+} from '../shared/bwrap.js';
+import { isWrapped, readOnlyArgv, readOnlySandbox, codexSandboxReport, wrapReadOnly } from '../codex/sandbox.js';
 
 /** Where Codex's npm package keeps its native binary for Linux x64. */
 const CODEX_TRIPLE = 'x86_64-unknown-linux-musl';
@@ -179,58 +164,16 @@ export function claudeReadsReport(
   env: NodeJS.ProcessEnv = process.env,
   paths: SandboxPaths = {},
 ): ReadsReport {
-  if (env.LATCH_SANDBOX === 'off')
-    return {
-      guard: 'classifier_only',
-      detail: 'LATCH_SANDBOX=off: reads while held are guarded by the classifier only',
-    };
-  const platform = platformWhy();
-  if (platform !== null)
-    return { guard: 'classifier_only', detail: `${platform}: reads while held are guarded by the classifier only` };
-  let route: Route;
-  try {
-    route = findRoute(paths, env);
-  } catch (err) {
-    route = { ok: false, why: (err as Error).message, fallback: false };
-  }
-  if (route.ok) {
-    let rec: ProbeRecord | null = null;
-    try {
-      rec = JSON.parse(readFileSync(join(latchHome, 'sandbox', 'claude-probe.json'), 'utf8')) as ProbeRecord;
-      const b = route.b;
-      const same =
-        sameId(rec.bwrap, fileId(b.bwrap, statSync(b.bwrap))) &&
-        sameId(rec.helper, fileId(b.helper, statSync(b.helper))) &&
-        rec.options === bwrapOptions(b.setfcap).join(' ');
-      if (!same) rec = null;
-    } catch {
-      rec = null;
-    }
-    if (rec === null)
-      return {
-        guard: 'unknown',
-        detail: `bubblewrap (${route.b.bwrap}) and the pinned seccomp helper are installed but not probed yet (the first held read does it)`,
-      };
-    if (rec.ok)
-      return {
-        guard: 'sandbox',
-        detail: `reads while held run inside bubblewrap (${route.b.bwrap}) + seccomp (${RUNTIME_PACKAGE}@${RUNTIME_VERSION}): read-only file system, no network, no unix sockets`,
-      };
-    route = { ok: false, why: rec.why, fallback: true };
-  }
-  if (!route.fallback)
-    return {
-      guard: 'classifier_only',
-      detail: `no read-only sandbox (${route.why}): reads while held are guarded by the classifier only`,
-    };
+  const sealed = sealedReadsReport(latchHome, env, paths);
+  if ('guard' in sealed) return sealed;
   const bin = findCodex(env);
   if (bin === null)
     return {
       guard: 'classifier_only',
-      detail: `no read-only sandbox (${route.why}; no Codex binary to lend its sandbox): reads while held are guarded by the classifier only`,
+      detail: `no read-only sandbox (${sealed.why}; no Codex binary to lend its sandbox): reads while held are guarded by the classifier only`,
     };
-  const codex = readsReport(latchHome, env);
-  return { guard: codex.guard, detail: `${route.why}; Codex (${bin}) lends its sandbox: ${codex.detail}` };
+  const codex = codexSandboxReport(latchHome, env);
+  return { guard: codex.guard, detail: `${sealed.why}; Codex (${bin}) lends its sandbox: ${codex.detail}` };
 }
 
 /** Claude Code's shell snapshots: `$CLAUDE_CONFIG_DIR/shell-snapshots`, else `~/.claude/shell-snapshots`. */

@@ -614,7 +614,7 @@ async function checkVersion(
 // ---------------------------------------------------------------------------------------------
 // what guards reads while a session is held
 
-/** What guards reads while a session is held: the agent's read-only sandbox, or the classifier alone. */
+/** What guards reads while a session is held: Latch's sealed sandbox, Codex's, or the classifier alone. */
 function checkReads(io: Io): Check {
   const r = readsReport(homeOf(io), io.env);
   if (r.guard === 'sandbox') return { name: 'reads while held', status: 'ok', detail: r.detail };
@@ -623,7 +623,7 @@ function checkReads(io: Io): Check {
     name: 'reads while held',
     status: 'warn',
     detail: r.detail,
-    fix: 'run Codex where `codex sandbox` works (Linux user namespaces, or macOS), and leave LATCH_SANDBOX unset',
+    fix: 'install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap) on Linux x64 with user namespaces on, and leave LATCH_SANDBOX unset',
   };
 }
 

@@ -26,6 +26,8 @@ import {
 import { basename, join } from 'node:path';
 import { readShell, readShellArgv, shellQuote } from '../../guard/read-shell.js';
 import type { SandboxedProcess } from '../agent.js';
+import { type ReadsReport, sealedReadsReport } from '../shared/bwrap.js';
+export type { ReadsReport } from '../shared/bwrap.js';
 
 export interface Sandbox {
   kind: 'codex';
@@ -260,14 +262,16 @@ export function readOnlySandbox(
   }
 }
 
-export interface ReadsReport {
-  /** `sandbox`: held reads run inside the agent's read-only sandbox; `classifier_only`: the classifier alone guards them; `unknown`: not probed on this machine yet. */
-  guard: 'sandbox' | 'classifier_only' | 'unknown';
-  detail: string;
+/** What guards held reads on this machine: Latch's sealed sandbox, else Codex's own (runs nothing). */
+export function readsReport(latchHome: string, env: NodeJS.ProcessEnv = process.env): ReadsReport {
+  const sealed = sealedReadsReport(latchHome, env);
+  if ('guard' in sealed) return sealed;
+  const codex = codexSandboxReport(latchHome, env);
+  return { guard: codex.guard, detail: `${sealed.why}; ${codex.detail}` };
 }
 
-/** What guards held reads on this machine, from the probe a hook remembered (runs nothing). */
-export function readsReport(latchHome: string, env: NodeJS.ProcessEnv = process.env): ReadsReport {
+/** What Codex's own sandbox does for held reads, from the probe a hook remembered (runs nothing). */
+export function codexSandboxReport(latchHome: string, env: NodeJS.ProcessEnv = process.env): ReadsReport {
   if (env.LATCH_SANDBOX === 'off')
     return {
       guard: 'classifier_only',
@@ -278,7 +282,7 @@ export function readsReport(latchHome: string, env: NodeJS.ProcessEnv = process.
     return rec.ok
       ? {
           guard: 'sandbox',
-          detail: `reads while held run inside \`${rec.bin} sandbox\` (read-only file system, no network)`,
+          detail: `reads while held run inside \`${rec.bin} sandbox\` (read-only file system, no network; unsealed: only the strict allowlist's reads run)`,
         }
       : {
           guard: 'classifier_only',

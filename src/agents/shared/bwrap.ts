@@ -363,3 +363,63 @@ export function bwrapSandbox(
     return { ok: false, why: `the sandbox cannot be prepared (${(err as Error).message})`, fallback: false };
   }
 }
+
+/** What guards held reads on a machine: Latch's sealed sandbox, the classifier alone, or not known yet. */
+export interface ReadsReport {
+  /** `sandbox`: held reads run inside a read-only sandbox; `classifier_only`: the classifier alone guards them; `unknown`: not probed on this machine yet. */
+  guard: 'sandbox' | 'classifier_only' | 'unknown';
+  detail: string;
+}
+
+/**
+ * What the sealed sandbox does for held reads here, from the probe a hook remembered (runs nothing),
+ * or why another sandbox may stand in (`fallback`: bubblewrap or the helper is missing, or its probe failed).
+ */
+export function sealedReadsReport(
+  latchHome: string,
+  env: NodeJS.ProcessEnv,
+  paths: SandboxPaths = {},
+): ReadsReport | { fallback: true; why: string } {
+  if (env.LATCH_SANDBOX === 'off')
+    return {
+      guard: 'classifier_only',
+      detail: 'LATCH_SANDBOX=off: reads while held are guarded by the classifier only',
+    };
+  const platform = platformWhy();
+  if (platform !== null) return { fallback: true, why: platform };
+  let route: Route;
+  try {
+    route = findRoute(paths, env);
+  } catch (err) {
+    route = { ok: false, why: (err as Error).message, fallback: false };
+  }
+  if (!route.ok)
+    return route.fallback
+      ? { fallback: true, why: route.why }
+      : {
+          guard: 'classifier_only',
+          detail: `no read-only sandbox (${route.why}): reads while held are guarded by the classifier only`,
+        };
+  const b = route.b;
+  let rec: ProbeRecord | null = null;
+  try {
+    rec = JSON.parse(readFileSync(join(latchHome, 'sandbox', 'claude-probe.json'), 'utf8')) as ProbeRecord;
+    const same =
+      sameId(rec.bwrap, fileId(b.bwrap, statSync(b.bwrap))) &&
+      sameId(rec.helper, fileId(b.helper, statSync(b.helper))) &&
+      rec.options === bwrapOptions(b.setfcap).join(' ');
+    if (!same) rec = null;
+  } catch {
+    rec = null;
+  }
+  if (rec === null)
+    return {
+      guard: 'unknown',
+      detail: `bubblewrap (${b.bwrap}) and the pinned seccomp helper are installed but not probed yet (the first held read does it)`,
+    };
+  if (!rec.ok) return { fallback: true, why: rec.why };
+  return {
+    guard: 'sandbox',
+    detail: `reads while held run inside bubblewrap (${b.bwrap}) + seccomp (${RUNTIME_PACKAGE}@${RUNTIME_VERSION}), Latch's files hidden: read-only file system, no network, no unix sockets`,
+  };
+}
