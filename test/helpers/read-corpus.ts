@@ -1,5 +1,5 @@
 // The read corpus: real read-only shell commands typed by coding agents (public trajectories), kept because running
-// them in the workspace made here left it byte-identical. See test/fixtures/read-corpus/README.md.
+// them in the workspace made here left it unchanged (not a byte, inode or timestamp). See test/fixtures/read-corpus/README.md.
 import { execFileSync } from 'node:child_process';
 import { chmodSync, mkdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
