@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { BIG, outputsContaining, setupEnv } from '../helpers/e2e.js';
+import { BIG, findRollout, outputsContaining, setupEnv } from '../helpers/e2e.js';
 
 const T = { timeout: 300_000 };
 const BASE = join(homedir(), '.cache', 'latch-e2e');
@@ -82,5 +82,16 @@ for (const mode of ['workspace-write', 'read-only'] as const) {
     // The write after the compaction was denied, with the reason.
     assert.equal(env.file('w2.txt'), null);
     assert.ok(outputsContaining(env, 'Latch blocked').some((x) => x.includes('w2.txt')));
+    // The doctor reads the rollout as the hook decided it (issue 23.4): the reads Latch allowed and
+    // replayed, its own page read among them, are not `ran_while_held`; the session is healthy.
+    const rollout = findRollout(env.codexHome, r.threadId!);
+    assert.ok(rollout, 'the rollout');
+    const d = env.latch(['doctor', rollout!, '--json']);
+    const findings = (JSON.parse(d.stdout) as { findings: { code: string; detail?: string }[] }).findings;
+    assert.deepEqual(
+      findings.filter((f) => f.code === 'ran_while_held'),
+      [],
+    );
+    assert.equal(d.code, 0, `latch doctor exited ${d.code}: ${JSON.stringify(findings).slice(0, 2000)}`);
   });
 }
