@@ -261,6 +261,7 @@ export async function runChecks(io: Io, opts: DoctorOptions): Promise<Check[]> {
     parts.push(await commands.doctor(io, { project: opts.project, timeoutMs, flags }));
   }
   const installed = parts.filter((p) => p.installed);
+  if (!opts.agent && installed.length === 0 && parts.length > 0) return notInstalled(io, parts);
   const lead = opts.agent ? parts[0]! : (installed[0] ?? parts[0]!);
   const others = opts.agent ? [] : installed.filter((p) => p !== lead);
 
@@ -278,6 +279,27 @@ export async function runChecks(io: Io, opts: DoctorOptions): Promise<Check[]> {
     checks.push(...(await p.afterShared()).filter((c) => !seen.has(c.name)));
   }
   return checks;
+}
+
+/**
+ * No agent's configuration holds Latch (never set up, or every agent uninstalled): one answer that
+ * says so, with where each agent was looked for, instead of every agent's checks failing one by one.
+ */
+async function notInstalled(io: Io, parts: AgentDoctor[]): Promise<Check[]> {
+  const where: string[] = [];
+  for (const p of parts) {
+    const first = (await p.checks()).find((c) => /installed/.test(c.name));
+    if (first) where.push(`${first.name}: ${first.detail.split('\n')[0]}`);
+  }
+  return [
+    {
+      name: 'installed',
+      status: 'fail',
+      detail: ['Latch is not installed for any agent.', ...where].join('\n'),
+      fix: parts.map((p) => p.setupFix).join(', or '),
+    },
+    checkStore(io, parts[0]!.setupFix),
+  ];
 }
 
 const MARK: Record<CheckStatus, string> = { ok: '[ok]  ', warn: '[warn]', fail: '[FAIL]' };

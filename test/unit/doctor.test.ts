@@ -148,7 +148,7 @@ describe('latch doctor', () => {
     for (const e of envs) rmSync(e.dir, { recursive: true, force: true, maxRetries: 5 });
   });
 
-  test('before setup: hooks and store fail, exit 1, JSON shape', async () => {
+  test('before setup: not installed for any agent (where each was looked for), store fails, exit 1, JSON shape', async () => {
     const e = fresh();
     assert.equal(await doctor(e.io, { json: true }), 1);
     const report = JSON.parse(e.io.text()) as { ok: boolean; checks: Check[] };
@@ -157,10 +157,15 @@ describe('latch doctor', () => {
       assert.ok(['ok', 'warn', 'fail'].includes(c.status));
       assert.equal(typeof c.detail, 'string');
     }
-    const hooks = byName(report.checks, 'hooks installed (user)');
-    assert.equal(hooks.status, 'fail');
-    assert.equal(hooks.fix, 'latch setup codex');
-    assert.equal(byName(report.checks, 'hook command').status, 'fail');
+    const installed = byName(report.checks, 'installed');
+    assert.equal(installed.status, 'fail');
+    assert.match(installed.detail, /^Latch is not installed for any agent\.\nhooks installed \(user\): .*hooks\.json/);
+    assert.equal(installed.fix, 'latch setup codex, or latch setup claude');
+    // With --agent, that agent's own checks, one by one.
+    const one = await runChecks(e.io, { agent: 'codex' });
+    assert.equal(byName(one, 'hooks installed (user)').status, 'fail');
+    assert.equal(byName(one, 'hooks installed (user)').fix, 'latch setup codex');
+    assert.equal(byName(one, 'hook command').status, 'fail');
     const store = byName(report.checks, 'store');
     assert.equal(store.status, 'fail');
     assert.equal(store.fix, 'latch setup codex');

@@ -18,7 +18,7 @@ import { defaultEntry, failClosed, latchHookRun, writeConfigAtomic } from '../..
 import { editJsonText } from '../../commands/shared/json-text.js';
 import { openStore } from '../../store/store.js';
 import { claudeConfigDir } from './transcript.js';
-import { recordRegistration } from '../../guard/tamper.js';
+import { forgetRegistration, recordRegistration } from '../../guard/tamper.js';
 import { homedir } from 'node:os';
 
 /** The Claude Code release Latch is tested against (payloads, hook order, failure modes). */
@@ -456,7 +456,18 @@ export async function uninstallClaude(
   let stopped = 0;
   if (!opts.dryRun) {
     writeConfigAtomic(file, text);
-    stopped = dismissResidentHooks(homeOf(io), 'claude');
+    const home = homeOf(io);
+    stopped = dismissResidentHooks(home, 'claude');
+    // Forget what setup recorded for this file, as Codex's uninstall does: a registration left behind
+    // would read as Latch's handlers removed by someone, and latch every workspace of every agent.
+    if (existsSync(join(home, 'latch.db'))) {
+      const db = openStore(home, { create: false });
+      try {
+        forgetRegistration(db, file);
+      } finally {
+        db.close();
+      }
+    }
   }
   report(
     { changed: true, changes, ...(opts.dryRun ? { text } : { resident_hooks_stopped: stopped }) },
