@@ -133,6 +133,13 @@ export interface Agent {
 
   /** The agent's own hook registration and configuration, which no tool call may reach. */
   registrationPaths(env: NodeJS.ProcessEnv, cwd: string): ProtectedPath[];
+  /**
+   * Environment variables the agent sets to the session's id in every process a tool call of it
+   * starts (Codex 0.171: CODEX_THREAD_ID; Claude Code 2.1.332: CLAUDE_CODE_SESSION_ID). Containment
+   * signals an orphan only when it carries one of them with the id of a session whose tool call was
+   * running when it started: a process without the mark is listed, never killed.
+   */
+  readonly sessionMarks: readonly string[];
   /** The agent's read-only sandbox (probed once per binary; `spawn` runs the probe). */
   readSandbox(latchHome: string, env: NodeJS.ProcessEnv, spawn: Spawn): ReadSandbox;
   /** Is `text` a read Latch rewrote (so a transcript's command is recognised as a held read)? */

@@ -66,13 +66,22 @@ export async function status(io: Io, opts: TargetOptions & { json?: boolean }): 
               `    a fork's copy of a compaction settled in ${c.inherited_from.join(', ')}: inherited, it did not latch\n`,
             );
         }
-        if (s.contained.length > 0) {
+        const signalled = s.contained.filter((p) => p.action !== 'listed');
+        const listed = s.contained.filter((p) => p.action === 'listed');
+        if (signalled.length > 0) {
           io.out(
-            `  contained at the trip: ${s.contained.length} process(es) the agent left running, stopped then killed\n`,
+            `  contained at the trip: ${signalled.length} process(es) the agent left running, stopped then killed\n`,
           );
-          for (const p of s.contained.slice(0, 10))
+          for (const p of signalled.slice(0, 10))
             io.out(`    pid ${p.pid} ${p.action} (${p.why}): ${p.cmdline.slice(0, 100)}\n`);
-          if (s.contained.length > 10) io.out(`    … and ${s.contained.length - 10} more (--json)\n`);
+          if (signalled.length > 10) io.out(`    … and ${signalled.length - 10} more (--json)\n`);
+        }
+        if (listed.length > 0) {
+          io.out(
+            `  started during the agent's calls, not provably the agent's, not signalled: ${listed.length} process(es) (yours? if not, stop them)\n`,
+          );
+          for (const p of listed.slice(0, 10)) io.out(`    pid ${p.pid} (${p.why}): ${p.cmdline.slice(0, 100)}\n`);
+          if (listed.length > 10) io.out(`    … and ${listed.length - 10} more (--json)\n`);
         }
         if (s.last_resume) {
           io.out(

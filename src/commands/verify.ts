@@ -11,7 +11,7 @@
 import { closeSync, openSync, readSync, writeSync } from 'node:fs';
 import { randomInt } from 'node:crypto';
 import { mayMutate } from '../session/authority.js';
-import { checkAncestry, type AncestryReport } from '../guard/contain.js';
+import { checkAncestry, type AncestryReport, sameProcess } from '../guard/contain.js';
 import { ExitError, EXIT } from '../base/errors.js';
 import { latestCompaction, readStatus } from '../continuity/continuity.js';
 import { announcedDir, pendingAnnouncements } from '../session/announce.js';
@@ -199,6 +199,42 @@ function printEvidence(io: Io, e: Evidence): void {
   }
 }
 
+/** A process containment listed and did not signal (started during the agent's calls, without its mark). */
+interface ListedProcess {
+  pid: number;
+  cmdline: string;
+  why: string;
+}
+
+/**
+ * The processes containment listed at this session's trips that still run (the same process: its
+ * start time is checked): not provably the agent's, so never signalled. The human decides.
+ */
+function stillListed(db: Db, sessionId: string): ListedProcess[] {
+  const rows = db
+    .prepare(
+      "SELECT pid, start_ticks, cmdline, why FROM contained_processes WHERE session_id = ? AND action = 'listed' ORDER BY id",
+    )
+    .all(sessionId) as { pid: number; start_ticks: string; cmdline: string | null; why: string }[];
+  const seen = new Set<number>();
+  const out: ListedProcess[] = [];
+  for (const r of rows) {
+    if (seen.has(r.pid) || !sameProcess(r.pid, r.start_ticks)) continue;
+    seen.add(r.pid);
+    out.push({ pid: r.pid, cmdline: r.cmdline ?? '', why: r.why });
+  }
+  return out;
+}
+
+function printListed(io: Io, listed: ListedProcess[]): void {
+  if (listed.length === 0) return;
+  io.out(
+    `  still running, started during the agent's calls but not provably its (not signalled; yours? if not, \`kill\` them before you confirm):\n`,
+  );
+  for (const p of listed.slice(0, 20)) io.out(`    pid ${p.pid}: ${p.cmdline.slice(0, 100)}\n`);
+  if (listed.length > 20) io.out(`    … and ${listed.length - 20} more (use --json)\n`);
+}
+
 /** The session's announcements no hook has counted yet (one counted but not removable is no reason to wait). */
 function uncounted(db: Db, home: string, sessionId: string): { ids: string[]; problem: string | null } {
   const pending = pendingAnnouncements(home, sessionId);
@@ -226,6 +262,7 @@ export async function verify(io: Io, opts: VerifyOptions): Promise<number> {
         row,
         seq: latestCompaction(db, row.session_id).seq,
         evidence: withBriefCheck(db, row, evaluateEvidence(db, row)),
+        listed: stillListed(db, row.session_id),
       })),
     };
   });
@@ -239,7 +276,10 @@ export async function verify(io: Io, opts: VerifyOptions): Promise<number> {
   }
   if (!opts.json) {
     io.out(`Re-verification for ${prepared.workspace}\n`);
-    for (const p of prepared.held) printEvidence(io, p.evidence);
+    for (const p of prepared.held) {
+      printEvidence(io, p.evidence);
+      printListed(io, p.listed);
+    }
   }
   const failing = prepared.held.filter((p) => !p.evidence.holds);
   if (failing.length > 0 && !opts.acceptChanges) {
@@ -254,7 +294,8 @@ export async function verify(io: Io, opts: VerifyOptions): Promise<number> {
     return EXIT.evidence;
   }
 
-  const what = `Restore mutation authority for ${prepared.held.length} session(s) in ${prepared.workspace}${failing.length ? ' accepting the listed differences' : ''}?`;
+  const running = prepared.held.reduce((n, p) => n + p.listed.length, 0);
+  const what = `Restore mutation authority for ${prepared.held.length} session(s) in ${prepared.workspace}${failing.length ? ' accepting the listed differences' : ''}${running ? ` with the ${running} process(es) listed above still running` : ''}?`;
   const confirmedBy = await confirm(io, opts, prepared.ancestry, 'latch verify', what);
   if (confirmedBy === null) return EXIT.usage;
   const confirmation: Confirmation = { by: confirmedBy, ancestry: ancestryEvidence(prepared.ancestry) };

@@ -13,12 +13,19 @@
 //                          helpers: direct children started outside every attempt window (MCP
 //                          servers started with the session), whose descendants are still candidates
 //                          when they started inside a window.
-//   orphan_of_attempt <id> a process whose parent is PID 1 or a subreaper (systemd, tini, ...) and
-//                          whose start time lies in [started_ns - 50 ms, end + 2 s] of attempt <id>
+//   orphan_of_attempt <id> a process whose parent is PID 1 or a subreaper (systemd, tini, ...), that
+//                          carries the mark of attempt <id>'s session (below), and whose start time
+//                          lies in [started_ns - 50 ms, end + 2 s] of attempt <id>
 //                          (every attempt of the workspace; end = ended_ns, closing_ns or now), plus
 //                          all its descendants. Latch's own watchers (table `watchers`) are excluded.
 //   orphan_during_containment  an orphan that appeared while containment ran (a candidate forked and
-//                          exited between two scans).
+//                          exited between two scans), carrying the mark of a session with a window.
+// An orphan is the agent's only when it carries the session's mark: the environment variable the agent
+// sets to the session's id in every process its tool calls start (Agent.sessionMarks: Codex
+// CODEX_THREAD_ID, Claude Code CLAUDE_CODE_SESSION_ID), with the id of a session whose call was running
+// when it started. An orphan of a window without the mark (a job the user started from another shell,
+// or one whose mark the agent removed) is `orphan_unmarked`: listed for the human in `latch status` and
+// `latch verify`, never signalled.
 // Never signalled: PID 1, this process, its ancestors, processes of another uid, zombies, kernel
 // threads, the agent itself.
 //
@@ -63,6 +70,7 @@ export {
   procSelfPid,
   procSupported,
   readProc,
+  sameProcess,
 } from './contain/proc.js';
 export { containAfterTrip, listForSession, recordContainment } from './contain/records.js';
 export { type Candidate, type ContainResult, listCandidates, type ScanInput, type Why } from './contain/scan.js';

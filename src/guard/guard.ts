@@ -362,7 +362,14 @@ async function handleWithDb(
   // Nothing the agent started before the trip acts after it: its leftover processes (live exec
   // sessions, background jobs, double forks started by its calls) are stopped, then killed, and
   // recorded (src/guard/contain.ts; never throws; its own transaction, after the latch committed).
-  for (const seq of contained) containAfterTrip(db, row.session_id, seq, { workspace: row.workspace, now: ctx.now() });
+  // Only what is provably the agent's is signalled: its descendants, and orphans carrying its
+  // session's mark (ctx.agent.sessionMarks); any other orphan of a window is listed for the human.
+  for (const seq of contained)
+    containAfterTrip(db, row.session_id, seq, {
+      workspace: row.workspace,
+      now: ctx.now(),
+      marks: ctx.agent.sessionMarks,
+    });
   if (contained.length > 0) decision.notice ??= tripNotice(db, row, contained[contained.length - 1]!);
   // At a compaction, while nothing is waiting on this hook: make sure the read-only sandbox is probed
   // (once per Codex binary) so that the first latched read does not pay for it.

@@ -196,7 +196,7 @@ test(
     await sleep(1000);
     assert.equal(existsSync(marker), false, 'what write_stdin typed ran');
     assert.ok(
-      s.contained.some((p) => p.why === 'agent_descendant' && p.action === 'killed'),
+      s.contained.some((p) => p.why === 'agent_descendant' && /^(killed|terminated)$/.test(p.action)),
       JSON.stringify(s.contained),
     );
     if (process.env.LATCH_E2E_DEBUG)

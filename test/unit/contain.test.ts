@@ -115,6 +115,8 @@ function scene(t: { after(fn: () => void): void }): Scene {
         'helper',
         'u1',
         'u2',
+        'user',
+        'unmarked',
         'hook',
         'fakehook',
         'planted',
@@ -200,6 +202,7 @@ if os.fork(): os._exit(0)
 open(sys.argv[1],"w").write(str(os.getpid())); time.sleep(304)' "$D/python"
 perl -e 'exit if fork; open(F,">",$ARGV[0]); print F $$; close F; sleep 305' "$D/perl"
 ( sh -c 'echo $$ > "$0/delayed"; sleep 30; latch verify --yes --accept-changes' "$D" & )
+env -u CODEX_THREAD_ID setsid -f sh -c 'echo $$ > "$0/unmarked"; exec sleep 306' "$D"   # a job that drops the mark
 sh -c 'n=la; echo $$ > "$0/runtime"; sleep 31; "$n"tch verify --yes' "$D" &
 # a concurrent hook invocation (spared) and one with a changed environment (not spared)
 exec 3<>"$D/stdin"
@@ -211,7 +214,7 @@ sh -c "$PLANTED_TEXT" & echo $! > "$D/planted"
 # so that it serves a spool of its own: not spared)
 setsid -f sh -c 'echo $$ > "$0/resident"; exec node "$1" __serve claude' "$D" "$ENTRY"
 (cd "$D" && NODE_OPTIONS=--no-deprecation setsid -f sh -c 'echo $$ > "$0/fakeresident"; exec node "$1" __serve claude' "$D" "$ENTRY")
-for f in loop nohup setsid double python perl delayed runtime resident fakeresident; do until [ -s "$D/$f" ]; do sleep 0.01; done; done
+for f in loop nohup setsid double python perl delayed runtime unmarked resident fakeresident; do until [ -s "$D/$f" ]; do sleep 0.01; done; done
 touch "$D/ready"
 until [ -e "$D/go" ]; do sleep 0.02; done
 # --- the trip: Codex runs the hook as its child ---
@@ -235,7 +238,16 @@ describe('containment at a trip (real processes)', { skip: !linux && 'Linux /pro
     writeFileSync(join(s.dir, 'agent-code', 'latch.cjs'), 'setTimeout(() => {}, 300000);\n');
     const plantedText = hookCommand('Stop', process.execPath, join(s.dir, 'agent-code', 'latch.cjs'));
     const agent: ChildProcess = spawn(s.fakeCodex, ['-c', AGENT_SCRIPT, 'codex', s.dir], {
-      env: { ...s.env, RUNNER, WORKSPACE: workspace, HOOK_TEXT: hookText, PLANTED_TEXT: plantedText, ENTRY: entry },
+      // Codex gives every command it runs CODEX_THREAD_ID = the session's id (Agent.sessionMarks).
+      env: {
+        ...s.env,
+        CODEX_THREAD_ID: 'S',
+        RUNNER,
+        WORKSPACE: workspace,
+        HOOK_TEXT: hookText,
+        PLANTED_TEXT: plantedText,
+        ENTRY: entry,
+      },
       cwd: ROOT,
       stdio: 'ignore', // not inherited: a spared process holding the runner's pipe would keep it waiting
     });
@@ -249,6 +261,9 @@ describe('containment at a trip (real processes)', { skip: !linux && 'Linux /pro
     spawnSync('touch', [join(s.dir, 'arm')]);
     // A plain child of the test, started inside the window but neither the agent's nor an orphan.
     const mine = spawn('sleep', ['402'], { stdio: 'ignore', env: s.env });
+    // The user's own job, started from another shell while the agent's call runs (`setsid sleep` in
+    // a terminal; issue 23.1): an orphan inside the window, without the session's mark.
+    orphan(s.env, join(s.dir, 'user'), 403);
     t.after(() => killQuietly(mine.pid!));
     await waitFor(() => existsSync(join(s.dir, 'ready')), 15_000, 'the jobs');
     const to = nowNs();
@@ -294,7 +309,12 @@ describe('containment at a trip (real processes)', { skip: !linux && 'Linux /pro
       assert.equal(by.get(pids[j]!)?.why, 'orphan_of_attempt', j);
       assert.equal(by.get(pids[j]!)?.attempt_id, 'S/call-1', j);
     }
-    for (const c of r.candidates) assert.match(c.action, /^(killed|gone)$/, `${c.pid} ${c.cmdline}`);
+    for (const c of r.candidates)
+      assert.match(
+        c.action,
+        c.why === 'orphan_unmarked' ? /^listed$/ : /^(terminated|killed|gone)$/,
+        `${c.pid} ${c.cmdline}`,
+      );
 
     // Survivors: the agent and the hook's other ancestors, the helper, the unrelated processes.
     assert.ok(alive(agent.pid!), 'the agent itself is not killed');
@@ -308,6 +328,15 @@ describe('containment at a trip (real processes)', { skip: !linux && 'Linux /pro
       "a child of the test started during the window (not the agent's, not an orphan) survives",
     );
     assert.ok(!by.has(agent.pid!) && !by.has(r.self) && !by.has(u1) && !by.has(u2) && !by.has(helper));
+    // Orphans of the window without the session's mark are listed for the human, never signalled:
+    // the user's job, and a job of the agent's that dropped the mark (verify still refuses it: it is
+    // an orphan recorded in contained_processes).
+    for (const name of ['user', 'unmarked']) {
+      const pid = readPid(join(s.dir, name));
+      assert.ok(alive(pid), `${name}: an unmarked orphan of the window survives`);
+      assert.equal(by.get(pid)?.why, 'orphan_unmarked', name);
+      assert.equal(by.get(pid)?.action, 'listed', name);
+    }
     const hook = readPid(join(s.dir, 'hook'));
     const fakehook = readPid(join(s.dir, 'fakehook'));
     assert.ok(alive(hook), 'a concurrent hook invocation survives');
@@ -330,9 +359,14 @@ describe('containment at a trip (real processes)', { skip: !linux && 'Linux /pro
       // After the trip nothing is left to contain (listed from outside the agent: the recorded agent).
       const after = listForSession(db, 'S', {
         orphanFilter: (p) => environOf(p.pid)?.get('LATCH_TEST_MARK') === s.mark,
+        marks: ['CODEX_THREAD_ID'],
       });
       assert.equal(after.agent?.pid, agent.pid);
-      assert.deepEqual(after.candidates, []);
+      // Only the unmarked orphans are left, still listed.
+      assert.deepEqual(
+        after.candidates.map((c) => c.why),
+        ['orphan_unmarked', 'orphan_unmarked'],
+      );
       const runs = db.prepare('SELECT * FROM containments').all() as {
         session_id: string;
         compaction_seq: number;
@@ -385,10 +419,37 @@ describe('containment at a trip (real processes)', { skip: !linux && 'Linux /pro
     // contain() on the same input kills it, and never the agent.
     const c = contain({ windows: [far], agent: info, orphanFilter: () => false });
     assert.deepEqual(
-      c.candidates.map((x) => [x.pid, x.action]),
-      [[child, 'killed']],
+      c.candidates.map((x) => x.pid),
+      [child],
     );
+    assert.match(c.candidates[0]!.action, /^(terminated|killed)$/);
     await waitFor(() => !alive(child), 2000, 'child to die');
+    assert.ok(alive(agent.pid!));
+  });
+
+  test('a contained job gets to run its exit handler (a tool’s lock file is removed, as pyenv rehash removes its own)', async (t) => {
+    const s = scene(t);
+    const lock = join(s.dir, 'shim.lock');
+    // As pyenv rehash does: take a lock file, remove it on exit (bash runs the EXIT trap on SIGTERM).
+    const job = `touch '${lock}'; trap "rm -f '${lock}'" EXIT; echo $$ > "$0/loop"; sleep 300; :`;
+    const agent = spawn(
+      s.fakeCodex,
+      ['-c', `bash -c '${job.replace(/'/g, `'\\''`)}' "$0" & wait; exec sleep 100`, s.dir],
+      {
+        env: s.env,
+        stdio: 'ignore',
+      },
+    );
+    t.after(() => killQuietly(agent.pid!));
+    await waitFor(() => existsSync(lock) && existsSync(join(s.dir, 'loop')), 5000, 'the job');
+    const child = readPid(join(s.dir, 'loop'));
+    const st = readProc(agent.pid!, bootNs())!;
+    const info = { pid: agent.pid!, start_ticks: st.startTicks, exe: s.fakeCodex, cmdline: 'codex' };
+    const far = { id: 'w', session_id: 'S', from: 0n, to: nowNs() + 10_000_000_000n };
+    const c = contain({ windows: [far], agent: info, orphanFilter: () => false });
+    assert.ok(c.candidates.some((x) => x.pid === child));
+    await waitFor(() => !alive(child), 2000, 'the job to end');
+    assert.equal(existsSync(lock), false, 'the lock was left behind (killed outright, no exit handler ran)');
     assert.ok(alive(agent.pid!));
   });
 

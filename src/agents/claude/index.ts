@@ -22,6 +22,8 @@ export const claude: Agent = {
   reply: claudeReply,
   deny: claudeDeny,
   classifyTool,
+  // Seen in every Bash command of a real 2.1.332 session: CLAUDE_CODE_SESSION_ID = the hook's session_id.
+  sessionMarks: ['CLAUDE_CODE_SESSION_ID'],
   registrationPaths: claudeRegistrationPaths,
   readSandbox: (latchHome, env, spawn) => claudeReadSandbox(latchHome, env, spawn),
   isRewrittenRead: isClaudeRewrittenRead,

@@ -23,6 +23,8 @@ export const codex: Agent = {
   reply: codexReply,
   deny: codexDeny,
   classifyTool,
+  // Seen in every command of a real 0.171.0 session: CODEX_THREAD_ID = CODEX_SESSION_ID = the hook's session_id.
+  sessionMarks: ['CODEX_THREAD_ID', 'CODEX_SESSION_ID'],
   registrationPaths(env, cwd) {
     const codexHome = resolve(env.CODEX_HOME || join(env.HOME || homedir(), '.codex'));
     return [

@@ -1,5 +1,8 @@
-// Stopping and killing: contain() SIGSTOPs every candidate (so none can fork), rescans until no new
-// candidate appears (at most MAX_ROUNDS), then SIGKILLs them all. Each signal re-reads the process's
+// Stopping and ending: contain() SIGSTOPs every candidate (so none can fork), rescans until no new
+// candidate appears (at most MAX_ROUNDS), then ends them: SIGTERM and SIGCONT, so each may run its
+// exit handlers (a tool's lock file: a `pyenv rehash` killed outright leaves its shim lock behind and
+// every login shell on the machine then hangs a minute), and after GRACE_MS a SIGKILL for whatever
+// still runs, and for anything forked meanwhile (one more scan). Each signal re-reads the process's
 // start time first (pid reuse); the remaining race between that read and kill(2) is microseconds
 // (Node has no pidfd).
 import { type AgentInfo, findAgent } from './match.js';
@@ -17,6 +20,12 @@ import {
 import { monoMs } from '../../base/clock.js';
 
 const MAX_ROUNDS = 8;
+/** How long a stopped candidate may run its exit handlers after SIGTERM before SIGKILL. */
+const GRACE_MS = 500;
+
+function pause(ms: number): void {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+}
 
 function signal(pid: number, startTicks: string, sig: NodeJS.Signals): 'ok' | 'gone' | string {
   if (pid <= 1 || pid === process.pid || pid === procSelfPid()) return 'refused';
@@ -55,8 +64,9 @@ export function contain(input: ScanInput): ContainResult {
     const containStart = wallNs();
     agent = input.agent !== undefined ? input.agent : findAgent(input.self ?? procSelfPid(), boot);
     if (!agent) notes.push(NO_AGENT);
+    const listed = new Map<number, Found>();
     for (rounds = 1; rounds <= MAX_ROUNDS; rounds++) {
-      const { found } = scanOnce(input, agent, boot, containStart, spared);
+      const { found } = scanOnce(input, agent, boot, containStart, spared, listed);
       let fresh = 0;
       for (const f of found.values()) {
         if (stopped.has(f.proc.pid)) continue;
@@ -68,16 +78,39 @@ export function contain(input: ScanInput): ContainResult {
       if (fresh === 0) break;
     }
     if (rounds > MAX_ROUNDS) notes.push(`new candidates still appeared after ${MAX_ROUNDS} rounds`);
+    // The stopped candidates as they are now (cmdline and exe read while they still exist).
+    const ended = new Map<number, Candidate>();
+    for (const f of stopped.values()) ended.set(f.proc.pid, toCandidate(f, f.action));
+    // A chance to clean up: SIGTERM, then SIGCONT (a stopped process handles TERM once continued).
+    const terminated: Found[] = [];
+    for (const f of stopped.values()) {
+      if (f.action !== 'stopped') continue;
+      if (signal(f.proc.pid, f.proc.startTicks, 'SIGTERM') === 'ok') terminated.push(f);
+      signal(f.proc.pid, f.proc.startTicks, 'SIGCONT');
+    }
+    const end = monoMs() + GRACE_MS;
+    while (terminated.some((f) => sameProcess(f.proc.pid, f.proc.startTicks)) && monoMs() < end) pause(10);
+    // What a handler forked meanwhile: found by one more scan, killed with the rest.
+    const { found: late } = scanOnce(input, agent, boot, containStart, spared, listed);
+    for (const f of late.values()) {
+      if (stopped.has(f.proc.pid)) continue;
+      stopped.set(f.proc.pid, { ...f, action: 'stopped' });
+      ended.set(f.proc.pid, toCandidate(f, 'stopped'));
+    }
     const candidates: Candidate[] = [];
     for (const f of stopped.values()) {
-      const c = toCandidate(f, f.action);
+      const c = ended.get(f.proc.pid)!;
       if (f.action !== 'gone') {
         const r = signal(f.proc.pid, f.proc.startTicks, 'SIGKILL');
-        c.action = r === 'ok' ? 'killed' : r === 'gone' ? 'gone' : `kill_failed: ${r}`;
+        c.action =
+          r === 'ok' ? 'killed' : r === 'gone' ? (terminated.includes(f) ? 'terminated' : 'gone') : `kill_failed: ${r}`;
         if (r !== 'ok' && r !== 'gone') errors.push(`pid ${f.proc.pid}: SIGKILL failed (${r})`);
       }
       candidates.push(c);
     }
+    // Orphans of a window without the session's mark: maybe the user's (a job started from another
+    // shell while the agent's call ran). Listed for the human, never signalled.
+    for (const f of listed.values()) if (!stopped.has(f.proc.pid)) candidates.push(toCandidate(f, 'listed'));
     return result(candidates, Math.min(rounds, MAX_ROUNDS));
   } catch (err) {
     // Whatever was stopped must not stay stopped half-way: kill it.

@@ -17,7 +17,14 @@ export function containAfterTrip(
   db: Db,
   sessionId: string,
   compactionSeq: number,
-  opts: { workspace?: string | null; now?: string; orphanFilter?: (p: Proc) => boolean; mode?: string } = {},
+  opts: {
+    workspace?: string | null;
+    now?: string;
+    orphanFilter?: (p: Proc) => boolean;
+    mode?: string;
+    /** The agent's session marks (Agent.sessionMarks): without them no orphan is signalled. */
+    marks?: readonly string[];
+  } = {},
 ): ContainResult {
   const t0 = monoMs();
   let result: ContainResult;
@@ -35,6 +42,7 @@ export function containAfterTrip(
       const input: ScanInput = {
         windows,
         watchers: watcherIds(db),
+        marks: opts.marks ?? [],
         ...(opts.orphanFilter ? { orphanFilter: opts.orphanFilter } : {}),
       };
       // LATCH_CONTAIN=list (tests sharing a uid with other work, or a human who wants to see first):
@@ -69,7 +77,7 @@ export function containAfterTrip(
 export function listForSession(
   db: Db,
   sessionId: string,
-  opts: { orphanFilter?: (p: Proc) => boolean } = {},
+  opts: { orphanFilter?: (p: Proc) => boolean; marks?: readonly string[] } = {},
 ): ContainResult {
   const t0 = monoMs();
   if (!procSupported()) return unsupported(t0);
@@ -97,6 +105,7 @@ export function listForSession(
     return listCandidates({
       windows,
       watchers: watcherIds(db),
+      marks: opts.marks ?? [],
       ...(agent ? { agent } : {}),
       ...(opts.orphanFilter ? { orphanFilter: opts.orphanFilter } : {}),
     });

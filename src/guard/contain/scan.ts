@@ -1,6 +1,7 @@
 // The candidate scan: which processes containment would stop (the agent's descendants but its hooks
-// and helpers, orphans started inside an attempt window, with their trees), and the result types.
-// listCandidates() lists them without signalling anything.
+// and helpers; orphans started inside an attempt window that carry the session's mark, with their
+// trees), which it only lists (orphans of a window without the mark: maybe the user's), and the result
+// types. listCandidates() lists them without signalling anything.
 import {
   type AgentInfo,
   findAgent,
@@ -27,7 +28,7 @@ import {
 import { type AttemptWindow, windowOf } from './windows.js';
 import { monoMs } from '../../base/clock.js';
 
-export type Why = 'agent_descendant' | 'orphan_of_attempt' | 'orphan_during_containment';
+export type Why = 'agent_descendant' | 'orphan_of_attempt' | 'orphan_during_containment' | 'orphan_unmarked';
 
 export interface Candidate {
   pid: number;
@@ -97,6 +98,13 @@ export interface ScanInput {
   agent?: AgentInfo | null;
   /** Tests only: which orphans may be candidates (concurrent tests' processes are not theirs to kill). */
   orphanFilter?: (p: Proc) => boolean;
+  /**
+   * The environment variables an agent sets to the session's id in its tool calls' processes
+   * (Agent.sessionMarks). An orphan is the agent's only when it carries one with the id of the session
+   * of a window its start lies in; any other orphan of a window is listed, never signalled. None: no
+   * orphan is signalled.
+   */
+  marks?: readonly string[];
 }
 
 export interface Found {
@@ -111,7 +119,8 @@ export function scanOnce(
   boot: bigint,
   containStartNs: bigint | null,
   spared: Map<number, { pid: number; cmdline: string; why: string }>,
-): { found: Map<number, Found>; snap: Snapshot } {
+  listed: Map<number, Found> = new Map(),
+): { found: Map<number, Found>; listed: Map<number, Found>; snap: Snapshot } {
   const self = input.self ?? procSelfPid();
   const snap = snapshot(boot);
   const uid = process.getuid?.() ?? -1;
@@ -203,15 +212,33 @@ export function scanOnce(
     }
     return r;
   };
+  // The session a process's mark names, where it names one (read once per process).
+  const marks = input.marks ?? [];
+  const markOf = (pid: number): Set<string> => {
+    const env = marks.length > 0 ? environOf(pid) : null;
+    const ids = new Set<string>();
+    for (const m of marks) {
+      const v = env?.get(m);
+      if (v) ids.add(v);
+    }
+    return ids;
+  };
   for (const p of snap.procs.values()) {
     if (found.has(p.pid) || !eligible(p) || !isReaper(p.ppid)) continue;
     if (input.orphanFilter && !input.orphanFilter(p)) continue;
-    const w = windowOf(input.windows, p.startNs);
-    if (w) addTree(p, 'orphan_of_attempt', w.id);
-    else if (containStartNs !== null && p.startNs >= containStartNs - 20_000_000n)
-      addTree(p, 'orphan_during_containment', null);
+    const inWindows = input.windows.filter((w) => p.startNs >= w.from && p.startNs <= w.to);
+    const during = containStartNs !== null && p.startNs >= containStartNs - 20_000_000n;
+    if (inWindows.length === 0 && !during) continue;
+    // Provably the agent's: it carries the mark of a session whose call was running when it started
+    // (or, appearing while containment runs, of any session with a window: a candidate's fork).
+    const ids = markOf(p.pid);
+    const mine = inWindows.find((w) => ids.has(w.session_id));
+    if (mine) addTree(p, 'orphan_of_attempt', mine.id);
+    else if (during && input.windows.some((w) => ids.has(w.session_id))) addTree(p, 'orphan_during_containment', null);
+    else if (inWindows.length > 0 && !listed.has(p.pid))
+      listed.set(p.pid, { proc: p, why: 'orphan_unmarked', attempt: inWindows[0]!.id });
   }
-  return { found, snap };
+  return { found, listed, snap };
 }
 
 export function toCandidate(f: Found, action: string): Candidate {
@@ -236,12 +263,12 @@ export function listCandidates(input: ScanInput): ContainResult {
     const boot = bootNs();
     const agent = input.agent !== undefined ? input.agent : findAgent(input.self ?? procSelfPid(), boot);
     const spared = new Map<number, { pid: number; cmdline: string; why: string }>();
-    const { found } = scanOnce(input, agent, boot, null, spared);
+    const { found, listed } = scanOnce(input, agent, boot, null, spared);
     return {
       supported: true,
       notes: agent ? [] : [NO_AGENT],
       agent,
-      candidates: [...found.values()].map((f) => toCandidate(f, 'listed')),
+      candidates: [...found.values(), ...listed.values()].map((f) => toCandidate(f, 'listed')),
       spared: [...spared.values()],
       rounds: 1,
       ms: monoMs() - t0,
