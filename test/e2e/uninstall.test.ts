@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { outputsContaining, setupEnv } from '../helpers/e2e.js';
 
@@ -59,3 +59,42 @@ test('latch uninstall claude leaves Codex working; the doctor says Claude Code i
   process.stderr.write(`doctor with nothing installed: exit ${none.status}\n${none.stdout}${none.stderr}\n`);
   assert.match(`${none.stdout}${none.stderr}`, /not installed/i);
 });
+
+test(
+  'the package removed without `latch uninstall`: Codex’s calls are blocked with one sentence that names the command removing the handlers, no stack trace',
+  T,
+  async (t) => {
+    const env = await setupEnv([
+      { items: [{ type: 'bash', cmd: 'echo written > w.txt' }], inputTokens: 200 },
+      { items: [{ type: 'message', text: 'done' }] },
+    ]);
+    // An installation of its own, inside the checkout (its node_modules resolve), set up, then deleted.
+    mkdirSync(resolve('.latch-tmp'), { recursive: true });
+    const prefix = mkdtempSync(join(resolve('.latch-tmp'), 'installed-'));
+    t.after(async () => {
+      rmSync(prefix, { recursive: true, force: true });
+      await env.cleanup();
+    });
+    cpSync(resolve('dist'), join(prefix, 'dist'), { recursive: true });
+    const entry = join(prefix, 'dist', 'latch.cjs');
+    const setup = spawnSync(process.execPath, [entry, 'setup', 'codex', '--codex-home', env.codexHome], {
+      cwd: env.work,
+      env: { ...process.env, LATCH_HOME: env.latchHome, CODEX_HOME: env.codexHome },
+      encoding: 'utf8',
+    });
+    assert.equal(setup.status, 0, setup.stderr);
+    assert.match(
+      readFileSync(join(env.codexHome, 'hooks.json'), 'utf8'),
+      new RegExp(prefix.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')),
+    );
+    rmSync(prefix, { recursive: true, force: true });
+
+    const r = await env.codex('write w.txt');
+    assert.equal(r.code, 0, r.stderr.slice(-2000));
+    assert.equal(env.file('w.txt'), null, 'the call ran without Latch');
+    const blocked = outputsContaining(env, 'Latch is not installed any more');
+    assert.equal(blocked.length, 1, JSON.stringify(env.modelSaw().slice(-3)));
+    assert.match(blocked[0]!, /Remove them with: npx agent-latch uninstall codex/);
+    assert.doesNotMatch(blocked[0]!, /at Module|Cannot find module|node:internal/);
+  },
+);

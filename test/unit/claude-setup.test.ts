@@ -581,6 +581,8 @@ describe('the hook command (fail-closed wrapper)', () => {
     assert.equal(
       claudeHookCommand('PreToolUse', '/n', '/e')
         .replace(' hook claude ', ' hook codex ')
+        .replace('its claude hooks', 'its codex hooks')
+        .replace('uninstall claude', 'uninstall codex')
         .replace('NODE_EXTRA_CA_CERTS= ', ''),
       hookCommand('PreToolUse', '/n', '/e'),
     );
@@ -620,7 +622,6 @@ describe('the hook command (fail-closed wrapper)', () => {
       ['throws', script('throws.cjs', "throw new Error('boom')")],
       ['exit 3', script('exits3.cjs', 'process.exit(3)')],
       ['killed', script('killed.cjs', "process.kill(process.pid, 'SIGKILL')")],
-      ['missing entry', join(dir, 'gone', 'latch.cjs')],
     ] as const) {
       const r = runAsClaude(claudeHookCommand('PreToolUse', NODE, entry));
       assert.equal(r.code, 2, what);
@@ -630,6 +631,15 @@ describe('the hook command (fail-closed wrapper)', () => {
         what,
       );
     }
+    // The package removed without `latch uninstall` (issue 23.3): one sentence naming the command that
+    // removes the handlers, no stack trace.
+    const gone = join(dir, 'gone', 'latch.cjs');
+    const g = runAsClaude(claudeHookCommand('PreToolUse', NODE, gone));
+    assert.equal(g.code, 2);
+    assert.equal(
+      g.stderr,
+      `Latch is not installed any more (${gone} is missing), and its claude hooks still run: blocking this call. Remove them with: npx agent-latch uninstall claude\n`,
+    );
     const r = runAsClaude(claudeHookCommand('PreToolUse', join(dir, 'no-node'), ENTRY));
     assert.equal(r.code, 2, 'a missing node (127)');
     assert.match(r.stderr, /hook exited 127/);

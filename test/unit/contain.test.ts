@@ -579,7 +579,7 @@ describe('hook invocations and agent processes', () => {
       'Stop',
     ]) {
       const run = latchHookRun('claude', ev, node, entry);
-      const text = ev === 'PreToolUse' ? failClosed(run) : run;
+      const text = ev === 'PreToolUse' ? failClosed(run, 'claude', entry) : run;
       assert.equal(hookCommandText(ev, node, entry, 'claude'), text, ev);
       // Claude Code runs a handler's command as `/bin/sh -c <command>`.
       assert.equal(isHookInvocation('/usr/bin/dash', ['/bin/sh', '-c', text], ENTRIES), true, ev);

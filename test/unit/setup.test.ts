@@ -577,10 +577,14 @@ describe('the hook command text', () => {
     assert.match(hookCommand('PreToolUse', '/n', '/e.cjs'), /^\/bin\/sh -c '/);
   });
 
-  test('(a) PreToolUse with a missing entry: exit 2 and a reason on stderr', () => {
-    const r = runAsCodex(hookCommand('PreToolUse', NODE, join(dir, 'missing', 'latch.cjs')));
+  test('(a) PreToolUse with a missing entry (the package removed without uninstall): exit 2, one sentence naming the command that removes the handlers, no stack trace', () => {
+    const entry = join(dir, 'missing', 'latch.cjs');
+    const r = runAsCodex(hookCommand('PreToolUse', NODE, entry));
     assert.equal(r.code, 2);
-    assert.match(r.stderr, /Latch could not check this call \(hook exited 1\); blocking it\. Run: latch doctor/);
+    assert.equal(
+      r.stderr,
+      `Latch is not installed any more (${entry} is missing), and its codex hooks still run: blocking this call. Remove them with: npx agent-latch uninstall codex\n`,
+    );
   });
 
   test('(b) an entry that throws: exit 2', () => {

@@ -19,6 +19,7 @@ import { editJsonText } from '../../commands/shared/json-text.js';
 import { openStore } from '../../store/store.js';
 import { claudeConfigDir } from './transcript.js';
 import { forgetRegistration, recordRegistration } from '../../guard/tamper.js';
+import { withoutEntryGuard } from '../../base/hook-text.js';
 import { homedir } from 'node:os';
 
 /** The Claude Code release Latch is tested against (payloads, hook order, failure modes). */
@@ -85,7 +86,7 @@ export function claudeSettingsPath(opts: { project?: string }, env: NodeJS.Proce
 /** The command text for one event; the PreToolUse one denies (exit 2) if Latch is missing or crashes. */
 export function claudeHookCommand(event: string, node: string, entry: string): string {
   const run = latchHookRun('claude', event, node, entry);
-  return event === 'PreToolUse' ? failClosed(run) : run;
+  return event === 'PreToolUse' ? failClosed(run, 'claude', entry) : run;
 }
 
 /** The handler setup writes for one event. */
@@ -129,7 +130,7 @@ export function parseClaudeHookCommand(command: string): ParsedClaudeCommand | n
   if (command.startsWith(WRAP_PREFIX)) {
     const w = /^'((?:[^']|'\\'')*)'$/.exec(command.slice(WRAP_PREFIX.length));
     if (!w) return null;
-    inner = unq(w[1]!);
+    inner = withoutEntryGuard(unq(w[1]!));
     wrapped = true;
   }
   const m = RUN_RE.exec(inner);

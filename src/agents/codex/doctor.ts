@@ -42,6 +42,7 @@ import {
 } from './app-server.js';
 import { eachLatchHandler } from '../../guard/tamper/handlers.js';
 import { readsReport } from './sandbox.js';
+import { withoutEntryGuard } from '../../base/hook-text.js';
 import { hookCommand, hooksFilePath, LATCH_EVENTS } from './setup.js';
 
 export interface CodexDoctorOptions {
@@ -188,7 +189,7 @@ export interface ParsedHookCommand {
 export function parseHookCommand(command: string): ParsedHookCommand | null {
   let words = leadingWords(command.trim());
   if (words.length >= 3 && /(^|\/)(ba|da)?sh$/.test(words[0]!) && words[1] === '-c')
-    words = leadingWords(words[2]!.trim());
+    words = leadingWords(withoutEntryGuard(words[2]!.trim()));
   const at = words.indexOf('hook');
   if (at < 1 || words[at + 1] !== 'codex' || words[at + 2] !== '--event' || !words[at + 3]) return null;
   if (at === 1) return { node: null, entry: words[0]!, event: words[at + 3]! };

@@ -76,7 +76,7 @@ export { defaultEntry };
 /** The command text for one event. The PreToolUse one denies (exit 2) if Latch is missing or crashes. */
 export function hookCommand(event: string, node: string, entry: string): string {
   const run = latchHookRun('codex', event, node, entry);
-  return event === 'PreToolUse' ? failClosed(run) : run;
+  return event === 'PreToolUse' ? failClosed(run, 'codex', entry) : run;
 }
 
 export function hooksFilePath(opts: Pick<SetupOptions, 'codexHome' | 'project'>, env: NodeJS.ProcessEnv): string {

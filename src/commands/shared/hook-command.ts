@@ -4,16 +4,14 @@
 import { chmodSync, lstatSync, mkdirSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { installedEntry, moduleDir } from '../../base/paths.js';
+import { shq, wrapFailClosed } from '../../base/hook-text.js';
 
 /** The bundled hook entry: dist/latch.cjs beside the running bundle, else in the package root. */
 export function defaultEntry(): string {
   return installedEntry() ?? join(moduleDir, 'latch.cjs');
 }
 
-/** One shell word: `s` in single quotes (a `'` inside becomes `'\''`). */
-export function shq(s: string): string {
-  return `'${s.replace(/'/g, `'\\''`)}'`;
-}
+export { shq } from '../../base/hook-text.js';
 
 /** What a Claude Code handler's command starts with (latchHookRun). */
 export const CLEAR_CA_PREFIX = 'NODE_EXTRA_CA_CERTS= ';
@@ -32,14 +30,10 @@ export function latchHookRun(agent: string, event: string, node: string, entry: 
 
 /**
  * `run` wrapped so that any exit other than 0 (allow, or a JSON reply) and 2 (deny) becomes exit 2
- * with a reason on stderr: a missing node or entry (127), a crash (1), a kill by a signal. The agents
- * read those as "the hook failed" and let the call through (fail open); exit 2 blocks it.
+ * with a reason on stderr, and a missing entry says so (src/base/hook-text.ts owns the text).
  */
-export function failClosed(run: string): string {
-  const script =
-    `${run}; s=$?; if [ "$s" -ne 0 ] && [ "$s" -ne 2 ]; then ` +
-    `echo "Latch could not check this call (hook exited $s); blocking it. Run: latch doctor" >&2; exit 2; fi; exit "$s"`;
-  return `/bin/sh -c ${shq(script)}`;
+export function failClosed(run: string, agent: string, entry: string): string {
+  return wrapFailClosed(run, agent, entry);
 }
 
 /**

@@ -4,6 +4,7 @@
 import { readFileSync, realpathSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { builtEntry, moduleDir } from '../../base/paths.js';
+import { shq, withoutEntryGuard, wrapFailClosed } from '../../base/hook-text.js';
 import { ancestry, argvOf, baseName as base, bootNs, cmdlineText, environOf, exeOf, procSelfPid } from './proc.js';
 
 /** Executable basenames that are a coding agent. */
@@ -94,23 +95,17 @@ export function findAgent(pid: number = procSelfPid(), boot: bigint = bootNs()):
 // (src/commands/shared/hook-command.ts; test/unit/contain.test.ts checks the two agree), for any agent
 // name Latch has (a plain word: the hook entry refuses any other).
 
-function shq(s: string): string {
-  return `'${s.replace(/'/g, `'\\''`)}'`;
-}
-
 export function hookCommandText(
   event: string,
   node: string,
   entry: string,
   agent = 'codex',
   clearCa = agent === 'claude',
+  entryGuard = true,
 ): string {
   const run = `${clearCa ? 'NODE_EXTRA_CA_CERTS= ' : ''}${shq(node)} ${shq(entry)} hook ${agent} --event ${event}`;
   if (event !== 'PreToolUse') return run;
-  const script =
-    `${run}; s=$?; if [ "$s" -ne 0 ] && [ "$s" -ne 2 ]; then ` +
-    `echo "Latch could not check this call (hook exited $s); blocking it. Run: latch doctor" >&2; exit 2; fi; exit "$s"`;
-  return `/bin/sh -c ${shq(script)}`;
+  return wrapFailClosed(run, agent, entry, entryGuard);
 }
 
 const RUN_RE = /^(?:NODE_EXTRA_CA_CERTS= )?'((?:[^']|'\\'')*)' '((?:[^']|'\\'')*)' hook ([a-z]+) --event ([A-Za-z]+)/;
@@ -123,16 +118,18 @@ export function parseHookText(text: string): { event: string; node: string; entr
   if (text.startsWith('/bin/sh -c ')) {
     const w = WORD_RE.exec(text.slice('/bin/sh -c '.length));
     if (!w) return null;
-    inner = unq(w[1]!);
+    inner = withoutEntryGuard(unq(w[1]!));
   }
   const m = RUN_RE.exec(inner);
   if (!m) return null;
   const r = { event: m[4]!, node: unq(m[1]!), entry: unq(m[2]!), agent: m[3]! };
-  // A Claude Code handler written before its text cleared NODE_EXTRA_CA_CERTS is still Latch's.
-  return hookCommandText(r.event, r.node, r.entry, r.agent) === text ||
-    (r.agent === 'claude' && hookCommandText(r.event, r.node, r.entry, r.agent, false) === text)
-    ? r
-    : null;
+  // A handler written by an earlier setup is still Latch's: a Claude Code one before its text cleared
+  // NODE_EXTRA_CA_CERTS, a PreToolUse wrapper before it checked that the entry is there.
+  const clear = r.agent === 'claude' ? [true, false] : [false];
+  for (const ca of clear)
+    for (const guard of [true, false])
+      if (hookCommandText(r.event, r.node, r.entry, r.agent, ca, guard) === text) return r;
+  return null;
 }
 
 /**
