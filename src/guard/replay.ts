@@ -11,7 +11,17 @@
 // runs nothing. The replay only reads two files and exits, so it works inside any sandbox the agent
 // runs in, and the files are written here with O_EXCL and unguessable names. They are removed after
 // an hour (at the next replay): a replay is read once, right after the hook answers.
-import { closeSync, constants, lstatSync, mkdirSync, openSync, readdirSync, unlinkSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readSync,
+  unlinkSync,
+  writeSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { nodeCrypto } from '../base/lazy.js';
 import { shellQuote } from './read-shell.js';
@@ -72,12 +82,31 @@ function commented(original: string): string {
     .join('\n');
 }
 
+/**
+ * 16 random bytes as hex, for a replay's name: from /dev/urandom (the hot path need not load
+ * node:crypto for it, ~8 ms here), else node:crypto.
+ */
+function randomHex16(): string {
+  try {
+    const fd = openSync('/dev/urandom', constants.O_RDONLY);
+    try {
+      const b = Buffer.alloc(16);
+      if (readSync(fd, b, 0, 16, null) === 16) return b.toString('hex');
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    // no /dev/urandom (not Linux or macOS): below
+  }
+  return nodeCrypto().randomBytes(16).toString('hex');
+}
+
 /** Writes the captured output and returns the command that replays it (see the file's comment). */
 export function replayOf(latchHome: string, original: string, c: Captured): string {
   const dir = replayDir(latchHome);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   sweep(dir, Date.now());
-  const id = nodeCrypto().randomBytes(16).toString('hex');
+  const id = randomHex16();
   const note = c.note ? Buffer.from(`\n[latch: ${c.note}]\n`) : Buffer.alloc(0);
   const cut = (b: Buffer) => (b.length > REPLAY_CAP ? b.subarray(0, REPLAY_CAP) : b);
   const out = join(dir, `${id}.out`);

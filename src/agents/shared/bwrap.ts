@@ -222,7 +222,7 @@ export type Route = { ok: true; b: Bwrap } | { ok: false; why: string; fallback:
  * bubblewrap and the pinned helper, found and checked (nothing runs): `fallback` is true when one is
  * missing (Codex's sandbox may stand in), false when the helper is not the pinned one (refused).
  */
-export function findRoute(paths: SandboxPaths, env: NodeJS.ProcessEnv): Route {
+export function findRoute(paths: SandboxPaths, env: NodeJS.ProcessEnv, verified: FileId | null = null): Route {
   const bwrap = paths.bwrap ?? findBwrap(env);
   if (bwrap === null || !executable(bwrap))
     return { ok: false, why: 'bubblewrap (bwrap) is not installed', fallback: true };
@@ -245,15 +245,18 @@ export function findRoute(paths: SandboxPaths, env: NodeJS.ProcessEnv): Route {
       fallback: false,
     };
   let helper: string;
-  let bytes: Buffer;
+  let bytes: Buffer | null = null;
   try {
     helper = realpathSync(join(runtime, HELPER_PATH));
-    if (!statSync(helper).isFile()) return { ok: false, why: `${helper} is not a file`, fallback: true };
-    bytes = readFileSync(helper);
+    const st = statSync(helper);
+    if (!st.isFile()) return { ok: false, why: `${helper} is not a file`, fallback: true };
+    // Hashed once per file identity (device, inode, size, mtime, ctime): a probe record of this very
+    // file says it was hashed then; any change to the file, or another file, is hashed again.
+    if (verified === null || !sameId(verified, fileId(helper, st))) bytes = readFileSync(helper);
   } catch {
     return { ok: false, why: `the seccomp helper ${join(runtime, HELPER_PATH)} is missing`, fallback: true };
   }
-  const sha = nodeCrypto().createHash('sha256').update(bytes).digest('hex');
+  const sha = bytes === null ? HELPER_SHA256 : nodeCrypto().createHash('sha256').update(bytes).digest('hex');
   if (sha !== HELPER_SHA256)
     return {
       ok: false,
@@ -262,6 +265,16 @@ export function findRoute(paths: SandboxPaths, env: NodeJS.ProcessEnv): Route {
     };
   const root = typeof process.geteuid === 'function' && process.geteuid() === 0;
   return { ok: true, b: { bwrap, helper, setfcap: root && holdsSetfcap() } };
+}
+
+/** The helper's identity as the last successful probe recorded it (it was hashed before that probe), or null. */
+function verifiedHelper(latchHome: string): FileId | null {
+  try {
+    const rec = JSON.parse(readFileSync(join(latchHome, 'sandbox', 'claude-probe.json'), 'utf8')) as ProbeRecord;
+    return rec.ok === true && rec.helper && typeof rec.helper === 'object' ? rec.helper : null;
+  } catch {
+    return null;
+  }
 }
 
 /**
@@ -347,7 +360,7 @@ export function bwrapSandbox(
   const platform = platformWhy();
   if (platform !== null) return { ok: false, why: platform, fallback: true };
   try {
-    const route = findRoute(paths, env);
+    const route = findRoute(paths, env, verifiedHelper(latchHome));
     if (!route.ok) return route;
     const p = probe(latchHome, route.b, env, spawn);
     if (!p.ok) return { ok: false, why: p.why, fallback: true };
