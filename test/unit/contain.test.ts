@@ -14,6 +14,7 @@ import {
   mkdtempSync,
   readdirSync,
   readFileSync,
+  statSync,
   rmSync,
   mkdirSync,
   readlinkSync,
@@ -451,6 +452,53 @@ describe('containment at a trip (real processes)', { skip: !linux && 'Linux /pro
     await waitFor(() => !alive(child), 2000, 'the job to end');
     assert.equal(existsSync(lock), false, 'the lock was left behind (killed outright, no exit handler ran)');
     assert.ok(alive(agent.pid!));
+  });
+
+  test('a job whose thread-group leader exited while a thread runs (state Z) is contained', {
+    skip: spawnSync('cc', ['--version']).status !== 0 && 'no C compiler here',
+  }, async (t) => {
+    const s = scene(t);
+    // The main thread calls the exit syscall; a second thread goes on appending to a file (issue 29.3).
+    const src = join(s.dir, 'zl.c');
+    writeFileSync(
+      src,
+      `#include <pthread.h>
+#include <stdio.h>
+#include <unistd.h>
+#include <sys/syscall.h>
+static const char *path;
+static void *run(void *a) { (void)a; for (;;) { FILE *f = fopen(path, "a"); if (f) { fputs("x", f); fclose(f); } usleep(20000); } return 0; }
+int main(int argc, char **argv) { (void)argc; path = argv[1]; pthread_t t; pthread_create(&t, 0, run, 0); usleep(50000); syscall(SYS_exit, 0); return 0; }
+`,
+    );
+    const bin = join(s.dir, 'zl');
+    const cc = spawnSync('cc', ['-O1', '-pthread', '-o', bin, src], { encoding: 'utf8' });
+    assert.equal(cc.status, 0, cc.stderr);
+    const out = join(s.dir, 'zl.out');
+    const agent = spawn(s.fakeCodex, ['-c', `"$0/zl" "$0/zl.out" & echo $! > "$0/loop"; wait; exec sleep 100`, s.dir], {
+      env: s.env,
+      stdio: 'ignore',
+    });
+    t.after(() => killQuietly(agent.pid!));
+    await waitFor(() => existsSync(join(s.dir, 'loop')) && existsSync(out), 5000, 'the job');
+    const job = readPid(join(s.dir, 'loop'));
+    await waitFor(() => readProc(job, bootNs())?.state === 'Z', 5000, 'the leader to exit');
+    const size = () => (existsSync(out) ? statSync(out).size : 0);
+    const before = size();
+    await new Promise((r) => setTimeout(r, 150));
+    assert.ok(size() > before, 'the thread writes while its leader is a zombie');
+    const st = readProc(agent.pid!, bootNs())!;
+    const info = { pid: agent.pid!, start_ticks: st.startTicks, exe: s.fakeCodex, cmdline: 'codex' };
+    const far = { id: 'w', session_id: 'S', from: 0n, to: nowNs() + 10_000_000_000n };
+    const c = contain({ windows: [far], agent: info, orphanFilter: () => false });
+    assert.ok(
+      c.candidates.some((x) => x.pid === job && /^(terminated|killed)$/.test(x.action)),
+      JSON.stringify(c.candidates),
+    );
+    await new Promise((r) => setTimeout(r, 100));
+    const after = size();
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal(size(), after, 'the thread still writes after containment');
   });
 
   test('never signals this process, its ancestors or PID 1, even when they are in the window', () => {

@@ -17,6 +17,22 @@ export interface Proc {
   ttyNr: number;
   startTicks: string;
   startNs: bigint;
+  /** Threads in its thread group (/proc/PID/status): a zombie leader with more than one still runs. */
+  threads: number;
+}
+
+/**
+ * Does the process still run? A zombie (`Z`) whose thread group holds more threads does: its leader
+ * called the exit syscall while another thread goes on, and a signal to its pid still reaches the group.
+ */
+export function isLive(p: Pick<Proc, 'state' | 'threads'>): boolean {
+  return p.state !== 'X' && (p.state !== 'Z' || p.threads > 1);
+}
+
+/** The Threads: count of /proc/PID/status text (1 when absent). */
+function threadsOf(status: string): number {
+  const m = /^Threads:\s+(\d+)/m.exec(status);
+  return m ? Number(m[1]) : 1;
 }
 
 export function procSupported(): boolean {
@@ -67,6 +83,7 @@ export function readProc(pid: number, boot: bigint): Proc | null {
       ttyNr: Number(f[4]),
       startTicks,
       startNs: boot + (BigInt(startTicks) * 1_000_000_000n) / CLK_TCK,
+      threads: threadsOf(status),
     };
   } catch {
     return null;
@@ -93,14 +110,29 @@ export function argvOf(pid: number): string[] {
 }
 
 export function environOf(pid: number): Map<string, string> | null {
-  try {
+  const parse = (text: string) => {
     const m = new Map<string, string>();
-    for (const kv of readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0')) {
+    for (const kv of text.split('\0')) {
       const i = kv.indexOf('=');
       if (i > 0) m.set(kv.slice(0, i), kv.slice(i + 1));
     }
     return m;
+  };
+  try {
+    return parse(readFileSync(`/proc/${pid}/environ`, 'utf8'));
   } catch {
+    // A zombie leader's own entry has no memory left to read; a live thread of its group has.
+    try {
+      for (const tid of readdirSync(`/proc/${pid}/task`)) {
+        try {
+          return parse(readFileSync(`/proc/${pid}/task/${tid}/environ`, 'utf8'));
+        } catch {
+          // that thread is gone too
+        }
+      }
+    } catch {
+      // no such process
+    }
     return null;
   }
 }
@@ -173,12 +205,17 @@ export function ancestry(pid: number, boot: bigint = bootNs()): Proc[] {
   return out;
 }
 
-/** Does pid still name the live process that started at startTicks (not a reused pid, not a zombie)? */
+/**
+ * Does pid still name the live process that started at startTicks (not a reused pid, not a zombie
+ * whose whole thread group has exited)?
+ */
 export function sameProcess(pid: number, startTicks: string): boolean {
   try {
     const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const f = text.slice(text.lastIndexOf(')') + 2).split(' ');
-    return f[19] === startTicks && f[0] !== 'Z' && f[0] !== 'X';
+    if (f[19] !== startTicks) return false;
+    const state = f[0] ?? '?';
+    return isLive({ state, threads: state === 'Z' ? threadsOf(readFileSync(`/proc/${pid}/status`, 'utf8')) : 1 });
   } catch {
     return false;
   }

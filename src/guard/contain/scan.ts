@@ -15,6 +15,7 @@ import {
 import {
   environOf,
   ancestry,
+  isLive,
   argvOf,
   bootNs,
   cmdlineText,
@@ -137,13 +138,7 @@ export function scanOnce(
   }
   const isWatcher = (p: Proc) => input.watchers?.has(`${p.pid}:${p.startTicks}`) ?? false;
   const eligible = (p: Proc) =>
-    p.uid === uid &&
-    !protectedPids.has(p.pid) &&
-    !own.has(p.pid) &&
-    p.ppid !== 2 &&
-    p.state !== 'Z' &&
-    p.state !== 'X' &&
-    !isWatcher(p);
+    p.uid === uid && !protectedPids.has(p.pid) && !own.has(p.pid) && p.ppid !== 2 && isLive(p) && !isWatcher(p);
   const found = new Map<number, Found>();
   let entries: Set<string> | null = null;
   const addTree = (root: Proc, why: Why, attempt: string | null) => {
