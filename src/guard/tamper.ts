@@ -86,6 +86,7 @@ export {
 export {
   extraCodexConfigs,
   forgetRegistration,
+  forgetRegistrationIn,
   installedFiles,
   pathDirs,
   type RecordInput,

@@ -18,7 +18,7 @@ import { defaultEntry, failClosed, latchHookRun, writeConfigAtomic } from '../..
 import { editJsonText } from '../../commands/shared/json-text.js';
 import { openStore } from '../../store/store.js';
 import { claudeConfigDir } from './transcript.js';
-import { forgetRegistration, recordRegistration } from '../../guard/tamper.js';
+import { forgetRegistrationIn, recordRegistration } from '../../guard/tamper.js';
 import { withoutEntryGuard } from '../../base/hook-text.js';
 import { homedir } from 'node:os';
 
@@ -459,16 +459,7 @@ export async function uninstallClaude(
     writeConfigAtomic(file, text);
     const home = homeOf(io);
     stopped = dismissResidentHooks(home, 'claude');
-    // Forget what setup recorded for this file, as Codex's uninstall does: a registration left behind
-    // would read as Latch's handlers removed by someone, and latch every workspace of every agent.
-    if (existsSync(join(home, 'latch.db'))) {
-      const db = openStore(home, { create: false });
-      try {
-        forgetRegistration(db, file);
-      } finally {
-        db.close();
-      }
-    }
+    forgetRegistrationIn(home, file);
   }
   report(
     { changed: true, changes, ...(opts.dryRun ? { text } : { resident_hooks_stopped: stopped }) },

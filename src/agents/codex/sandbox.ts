@@ -26,7 +26,7 @@ import {
 import { basename, join } from 'node:path';
 import { readShell, readShellArgv, shellQuote } from '../../guard/read-shell.js';
 import type { SandboxedProcess } from '../agent.js';
-import { type ReadsReport, sealedReadsReport } from '../shared/bwrap.js';
+import { type ReadsReport, sealedReadsReport, wroteThrough } from '../shared/bwrap.js';
 export type { ReadsReport } from '../shared/bwrap.js';
 
 export interface Sandbox {
@@ -209,15 +209,9 @@ export function probeSandbox(
   if (t.status !== 0)
     why = `\`codex sandbox -- /bin/true\` failed (exit ${t.status}): ${t.stderr.trim().split('\n').slice(-1)[0] ?? ''}`;
   else {
-    spawn(bin, ['sandbox', '--', '/bin/sh', '-c', ': > "$1"', 'sh', target], env);
-    let wrote = false;
-    try {
-      lstatSync(target);
-      wrote = true;
-      unlinkSync(target);
-    } catch {
-      wrote = false;
-    }
+    const wrote = wroteThrough(target, () =>
+      spawn(bin, ['sandbox', '--', '/bin/sh', '-c', ': > "$1"', 'sh', target], env),
+    );
     ok = !wrote;
     why = wrote ? '`codex sandbox` let a write through (not read-only here)' : 'codex sandbox runs read-only';
   }

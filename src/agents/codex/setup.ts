@@ -12,7 +12,7 @@ import { dismissResidentHooks, residentLine } from '../../resident/list.js';
 import { defaultEntry, failClosed, latchHookRun, writeConfigAtomic } from '../../commands/shared/hook-command.js';
 import {
   extraCodexConfigs,
-  forgetRegistration,
+  forgetRegistrationIn,
   isLatchHandler as isLatchHandlerOf,
   latchHandlersOf,
   recordRegistration,
@@ -715,14 +715,7 @@ export async function uninstallCodex(
     writeAtomic(file, JSON.stringify(after, null, 2) + '\n');
     const home = homeOf(io);
     stopped = dismissResidentHooks(home, 'codex');
-    if (existsSync(join(home, 'latch.db'))) {
-      const db = openStore(home, { create: false });
-      try {
-        forgetRegistration(db, file);
-      } finally {
-        db.close();
-      }
-    }
+    forgetRegistrationIn(home, file);
   }
   io.out(
     `${opts.dryRun ? 'Would remove' : 'Removed'} Latch handlers from ${file}: ${changes.map((c) => c.event).join(', ')}\n`,

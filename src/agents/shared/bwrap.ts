@@ -267,6 +267,18 @@ export function findRoute(paths: SandboxPaths, env: NodeJS.ProcessEnv, verified:
   return { ok: true, b: { bwrap, helper, setfcap: root && holdsSetfcap() } };
 }
 
+/** Runs `write` (a sandboxed `: > target`): did the file appear? (It is removed again.) A probe's write test. */
+export function wroteThrough(target: string, write: () => void): boolean {
+  write();
+  try {
+    lstatSync(target);
+  } catch {
+    return false;
+  }
+  unlinkSync(target);
+  return true;
+}
+
 /** The helper's identity as the last successful probe recorded it (it was hashed before that probe), or null. */
 function verifiedHelper(latchHome: string): FileId | null {
   try {
@@ -313,15 +325,7 @@ export function probe(latchHome: string, b: Bwrap, env: NodeJS.ProcessEnv, spawn
     const last = t.stderr.trim().split('\n').slice(-1)[0] ?? '';
     why = `bubblewrap with the seccomp helper does not run here (exit ${t.status}${last ? `: ${last}` : ''})`;
   } else {
-    spawn(b.bwrap, args(['/bin/sh', '-c', ': > "$1"', 'sh', target]), penv);
-    let wrote = false;
-    try {
-      lstatSync(target);
-      wrote = true;
-      unlinkSync(target);
-    } catch {
-      wrote = false;
-    }
+    const wrote = wroteThrough(target, () => spawn(b.bwrap, args(['/bin/sh', '-c', ': > "$1"', 'sh', target]), penv));
     ok = !wrote;
     why = wrote
       ? 'bubblewrap let a write through (not read-only here)'

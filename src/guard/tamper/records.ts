@@ -3,7 +3,8 @@
 import { accessSync, constants, readdirSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { delimiter, dirname, isAbsolute, join, resolve } from 'node:path';
-import { immediate, type Db } from '../../store/store.js';
+import { existsSync } from 'node:fs';
+import { immediate, openStore, type Db } from '../../store/store.js';
 import { rebaselineClaudeLayers } from './claude-layers.js';
 import { configPart } from './codex-config.js';
 import {
@@ -252,6 +253,21 @@ export function recordRegistration(
 }
 
 /** Forgets a registration (uninstall). The installation scope stays while another registration uses it. */
+/**
+ * forgetRegistration in the store under `home`, when there is one: what an agent's uninstall does, so
+ * that handlers removed on purpose do not read as handlers removed by someone (and latch every
+ * workspace of every agent).
+ */
+export function forgetRegistrationIn(home: string, hooksFile: string): void {
+  if (!existsSync(join(home, 'latch.db'))) return;
+  const db = openStore(home, { create: false });
+  try {
+    forgetRegistration(db, hooksFile);
+  } finally {
+    db.close();
+  }
+}
+
 export function forgetRegistration(db: Db, hooksFile: string): void {
   immediate(db, () => {
     db.prepare('DELETE FROM registrations WHERE scope = ?').run(hooksFile);
