@@ -73,7 +73,10 @@ export async function handle(ctx: GuardContext, obs: Observation, event: LatchEv
   }
   if (ev.type === 'pre_tool') {
     const early = preToolShortcut(ctx, obs, ev.call);
-    if (early) return early;
+    if (early) {
+      if (early.verdict === 'deny') recordEarlyDenial(ctx, obs, ev.call, early);
+      return early;
+    }
   }
   const d = await handleEvent(ctx, obs, ev);
   // A Latch read allowed while the session may mutate runs in the hook too: in the agent's shell it
@@ -87,6 +90,25 @@ export async function handle(ctx: GuardContext, obs: Observation, event: LatchEv
     if (replay !== null) return { ...d, updatedInput: { ...input, command: replay } };
   }
   return d;
+}
+
+/**
+ * A denial the shortcut made without the store is recorded like any other (status, report and the
+ * rollout cross-check count it), for a session the store already knows. Best effort: the call is
+ * denied whether or not the record lands.
+ */
+function recordEarlyDenial(ctx: GuardContext, obs: Observation, call: ToolCall, d: Decision): void {
+  try {
+    const db = ctx.openDb();
+    try {
+      const row = getSession(db, obs.sessionId);
+      if (row) immediate(db, () => recordToolDenial(db, row, obs, call, d.reasons, ctx.now()));
+    } finally {
+      release(ctx, db);
+    }
+  } catch {
+    // the store is unavailable: the call is denied all the same
+  }
 }
 
 async function handleEvent(ctx: GuardContext, obs: Observation, ev: LatchEvent): Promise<Decision> {

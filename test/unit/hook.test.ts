@@ -164,6 +164,28 @@ test('touching Latch itself is denied even when not latched', async (t) => {
   assert.equal(counts(sb).state, undefined, 'denied before the store was needed');
 });
 
+test('a denial made before the store opens is recorded for a session the store knows', async (t) => {
+  const sb = sandbox();
+  t.after(sb.cleanup);
+  assert.equal((await hook(sb, bash(sb, 'echo one > one.txt'))).denied, false);
+  const r = await hook(sb, bash(sb, 'latch brief --page 1 && false'));
+  assert.ok(r.denied);
+  const db = openStore(sb.home, { create: false });
+  try {
+    const rows = db.prepare("SELECT summary, reasons_json FROM denials WHERE session_id = 'S'").all() as {
+      summary: string;
+      reasons_json: string;
+    }[];
+    assert.deepEqual(
+      rows.map((x) => x.summary),
+      ['Bash: latch brief --page 1 && false'],
+    );
+    assert.match(rows[0]!.reasons_json, /touches_latch/);
+  } finally {
+    db.close();
+  }
+});
+
 test('fail closed: missing, corrupt and read-only stores deny tracked tools; untracked tools still run', async (t) => {
   const missing = sandbox({ store: false });
   t.after(missing.cleanup);
