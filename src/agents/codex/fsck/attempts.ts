@@ -3,6 +3,7 @@
 // (pending.ts) and then settled: counted by outcome, listed (the first ATTEMPT_CAP), its command
 // classified, and checked against the intervals the store held the session.
 import { admittedWhileHeld } from '../../../guard/held.js';
+import { isReplay, replayedCommand } from '../../../guard/replay.js';
 import { patchArgument, patchFiles, shellCommand, type Classified } from './calls.js';
 import type { PendingCall } from './pending.js';
 import { AnalyserState, ID_CAP } from './state.js';
@@ -129,8 +130,10 @@ export abstract class AttemptAnalyser extends AnalyserState {
           : a.kind === 'patch'
             ? patchFiles(str(f.input) ?? patchArgument(str(f.arguments)))
             : oneLine(str(f.arguments) ?? '', 80));
-      a.summary = oneLine(command || a.tool);
-      if (a.kind === 'shell' && described === null) a.read_only = this.readOnly(command);
+      // A held read Latch ran and the call replayed: the model's own command, a read.
+      const replayed = a.kind === 'shell' && isReplay(command) ? replayedCommand(command) : null;
+      a.summary = oneLine(replayed ?? (command || a.tool));
+      if (a.kind === 'shell' && described === null) a.read_only = replayed !== null || this.readOnly(command);
     }
     if (a.read_only) this.attempts.read_only_listed++;
     if (inHeld && a.read_only !== true) {
