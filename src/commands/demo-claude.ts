@@ -5,6 +5,7 @@
 // again and reads. Latch checkpoints and latches; the writes are denied while `cat` runs (inside the
 // read-only sandbox where one works); `latch verify --yes` restores authority, and the session resumed
 // with `--resume` writes again. Nothing leaves the machine.
+import { isReplay } from '../guard/replay.js';
 import { spawn } from 'node:child_process';
 import {
   accessSync,
@@ -264,7 +265,11 @@ function runClaude(
  * How the hooks let a read through, from the session's transcript: the PreToolUse reply for the call,
  * rewritten (updatedInput) into bubblewrap or Codex's sandbox, or left as it was.
  */
-function readRoute(configDir: string, sessionId: string | null, toolUseId: string): 'bubblewrap' | 'codex' | 'none' {
+function readRoute(
+  configDir: string,
+  sessionId: string | null,
+  toolUseId: string,
+): 'replayed' | 'bubblewrap' | 'codex' | 'none' {
   const root = join(configDir, 'projects');
   if (!sessionId || !existsSync(root)) return 'none';
   for (const d of readdirSync(root)) {
@@ -276,6 +281,7 @@ function readRoute(configDir: string, sessionId: string | null, toolUseId: strin
         const a = JSON.parse(line).attachment;
         if (a?.toolUseID !== toolUseId || a?.hookEvent !== 'PreToolUse') continue;
         const command = String(JSON.parse(String(a.stdout)).hookSpecificOutput?.updatedInput?.command ?? '');
+        if (isReplay(command)) return 'replayed';
         if (/\bbwrap\b/.test(command)) return 'bubblewrap';
         if (command.includes(' sandbox -- ')) return 'codex';
       } catch {
@@ -361,11 +367,13 @@ export async function claudeDemoPart(io: Io, opts: DemoOptions, claude: DemoClau
     );
     quoteDenial(say, denials[0]?.text);
     const where =
-      route === 'bubblewrap'
-        ? "inside bubblewrap's read-only sandbox"
-        : route === 'codex'
-          ? "inside Codex's read-only sandbox"
-          : `without a sandbox rewrite (Latch's guard for held reads here: ${statusJson.reads?.detail ?? 'unknown'})`;
+      route === 'replayed'
+        ? `inside Latch's read-only sandbox (${/bubblewrap/.test(statusJson.reads?.detail ?? '') ? 'bubblewrap + seccomp' : (statusJson.reads?.detail ?? 'unknown')}), run by the hook, its output replayed to the agent,`
+        : route === 'bubblewrap'
+          ? "inside bubblewrap's read-only sandbox"
+          : route === 'codex'
+            ? "inside Codex's read-only sandbox"
+            : `without a sandbox rewrite (Latch's guard for held reads here: ${statusJson.reads?.detail ?? 'unknown'})`;
     say(
       catRan
         ? `   the read-only \`cat progress.txt\` ran ${where} and returned ${JSON.stringify(cat.text.trim())}`

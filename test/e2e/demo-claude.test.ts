@@ -41,9 +41,12 @@ test('latch demo claude: latched at the checkpoint, writes denied, cat runs, tre
     /^The latch held across the compaction and was released only by verification\.$/m,
   ];
   for (const re of lines) assert.match(out, re);
-  // The read ran inside bubblewrap where the sandbox works (the Claude Code e2e checks the same).
+  // The read ran in Latch's sandbox (bubblewrap where it works), run by the hook and replayed.
   if (process.platform === 'linux' && existsSync('/usr/bin/bwrap'))
-    assert.match(out, /`cat progress\.txt` ran inside bubblewrap's read-only sandbox/);
+    assert.match(
+      out,
+      /`cat progress\.txt` ran inside Latch's read-only sandbox \(bubblewrap \+ seccomp\), run by the hook/,
+    );
   assert.doesNotMatch(out, /^Latch demo in |codex exec/m, 'only the Claude Code story');
   const base = /^Latch demo \(Claude Code\) in (\S+)$/m.exec(out)![1]!;
   assert.ok(!existsSync(base), `the demo removed ${base}`);
