@@ -119,8 +119,11 @@ export async function setupEnv(
         prompt,
         resumeThreadId: o.resume,
         forkThreadId: o.fork,
-        // The resident hook logs what it answered (test/helpers/resident.ts).
-        env: { LATCH_HOME: latchHome, LATCH_RESIDENT_TRACE: '1', ...o.env },
+        // The resident hook logs what it answered (test/helpers/resident.ts). Codex runs every command
+        // and hook with `$SHELL -lc`; on a machine whose startup files run `pyenv rehash`, a login
+        // shell Codex kills mid-rehash (its own commands when `codex exec` ends) leaves pyenv's lock,
+        // and every later login shell waits 60 s for it: the suite waits 2 s at most.
+        env: { LATCH_HOME: latchHome, LATCH_RESIDENT_TRACE: '1', PYENV_REHASH_TIMEOUT: '2', ...o.env },
         timeoutMs: 120_000,
       });
       if (r.timedOut) throw new Error(`codex timed out\n${r.stderr.slice(-3000)}`);
