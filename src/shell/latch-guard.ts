@@ -286,8 +286,12 @@ export function wordTouchCheck(st: State, w: Word, opts: PathCheckOptions = {}):
         deny(st, `the glob \`${short(w.value, 60)}\` reaches /proc or /dev, which cannot be checked: name the file`);
         continue;
       }
-      for (const t of targets)
-        if (!hits.has(t) && (globReaches(segs, t.segs) || (recursive && globReaches(t.segs, segs)))) hits.add(t);
+      // Outside the sealed sandbox a pattern that could match a protected path is refused whether or not
+      // it does today. Inside, a protected path is hidden: what the glob matches now is what counts
+      // (`ls -d */` at a root whose .latch.toml is absent, or a file `*/` cannot match, reads).
+      if (!st.sandboxed)
+        for (const t of targets)
+          if (!hits.has(t) && (globReaches(segs, t.segs) || (recursive && globReaches(t.segs, segs)))) hits.add(t);
       const matches = expandGlob(
         st,
         [pattern.startsWith('/') ? '/' : '/' + base.map((x) => literalSegment(x) ?? x).join('/')],

@@ -51,6 +51,9 @@ const SEALED_ONLY = [
   'ls | xargs wc -l',
   "awk 'NR >= 10' a.txt",
   'df -h',
+  // A glob at the root, where .latch.toml is protected (absent here, hidden inside): from the read corpus.
+  'ls -d */ | grep "java"',
+  'wc -l *',
 ];
 
 /** Writes a command states plainly, and the word the refusal names. */
