@@ -551,3 +551,32 @@ describe('Markdown escaping', () => {
     assert.equal(mdText(''), '-');
   });
 });
+
+describe('attempts on Latch itself', () => {
+  test('a call the agent made against Latch is recorded and shown first; none, no section', async (t) => {
+    const sb = sandbox();
+    t.after(sb.cleanup);
+    await hook(sb, payload('session-start-startup', sb));
+    await agentWrites(sb, 'turn-1', 'echo a > a.txt', { 'a.txt': 'a\n' });
+    const none = capture(sb);
+    assert.equal(await report(none.io, { markdown: true }), 0, none.err());
+    assert.doesNotMatch(none.out(), /Attempts on Latch itself/);
+    // Mutable, the agent types the human's command: denied before the store opens, and recorded.
+    assert.ok((await hook(sb, bash(sb, 'latch verify --yes', { turn_id: 'turn-1' }))).denied);
+    const m = capture(sb);
+    assert.equal(await report(m.io, { markdown: true }), 0, m.err());
+    const sections = m.out().match(/^### .*$/gm) ?? [];
+    assert.equal(sections[0], '### Attempts on Latch itself (1, all denied)');
+    const rows = tables(m.out()).get('Attempts on Latch itself (1, all denied)')![0]!.rows;
+    assert.deepEqual(
+      rows.map((r) => [r[0], r[2]]),
+      [['`S`', '`latch verify --yes`']],
+    );
+    const h = capture(sb);
+    assert.equal(await report(h.io, { html: 'self.html' }), 0, h.err());
+    const page = readFileSync(join(sb.work, 'self.html'), 'utf8');
+    const self = page.indexOf('<section id="self"');
+    assert.ok(self > 0 && self < page.indexOf('<section id="sessions"'), 'the section comes first');
+    assert.match(page.slice(self), /Attempts on Latch itself \(1, all denied\)[\s\S]*latch verify --yes/);
+  });
+});

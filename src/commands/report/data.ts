@@ -208,6 +208,17 @@ export const callText = (tool: string | null, summary: string | null): string | 
 export const short = (sha: string | null | undefined, n = 16) =>
   sha ? (sha.length > n ? sha.slice(0, n) + '…' : sha) : '-';
 
+/**
+ * The agent's attempts on Latch itself (its store, its registration, `latch verify`): denied calls whose
+ * reasons say so, oldest first. The report shows them before anything else.
+ */
+export function selfProtectionDenials(d: ReportData): Extract<LogEntry, { kind: 'denial' }>[] {
+  return d.entries.filter(
+    (e): e is Extract<LogEntry, { kind: 'denial' }> =>
+      e.kind === 'denial' && e.reasons.some((r) => r.code === 'touches_latch'),
+  );
+}
+
 /** Allowed attempts and denials of a session from each compaction to the next. */
 interface CompactionWindow {
   session_id: string;

@@ -13,6 +13,7 @@ import {
   fileSummaries,
   isTrip,
   overallState,
+  selfProtectionDenials,
   short,
   transitionSummary,
   verifyEvidence,
@@ -201,6 +202,23 @@ function filesHtml(d: ReportData): string {
   return `<table class="files" id="files-table"><caption>Every recorded change to each file, newest first${d.selected ? ' (changes of the selected session(s) only)' : ''}.</caption><thead><tr><th scope="col">Observed</th><th scope="col">Change</th><th scope="col">Attribution</th><th scope="col">Made by</th><th scope="col">Content (sha256, size)</th></tr></thead>${bodies.join('\n')}</table>`;
 }
 
+/** The agent's attempts on Latch itself, first (nothing when there were none). */
+function selfProtectionHtml(d: ReportData): string {
+  const self = selfProtectionDenials(d);
+  if (self.length === 0) return '';
+  const rows = self
+    .map(
+      (e) =>
+        `<tr><td>${sid(e.session_id)}</td><td>${time(e.at)}</td><td>${code(callText(e.tool, e.summary) ?? e.tool, 'cmd')}</td></tr>`,
+    )
+    .join('');
+  return `<section id="self" aria-labelledby="h-self">
+<h2 id="h-self">Attempts on Latch itself (${self.length}, all denied)</h2>
+<table><thead><tr><th>Session</th><th>When</th><th>Call</th></tr></thead><tbody>${rows}</tbody></table>
+</section>
+`;
+}
+
 function sessionsHtml(d: ReportData): string {
   if (d.sessions.length === 0) return '<p class="muted">No sessions recorded for this workspace.</p>';
   const rows = d.sessions
@@ -367,7 +385,7 @@ export function renderHtml(d: ReportData): string {
 <nav><a href="#sessions">Sessions</a><a href="#timeline">Timeline</a><a href="#files">Files</a></nav>
 </header>
 <main>
-<section id="sessions" aria-labelledby="h-sessions">
+${selfProtectionHtml(d)}<section id="sessions" aria-labelledby="h-sessions">
 <h2 id="h-sessions">Sessions</h2>
 ${sessionsHtml(d)}
 ${countsHtml(d)}

@@ -8,6 +8,7 @@ import {
   distinct,
   fileSummaries,
   overallState,
+  selfProtectionDenials,
   short,
   transitionSummary,
   verifyEvidence,
@@ -52,6 +53,18 @@ export function renderMarkdown(d: ReportData): string {
   out.push(
     `Workspace ${mdCode(d.workspace)}${d.selected ? `, session(s) ${d.selected.map(mdCode).join(', ')}` : ''}. Agent: ${mdText(distinct(d.agents.map(agentLabel)))}. Current state: ${mdText(overallState(d))}. Generated ${mdText(d.generated_at)} by Latch ${mdText(d.version)}.\n`,
   );
+
+  // First: what the agent tried against Latch itself (none is the usual case, and then nothing is shown).
+  const self = selfProtectionDenials(d);
+  if (self.length > 0) {
+    out.push(`### Attempts on Latch itself (${self.length}, all denied)\n`);
+    out.push(
+      mdTable(
+        ['Session', 'When', 'Call'],
+        self.map((e) => [mdCode(e.session_id), mdText(e.at), mdCode(callText(e.tool, e.summary) ?? e.tool)]),
+      ),
+    );
+  }
 
   out.push('### Sessions\n');
   out.push(
