@@ -14,6 +14,17 @@ export function procStat(pid: number): { state: string; start: string } | null {
   }
 }
 
+/** The parent of `pid` (/proc/<pid>/stat field 4); null without /proc or for a process gone. */
+export function procParent(pid: number): number | null {
+  try {
+    const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const ppid = Number(text.slice(text.lastIndexOf(')') + 2).split(' ')[1]);
+    return Number.isInteger(ppid) && ppid > 0 ? ppid : null;
+  } catch {
+    return null;
+  }
+}
+
 /**
  * The process `pid` runs: started at `start` (not another one under a reused pid), not exited (a
  * zombie has) and not stopped (SIGSTOP, or held by a tracer).

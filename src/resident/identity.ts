@@ -100,6 +100,11 @@ export const SPOOL = {
   dismissed: 'dismissed',
   /** When a hook last started a resident hook here (ms since the epoch): starts are spaced out. */
   started: 'started',
+  /**
+   * `<pid> <start>` lines: the ancestors of the hook that started the resident hook, nearest first.
+   * The resident hook finds its agent among them and leaves when that process exits.
+   */
+  agents: 'agents',
   request: '.req',
   claimed: '.work',
   answer: '.res',

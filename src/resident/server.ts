@@ -28,7 +28,9 @@ import { reanchorIfDrifted, reanchorWallClock } from '../base/clock.js';
 import { errorMessage, isLatchError } from '../base/errors.js';
 import { setDeadline } from '../base/deadline.js';
 import { dbPath, moduleDir } from '../base/paths.js';
-import { procStat } from '../base/proc.js';
+import { procStat, runs } from '../base/proc.js';
+import { isAgentProcess } from '../guard/contain/match.js';
+import { argvOf, exeOf } from '../guard/contain/proc.js';
 import { busyTimeout, runHook } from '../hook.js';
 import { type Db, openStore } from '../store/store.js';
 import { namedServer, readOrNull, residentSpool, serverAnswers, SPOOL } from './identity.js';
@@ -71,6 +73,8 @@ class Resident {
   private finish: ((code: number) => void) | undefined;
   private readonly idleMs: number;
   private readonly store: KeptStore;
+  /** The agent process whose hook started this one (null: none found; then only the idle bound). */
+  private readonly agentProcess: { pid: number; start: string } | null;
 
   constructor(
     private readonly agent: Agent,
@@ -81,6 +85,9 @@ class Resident {
   ) {
     const n = Number(env.LATCH_RESIDENT_IDLE_MS);
     this.idleMs = Number.isFinite(n) && n > 0 ? n : IDLE_MS;
+    // Read once, then removed: a resident hook leaves nothing behind but the start stamp.
+    this.agentProcess = agentOf(readOrNull(join(dir, SPOOL.agents)));
+    removeQuietly(join(dir, SPOOL.agents));
     this.store = new KeptStore(busyTimeout(env));
   }
 
@@ -221,6 +228,9 @@ class Resident {
     // Dismissed by `latch uninstall` (src/resident/list.ts): the marker names this process.
     if (readOrNull(join(this.dir, SPOOL.dismissed)) === this.me) return this.leave(0);
     if (codeStamp() !== this.code || now - this.lastRequest > this.idleMs) return this.leave(0);
+    // Its agent exited: no hook of it will come (another agent of the identity starts its own).
+    const a = this.agentProcess;
+    if (a && !runs(a.pid, a.start)) return this.leave(0);
     // The heartbeat: a client takes a resident hook whose `server` is older than HEARTBEAT_STALE_MS
     // for gone (stuck or stopped), runs the ordinary hook and starts another.
     try {
@@ -238,7 +248,7 @@ class Resident {
     for (const name of names) {
       if (name.endsWith(SPOOL.request)) this.enqueue(name);
       // Answers no client took, and what a killed client or resident hook left half done.
-      else if (name !== SPOOL.server && name !== SPOOL.started) removeIfOlder(join(this.dir, name), STALE_ANSWER_MS);
+      else if (name !== SPOOL.server && name !== SPOOL.started && name !== SPOOL.agents) removeIfOlder(join(this.dir, name), STALE_ANSWER_MS);
     }
     if (!this.busy && now - this.lastAnchor > 10_000) {
       reanchorWallClock();
@@ -328,6 +338,21 @@ function parseRequest(text: string): { identity: string; input: string } | null 
   } catch {
     return null;
   }
+}
+
+/**
+ * The agent among the starting hook's ancestors (SPOOL.agents): the nearest that still runs as
+ * listed and is an agent process (Codex, Claude Code).
+ */
+function agentOf(text: string | null): { pid: number; start: string } | null {
+  for (const line of (text ?? '').split('\n').slice(0, 32)) {
+    const m = /^(\d+) (\d+)$/.exec(line);
+    if (!m) continue;
+    const pid = Number(m[1]);
+    const start = m[2]!;
+    if (runs(pid, start) && isAgentProcess(exeOf(pid), argvOf(pid))) return { pid, start };
+  }
+  return null;
 }
 
 /** The identity of Latch's code files: a change (an upgrade, a rebuild) sends the resident hook away. */

@@ -4,6 +4,7 @@ import { existsSync, lstatSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { childProcess } from '../base/lazy.js';
 import { moduleDir } from '../base/paths.js';
+import { procParent, procStat } from '../base/proc.js';
 import { readOrNull, residentSpool, SPOOL } from './identity.js';
 
 /** A hook starts a resident hook for an identity at most this often. */
@@ -27,6 +28,7 @@ export function startResident(agent: string, env: NodeJS.ProcessEnv = process.en
     const last = Number(readOrNull(stamp));
     if (Number.isFinite(last) && Date.now() - last < RESTART_MS && Date.now() >= last) return;
     writeFileSync(stamp, String(Date.now()), { mode: 0o600 });
+    writeFileSync(join(dir, SPOOL.agents), ancestors(), { mode: 0o600 });
     const child = childProcess().spawn(process.execPath, [...process.execArgv, entryPath(), '__serve', agent], {
       detached: true,
       stdio: 'ignore',
@@ -38,6 +40,19 @@ export function startResident(agent: string, env: NodeJS.ProcessEnv = process.en
   } catch {
     /* no resident hook: every hook runs in a process of its own, as before */
   }
+}
+
+/** This hook's ancestors as `<pid> <start>` lines, nearest first (at most 32; cheap /proc reads). */
+function ancestors(): string {
+  const lines: string[] = [];
+  let pid = procParent(process.pid);
+  while (pid !== null && pid > 1 && lines.length < 32) {
+    const st = procStat(pid);
+    if (!st) break;
+    lines.push(`${pid} ${st.start}`);
+    pid = procParent(pid);
+  }
+  return lines.map((l) => `${l}\n`).join('');
 }
 
 /**

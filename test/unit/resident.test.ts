@@ -673,3 +673,35 @@ test('LATCH_RESIDENT=off: every hook runs in its own process and none is started
   await new Promise((r) => setTimeout(r, 300));
   assert.equal(existsSync(join(b.home, 'resident')), false);
 });
+
+test('the resident hook leaves with its agent: the agent process exits, it leaves long before the idle bound', async (t) => {
+  const b = setUp(t);
+  hook(b, claudeBoxPayload(b, 'session-start-startup'), b.env, 'SessionStart');
+  // A stand-in agent: node running a script where Claude Code's lives, which runs one hook and stays.
+  const script = join(b.base, 'node_modules', '@anthropic-ai', 'claude-code', 'cli.js');
+  mkdirSync(dirname(script), { recursive: true });
+  writeFileSync(
+    script,
+    `const { spawnSync } = require('node:child_process');
+const r = spawnSync(process.execPath, [${JSON.stringify(DIST)}, 'hook', 'claude', '--event', 'PreToolUse'], {
+  input: require('node:fs').readFileSync(process.argv[2], 'utf8'), env: process.env, cwd: process.cwd(), encoding: 'utf8' });
+if (r.status !== 0) process.stderr.write('hook ' + r.status + ' ' + r.stderr + '\\n');
+setInterval(() => {}, 1000);
+`,
+  );
+  // (The payload in a file: the hook's environment is part of the resident hook's identity.)
+  const payloadFile = join(b.base, 'payload.json');
+  writeFileSync(payloadFile, JSON.stringify(bash(b, 'echo one > one.txt')));
+  const agent = spawn(process.execPath, [script, payloadFile], { cwd: b.work, env: b.env, stdio: 'inherit' });
+  t.after(() => agent.kill('SIGKILL'));
+  const pid = await until('a resident hook started by the agent’s hook', () => serverPid(spoolOf(b)));
+  // While its agent runs, it stays (the idle bound is 20 s).
+  await new Promise((r) => setTimeout(r, 2500));
+  assert.equal(serverPid(spoolOf(b)), pid, 'still serving while the agent runs');
+  agent.kill('SIGKILL');
+  await until(
+    'the resident hook to leave after its agent',
+    () => procStat(pid) === null || procStat(pid)?.state === 'Z',
+    6000,
+  );
+});
