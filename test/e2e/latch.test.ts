@@ -7,6 +7,8 @@ import Database from 'better-sqlite3';
 import { snapshotTree } from '../../src/tree/snapshot.js';
 import { BIG, LATCH, PATCH, outputsContaining, setupEnv } from '../helpers/e2e.js';
 import { awaitResident, residentTrace } from '../helpers/resident.js';
+import { residentHooks } from '../../src/resident/list.js';
+import { runs } from '../../src/base/proc.js';
 import type { FakeStep } from '../../src/agents/codex/fake-model.js';
 
 const T = { timeout: 300_000 };
@@ -396,3 +398,33 @@ test(
     }
   },
 );
+
+test('R: the resident hook leaves when the real Codex exits, not after its idle bound', T, async (t) => {
+  const steps: FakeStep[] = [
+    /* 0 */ { items: [{ type: 'bash', cmd: 'true' }], inputTokens: 200 },
+    /* 1 */ { items: [{ type: 'bash', cmd: 'echo r > r.txt' }], inputTokens: 200 },
+    /* 2 */ { items: [{ type: 'message', text: 'done' }] },
+  ];
+  let found = '(not looked)';
+  const env = await setupEnv((_req, i) => {
+    if (i === 1) found = awaitResident(env.latchHome);
+    return steps[i] ?? { items: [{ type: 'message', text: 'done' }] };
+  });
+  t.after(() => env.cleanup());
+  const r = await env.codex('write r.txt', { env: { LATCH_RESIDENT_IDLE_MS: '600000' } });
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(env.file('r.txt'), 'r\n');
+  const up = JSON.parse(found) as { pid: number; alive: boolean }[];
+  assert.ok(
+    up.some((h) => h.alive),
+    `a resident hook served the run: ${found}`,
+  );
+  // Codex has exited: its resident hook leaves within seconds (its idle bound is 10 minutes here).
+  const end = Date.now() + 8000;
+  let left = residentHooks(env.latchHome).filter((h) => runs(h.pid, h.start));
+  while (left.length > 0 && Date.now() < end) {
+    await new Promise((res) => setTimeout(res, 100));
+    left = residentHooks(env.latchHome).filter((h) => runs(h.pid, h.start));
+  }
+  assert.deepEqual(left, [], 'no resident hook outlives its agent');
+});
