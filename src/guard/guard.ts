@@ -180,6 +180,13 @@ function preToolShortcut(ctx: GuardContext, obs: Observation, call: ToolCall): D
   return null;
 }
 
+/** What the human sees (Codex's and Claude Code's `systemMessage`) when a hook latched for a registration change. */
+function registrationNotice(reasons: { message: string }[]): string {
+  const first = reasons[0]?.message ?? 'Latch’s registration changed since it was recorded.';
+  const last = reasons.length > 1 ? ` ${reasons[reasons.length - 1]!.message}` : '';
+  return `Latch: ${first}.${last}`;
+}
+
 async function handleWithDb(
   ctx: GuardContext,
   db: Db,
@@ -195,10 +202,14 @@ async function handleWithDb(
   // when a stat changed). A change latches the workspace's sessions; a tracked call is denied.
   const reg = guardRegistration(db, row.workspace, ctx.now(), { resident: ctx.resident === true });
   if (reg.latched.length > 0) row = getSession(db, obs.sessionId)!;
+  // The hook that finds the change tells the human at once, whatever its event: a handler switched
+  // off (Codex's /hooks) is otherwise seen only at the next denied call, if ever.
+  const tamperNotice = reg.latched.length > 0 ? registrationNotice(reg.reasons) : undefined;
   if (ev.type === 'pre_tool' && ev.call.kind !== null && (reg.status === 'tampered' || reg.status === 'error')) {
     const call = ev.call;
     immediate(db, () => recordToolDenial(db, row, obs, call, reg.reasons, ctx.now()));
-    return denyDecision(reg.reasons, row.state);
+    const d = denyDecision(reg.reasons, row.state);
+    return tamperNotice ? { ...d, notice: tamperNotice } : d;
   }
 
   // Phase 1, outside any transaction: read the new transcript bytes, and take the workspace
@@ -393,6 +404,7 @@ async function handleWithDb(
       marks: ctx.agent.sessionMarks,
     });
   if (contained.length > 0) decision.notice ??= tripNotice(db, row, contained[contained.length - 1]!);
+  if (tamperNotice) decision.notice ??= tamperNotice;
   // At a compaction, while nothing is waiting on this hook: make sure the read-only sandbox is probed
   // (once per Codex binary) so that the first latched read does not pay for it.
   if (hookSource && !mayMutate(row.state)) readSandbox(ctx);

@@ -57,6 +57,9 @@ import {
   type Recorded,
 } from '../../src/guard/tamper.js';
 import { HOOK_CACHE_AGENTS } from '../../src/base/code-cache.js';
+import { runCodexHook } from '../../src/hook.js';
+import { assertValidReply } from '../helpers/schemas.js';
+import { bash, payload, rolloutLine, type Sandbox } from '../helpers/workspace.js';
 import { hasPython, mapper, tmpfsDir } from '../helpers/mmap.js';
 
 const DIST = join(process.cwd(), 'dist', 'latch.cjs');
@@ -615,6 +618,46 @@ describe('what a tamper does', () => {
     const g = guardRegistration(db, b.work, 'now');
     assert.equal(g.status, 'error');
     assert.equal(g.reasons[0]!.code, 'registration_changed');
+  });
+
+  test('the human is told: a Latch handler switched off in /hooks, found by a PostToolUse, answers with a systemMessage', async () => {
+    const b = box();
+    await setup(b);
+    const keys = trustAll(b);
+    const transcript = join(b.dir, 'rollout.jsonl');
+    writeFileSync(
+      transcript,
+      rolloutLine('session_meta', { id: 'S', session_id: 'S', cwd: b.work, cli_version: '0.169.0' }),
+    );
+    const sb = { work: b.work, transcript } as Sandbox;
+    const env = { ...b.io.env, LATCH_RESIDENT: 'off' };
+    const pre = await runCodexHook(
+      JSON.stringify(bash(sb, 'echo a > a.txt', { tool_use_id: 'c1' })),
+      'PreToolUse',
+      env,
+    );
+    assert.equal(pre.stdout, null, 'allowed while the registration holds');
+    const post = () =>
+      runCodexHook(
+        JSON.stringify(
+          payload('post-tool-use-bash', sb, { tool_use_id: 'c1', tool_input: { command: 'echo a > a.txt' } }),
+        ),
+        'PostToolUse',
+        env,
+      );
+    assert.equal((await post()).stdout, null, 'nothing to say while nothing changed');
+    // What Codex's /hooks writes when the user switches one of Latch's handlers off.
+    const config = join(b.codexHome, 'config.toml');
+    writeFileSync(
+      config,
+      readFileSync(config, 'utf8').replace(
+        `[hooks.state.${JSON.stringify(keys[0])}]\n`,
+        (m) => `${m}enabled = false\n`,
+      ),
+    );
+    const reply = assertValidReply('PostToolUse', (await post()).stdout) as { systemMessage?: string } | null;
+    assert.match(reply?.systemMessage ?? '', /^Latch: Latch's registration changed .*enabled = false.*latch verify/s);
+    withDb(b, (db) => assert.equal(getSession(db, 'S')!.state, 'latched'));
   });
 
   test('latch status shows the comparison, text and --json', async () => {

@@ -121,7 +121,8 @@ export function codexReply(eventName: string, d: Decision): HookReply {
     return silentReply();
   }
   if (eventName === 'SessionStart' && (d.message || d.notice)) return sessionStartReply(d);
-  // PreCompact / PostCompact accept only continue, stopReason, suppressOutput and systemMessage.
-  if ((eventName === 'PostCompact' || eventName === 'PreCompact') && d.notice) return noticeReply(d.notice);
+  // Every other event takes systemMessage (PreCompact / PostCompact take only it and continue,
+  // stopReason, suppressOutput): a notice for the human, e.g. Latch switched off.
+  if (d.notice) return noticeReply(d.notice);
   return silentReply();
 }
