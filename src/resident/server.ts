@@ -248,7 +248,8 @@ class Resident {
     for (const name of names) {
       if (name.endsWith(SPOOL.request)) this.enqueue(name);
       // Answers no client took, and what a killed client or resident hook left half done.
-      else if (name !== SPOOL.server && name !== SPOOL.started && name !== SPOOL.agents) removeIfOlder(join(this.dir, name), STALE_ANSWER_MS);
+      else if (name !== SPOOL.server && name !== SPOOL.started && name !== SPOOL.agents)
+        removeIfOlder(join(this.dir, name), STALE_ANSWER_MS);
     }
     if (!this.busy && now - this.lastAnchor > 10_000) {
       reanchorWallClock();
