@@ -24,6 +24,7 @@ import {
   constants,
 } from 'node:fs';
 import { basename, join } from 'node:path';
+import { procParent } from '../../base/proc.js';
 import { readShell, readShellArgv, shellQuote } from '../../guard/read-shell.js';
 import type { SandboxedProcess } from '../agent.js';
 import { type ReadsReport, sealedReadsReport, wroteThrough } from '../shared/bwrap.js';
@@ -106,23 +107,13 @@ function sandboxAliases(latchHome: string, bin: string): string | null {
   return dir;
 }
 
-function parentOf(pid: number): number | null {
-  try {
-    const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const ppid = Number(text.slice(text.lastIndexOf(')') + 2).split(' ')[1]);
-    return Number.isInteger(ppid) && ppid > 0 ? ppid : null;
-  } catch {
-    return null;
-  }
-}
-
 /**
  * The agent binary that started this hook: the nearest ancestor whose executable is named `codex`
  * (Codex runs hooks as `$SHELL -lc "<command>"`; the npm package's `codex.js` starts the native
  * binary, which is the hook's ancestor). Linux /proc only; null elsewhere or when none is found.
  */
 export function agentBinaryFromAncestry(startPid: number = process.pid): string | null {
-  let pid: number | null = parentOf(startPid);
+  let pid: number | null = procParent(startPid);
   for (let depth = 0; pid !== null && pid > 1 && depth < 16; depth++) {
     try {
       const exe = readlinkSync(`/proc/${pid}/exe`);
@@ -130,7 +121,7 @@ export function agentBinaryFromAncestry(startPid: number = process.pid): string 
     } catch {
       // Not ours to read (another user) or gone: keep walking.
     }
-    pid = parentOf(pid);
+    pid = procParent(pid);
   }
   return null;
 }
