@@ -335,6 +335,19 @@ test('I: two compactions give two checkpoints; one verify covers both; changes b
   assert.equal(env.statusJson().sessions[0]!.state, 'mutable');
 });
 
+/**
+ * A run whose model, before its second answer, waits until a resident hook is up (the first
+ * PreToolUse runs in a process of its own and starts one). `seen()`: what it found then.
+ */
+async function withResident(steps: FakeStep[]) {
+  let found = '(not looked)';
+  const env = await setupEnv((_req, i) => {
+    if (i === 1) found = awaitResident(env.latchHome);
+    return steps[i] ?? { items: [{ type: 'message', text: 'done' }] };
+  });
+  return { env, seen: () => found };
+}
+
 test(
   'R: the resident hook answers the PreToolUse of the real Codex, writes each Start, and answers nothing after the compaction',
   T,
@@ -349,13 +362,10 @@ test(
       /* 4 */ { items: [{ type: 'bash', cmd: 'echo after >> a.txt' }] },
       /* 5 */ { items: [{ type: 'message', text: 'done' }] },
     ];
-    let found = '(not looked)';
-    const env = await setupEnv((_req, i) => {
-      if (i === 1) found = awaitResident(env.latchHome);
-      return steps[i] ?? { items: [{ type: 'message', text: 'done' }] };
-    });
+    const { env, seen } = await withResident(steps);
     t.after(() => env.cleanup());
     const r = await env.codex('write the files');
+    const found = seen();
     assert.equal(r.code, 0, r.stderr);
     assert.equal(env.file('r.txt'), 'r\n');
     assert.equal(env.file('p.txt'), 'p\n');
@@ -400,18 +410,14 @@ test(
 );
 
 test('R: the resident hook leaves when the real Codex exits, not after its idle bound', T, async (t) => {
-  const steps: FakeStep[] = [
+  const { env, seen } = await withResident([
     /* 0 */ { items: [{ type: 'bash', cmd: 'true' }], inputTokens: 200 },
     /* 1 */ { items: [{ type: 'bash', cmd: 'echo r > r.txt' }], inputTokens: 200 },
     /* 2 */ { items: [{ type: 'message', text: 'done' }] },
-  ];
-  let found = '(not looked)';
-  const env = await setupEnv((_req, i) => {
-    if (i === 1) found = awaitResident(env.latchHome);
-    return steps[i] ?? { items: [{ type: 'message', text: 'done' }] };
-  });
+  ]);
   t.after(() => env.cleanup());
   const r = await env.codex('write r.txt', { env: { LATCH_RESIDENT_IDLE_MS: '600000' } });
+  const found = seen();
   assert.equal(r.code, 0, r.stderr);
   assert.equal(env.file('r.txt'), 'r\n');
   const up = JSON.parse(found) as { pid: number; alive: boolean }[];
