@@ -32,8 +32,8 @@ function readJsonl<T>(file: string): T[] {
     .map((l) => JSON.parse(l) as T);
 }
 
-export function loadReadCorpus(): CorpusCommand[] {
-  return readJsonl<CorpusCommand & { raw?: string }>(path.join(CORPUS_DIR, 'commands.jsonl')).map((c) => ({
+export function loadReadCorpus(file = path.join(CORPUS_DIR, 'commands.jsonl')): CorpusCommand[] {
+  return readJsonl<CorpusCommand & { raw?: string }>(file).map((c) => ({
     cmd: c.cmd,
     source: c.source,
     agent: c.agent,
