@@ -123,3 +123,24 @@ test('the rewrite reply is valid for Codex’s PreToolUse output schema', () => 
   assertValidReply('PreToolUse', reply.stdout);
   assert.equal(JSON.parse(reply.stdout!).hookSpecificOutput.permissionDecision, 'allow');
 });
+
+test('a notice for the human is valid on every Codex event: systemMessage where the schema takes it, nothing on SessionEnd', () => {
+  const d = { verdict: 'observe' as const, reasons: [], message: null, state: 'latched' as const, notice: 'Latch: x' };
+  for (const event of [
+    'PreCompact',
+    'PostCompact',
+    'PostToolUse',
+    'UserPromptSubmit',
+    'Stop',
+    'SubagentStop',
+    'Interrupt',
+  ]) {
+    const reply = codexReply(event, d);
+    assert.equal(
+      (assertValidReply(event, reply.stdout) as { systemMessage?: string }).systemMessage,
+      'Latch: x',
+      event,
+    );
+  }
+  assert.equal(codexReply('SessionEnd', d).stdout, null, 'SessionEnd takes no JSON output');
+});

@@ -121,8 +121,19 @@ export function codexReply(eventName: string, d: Decision): HookReply {
     return silentReply();
   }
   if (eventName === 'SessionStart' && (d.message || d.notice)) return sessionStartReply(d);
-  // Every other event takes systemMessage (PreCompact / PostCompact take only it and continue,
-  // stopReason, suppressOutput): a notice for the human, e.g. Latch switched off.
-  if (d.notice) return noticeReply(d.notice);
+  // These events take systemMessage (PreCompact / PostCompact take only it and continue, stopReason,
+  // suppressOutput): a notice for the human, e.g. Latch switched off. SessionEnd has no output schema.
+  if (d.notice && NOTICE_EVENTS.has(eventName)) return noticeReply(d.notice);
   return silentReply();
 }
+
+/** Codex events whose output schema has `systemMessage` (0.169.0's schemas, test/fixtures/codex-hook-schemas). */
+const NOTICE_EVENTS: ReadonlySet<string> = new Set([
+  'PreCompact',
+  'PostCompact',
+  'PostToolUse',
+  'UserPromptSubmit',
+  'Stop',
+  'SubagentStop',
+  'Interrupt',
+]);
