@@ -50,7 +50,7 @@ function ancestors(): string {
     const st = procStat(pid);
     if (!st) break;
     lines.push(`${pid} ${st.start}`);
-    pid = procParent(pid);
+    pid = st.ppid;
   }
   return lines.map((l) => `${l}\n`).join('');
 }
