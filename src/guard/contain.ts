@@ -42,6 +42,7 @@
 //   kill.ts      contain(): stop, rescan, kill
 //   records.ts   containAfterTrip, listForSession, recordContainment
 //   ancestry.ts  checkAncestry: who may confirm `latch verify` / `latch resume`
+//   jobs.ts      changeOrigin: could an agent have made a registration change (a window, a live job)
 export {
   type AncestorEvidence,
   type AncestryReport,
@@ -73,5 +74,6 @@ export {
   sameProcess,
 } from './contain/proc.js';
 export { containAfterTrip, listForSession, recordContainment } from './contain/records.js';
+export { type ChangeOrigin, changeOrigin } from './contain/jobs.js';
 export { type Candidate, type ContainResult, listCandidates, type ScanInput, type Why } from './contain/scan.js';
 export { type AttemptWindow, attemptWindows, WINDOW_AFTER_NS, WINDOW_BEFORE_NS, windowOf } from './contain/windows.js';

@@ -9,7 +9,8 @@ import type { ResolvedPolicy } from '../session/policy.js';
 import { errorMessage, NotServedError } from '../base/errors.js';
 import { patchTouchesLatch } from './held.js';
 import { guardRegistration, TAMPER_CODE } from './tamper.js';
-import { containAfterTrip } from './contain.js';
+import { changeOrigin, containAfterTrip } from './contain.js';
+import { residentIds } from '../resident/list.js';
 import { getSession, insertSession, saveScanState, transition, type SessionRow } from '../session/records.js';
 import { announce, removeAnnouncements } from '../session/announce.js';
 import { immediate, type Db } from '../store/store.js';
@@ -200,11 +201,15 @@ async function handleWithDb(
   // Tamper evidence: Latch's registration (handlers, trust, feature flags), installed files and the
   // shell startup files against the fingerprint `latch setup` recorded (one lstat each; hashes only
   // when a stat changed). A change latches the workspace's sessions; a tracked call is denied.
-  const reg = guardRegistration(db, row.workspace, ctx.now(), { resident: ctx.resident === true });
+  // A change no tool call (nor a job of one) could have made is the human's: it latches nothing.
+  const reg = guardRegistration(db, row.workspace, ctx.now(), {
+    resident: ctx.resident === true,
+    originOf: (paths) => changeOrigin(db, paths, { spare: residentIds(ctx.home) }),
+  });
   if (reg.latched.length > 0) row = getSession(db, obs.sessionId)!;
   // The hook that finds the change tells the human at once, whatever its event: a handler switched
   // off (Codex's /hooks) is otherwise seen only at the next denied call, if ever.
-  const tamperNotice = reg.latched.length > 0 ? registrationNotice(reg.reasons) : undefined;
+  const tamperNotice = reg.latched.length > 0 || reg.fresh ? registrationNotice(reg.reasons) : undefined;
   if (ev.type === 'pre_tool' && ev.call.kind !== null && (reg.status === 'tampered' || reg.status === 'error')) {
     const call = ev.call;
     immediate(db, () => recordToolDenial(db, row, obs, call, reg.reasons, ctx.now()));

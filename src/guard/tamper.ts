@@ -42,6 +42,7 @@
 
 export {
   type CanonHandler,
+  type ChangeOrigin,
   type ConfigPart,
   type FileRow,
   type Finding,
@@ -84,6 +85,7 @@ export {
   recordClaudeLayers,
 } from './tamper/claude-layers.js';
 export {
+  type Accepted,
   extraCodexConfigs,
   forgetRegistration,
   forgetRegistrationIn,
@@ -109,4 +111,10 @@ export {
   TAMPER_CODE,
   tamperReasons,
 } from './tamper/check.js';
-export { registrationLines, type RegistrationReport, registrationReport, RERECORD_FIX } from './tamper/report.js';
+export {
+  acceptedLines,
+  registrationLines,
+  type RegistrationReport,
+  registrationReport,
+  RERECORD_FIX,
+} from './tamper/report.js';

@@ -29,6 +29,11 @@ export function residentHooks(home: string): ResidentHook[] {
   });
 }
 
+/** `pid:start` of this home's resident hooks (what src/guard/contain/jobs.ts does not count as jobs). */
+export function residentIds(home: string): Set<string> {
+  return new Set(residentHooks(home).map((r) => `${r.pid}:${r.start}`));
+}
+
 /**
  * Tells this home's resident hooks of `agent` to leave (`latch uninstall AGENT`): a marker naming each
  * is written beside its `server` file, and it leaves at its next look (within a second), between two

@@ -386,4 +386,11 @@ export const MIGRATIONS: readonly string[] = [
     bytes  BLOB NOT NULL
   ) WITHOUT ROWID;
   `,
+  `
+  -- Who could have made the registration change of the alarm (src/guard/contain/jobs.ts): 'agent' (a
+  -- tool call ran when the file changed, or a job one started was alive), which latches the sessions,
+  -- or 'human' (neither), which denies tracked calls until \`latch setup\` re-records, latching nothing.
+  -- JSON {origin, why?}. Alarms recorded before: null (read as 'agent', as they were handled).
+  ALTER TABLE registration_alarm ADD COLUMN origin_json TEXT;
+  `,
 ];

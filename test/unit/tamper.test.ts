@@ -18,7 +18,7 @@ import {
   utimesSync,
   writeFileSync,
 } from 'node:fs';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { createRequire, syncBuiltinESMExports } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -685,6 +685,113 @@ describe('what a tamper does', () => {
     assert.match(out, /next: .*re-run `latch setup codex`/);
     const rep = withDb(b, (db) => registrationReport(db, b.work));
     assert.equal(rep.status, 'changed');
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// a human's edit is not an attack (issue 23): a change no tool call (nor a job of one) could have made
+// refuses tracked calls until `latch setup` records it, and latches nothing
+
+describe("a human's edit is not an attack", () => {
+  /** A session of the box: its transcript, and its hook calls (in this process, or as a separate one). */
+  function session(b: Box, id: string) {
+    const transcript = join(b.dir, `${id}.jsonl`);
+    writeFileSync(transcript, rolloutLine('session_meta', { id, session_id: id, cwd: b.work, cli_version: '0.169.0' }));
+    const sb = { work: b.work, transcript } as Sandbox;
+    const env = { ...b.io.env, LATCH_RESIDENT: 'off' };
+    const pre = async (call: string, command = `echo ${call} > ${call}.txt`) =>
+      (await runCodexHook(JSON.stringify(bash(sb, command, { tool_use_id: call, session_id: id })), 'PreToolUse', env))
+        .stdout;
+    const post = async (call: string, command = `echo ${call} > ${call}.txt`) =>
+      (
+        await runCodexHook(
+          JSON.stringify(
+            payload('post-tool-use-bash', sb, { tool_use_id: call, session_id: id, tool_input: { command } }),
+          ),
+          'PostToolUse',
+          env,
+        )
+      ).stdout;
+    /** The hook as its own process (this test's children are then not its own). */
+    const preApart = (call: string) =>
+      spawnSync(process.execPath, [DIST, 'hook', 'codex', '--event', 'PreToolUse'], {
+        env,
+        encoding: 'utf8',
+        input: JSON.stringify(bash(sb, `echo ${call} > ${call}.txt`, { tool_use_id: call, session_id: id })),
+      });
+    return { pre, post, preApart, state: () => withDb(b, (db) => getSession(db, id)!.state) };
+  }
+  const denied = (stdout: string | null): string => {
+    const r = assertValidReply('PreToolUse', stdout) as { hookSpecificOutput?: { permissionDecisionReason?: string } };
+    const why = r?.hookSpecificOutput?.permissionDecisionReason;
+    assert.ok(why, `denied: ${stdout}`);
+    return why;
+  };
+  /** Past the end of every attempt window (the end + 2 s). */
+  const pastWindows = () => new Promise((r) => setTimeout(r, 2_300));
+
+  test('an edit outside every tool call: calls refused, nothing latched; setup records it and lists what it released', async () => {
+    const b = box();
+    await setup(b);
+    const s = session(b, 'S');
+    assert.equal(await s.pre('c1'), null);
+    await s.post('c1');
+    await pastWindows();
+    appendFileSync(join(b.home, '.bashrc'), "alias ll='ls -la'\n");
+    const why = denied(await s.pre('c2'));
+    assert.match(why, /\.bashrc/);
+    assert.match(why, /a human's edit/);
+    assert.equal(s.state(), 'mutable', 'not latched');
+    // A session that starts meanwhile is refused too, and not latched either.
+    const t = session(b, 'T');
+    denied(await t.pre('d1'));
+    assert.equal(t.state(), 'mutable');
+    const out = await setup(b);
+    assert.match(out, /Accepted the registration change found at .*a human edit/);
+    assert.match(out, new RegExp(`Released ${b.work}: 2 sessions`));
+    assert.doesNotMatch(out, /Still latched/);
+    assert.equal(await s.pre('c3'), null, 'allowed again: no verify, no --accept-changes');
+    assert.equal(await t.pre('d2'), null);
+  });
+
+  test('an edit during a tool call latches, as before; setup says the sessions stay latched', async () => {
+    const b = box();
+    await setup(b);
+    const s = session(b, 'S');
+    assert.equal(await s.pre('c1'), null);
+    appendFileSync(join(b.home, '.bashrc'), 'export BASH_ENV=/tmp/x\n');
+    await s.post('c1');
+    const why = denied(await s.pre('c2'));
+    assert.match(why, /Every session of this workspace is latched/);
+    assert.equal(s.state(), 'latched');
+    const out = await setup(b);
+    assert.match(out, new RegExp(`Still latched ${b.work}: 1 session`));
+    assert.equal(s.state(), 'latched');
+    denied(await s.pre('c3'));
+  });
+
+  test('an edit outside every call while a job a call started still runs latches (the job could have made it)', {
+    skip: !existsSync(DIST) && 'dist/ not built',
+  }, async () => {
+    const b = box();
+    await setup(b);
+    const s = session(b, 'S');
+    assert.equal(await s.pre('c1'), null);
+    // The call's job: started inside its window, still running after it.
+    const job = spawn('sleep', ['60'], { stdio: 'ignore' });
+    try {
+      await s.post('c1');
+      await pastWindows();
+      appendFileSync(join(b.home, '.bashrc'), "alias ll='ls -la'\n");
+      const r = s.preApart('c2');
+      assert.equal(r.status, 0, r.stderr);
+      assert.match(denied(r.stdout), /Every session of this workspace is latched/);
+      assert.equal(s.state(), 'latched');
+      const alarm = withDb(b, (db) => db.prepare('SELECT origin_json FROM registration_alarm').pluck().get());
+      assert.match(String(alarm), new RegExp(`"origin":"agent".*pid ${job.pid} \\(sleep 60\\)`));
+    } finally {
+      job.kill('SIGKILL');
+    }
   });
 });
 

@@ -18,7 +18,7 @@ import { defaultEntry, failClosed, latchHookRun, writeConfigAtomic } from '../..
 import { editJsonText } from '../../commands/shared/json-text.js';
 import { openStore } from '../../store/store.js';
 import { claudeConfigDir } from './transcript.js';
-import { forgetRegistrationIn, recordRegistration } from '../../guard/tamper.js';
+import { acceptedLines, forgetRegistrationIn, recordRegistration } from '../../guard/tamper.js';
 import { withoutEntryGuard } from '../../base/hook-text.js';
 import { homedir } from 'node:os';
 
@@ -358,7 +358,7 @@ export async function setupClaude(io: Io, opts: ClaudeSetupOptions): Promise<num
       // Tamper evidence, as for Codex (src/guard/tamper.ts): this settings file, Latch's installed
       // files, the shell startup files and PATH; every hook compares them, and a change latches.
       const project = opts.project ? resolve(io.cwd, opts.project) : null;
-      recordRegistration(
+      const rec = recordRegistration(
         db,
         {
           kind: project ? 'project' : 'user',
@@ -373,6 +373,7 @@ export async function setupClaude(io: Io, opts: ClaudeSetupOptions): Promise<num
         },
         io.now(),
       );
+      for (const l of acceptedLines(rec.accepted)) io.out(`${l}\n`);
     } finally {
       db.close();
     }

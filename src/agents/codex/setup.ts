@@ -16,6 +16,7 @@ import {
   isLatchHandler as isLatchHandlerOf,
   latchHandlersOf,
   recordRegistration,
+  acceptedLines,
   rerecordCodeCachesAtExit,
   runningFrom,
 } from '../../guard/tamper.js';
@@ -590,9 +591,11 @@ async function setupWith(
     io.out(
       `Registration fingerprint recorded (${rec.files} files: this hooks.json and config.toml's hook settings, Latch's installed files, ` +
         `your shell startup files, \`latch\`/\`node\`/\`codex\` on the PATH). Hooks, \`latch status\` and \`latch doctor\` compare it; ` +
-        `a change latches the workspace's sessions. After a legitimate change (you edited hooks.json or a shell startup file, upgraded Latch), ` +
+        `a change made while an agent's tool call (or a job it started) ran latches the workspace's sessions; one made outside them (yours) ` +
+        `refuses tracked calls until it is recorded. After a legitimate change (you edited hooks.json or a shell startup file, upgraded Latch), ` +
         `re-run \`latch setup codex\`${project ? ` --project ${project}` : ''} to record it again.\n`,
     );
+    for (const l of acceptedLines(rec.accepted)) io.out(`${l}\n`);
     // A code cache this process writes at exit (src/loader.ts) is recorded again after it did.
     const atExit = runningFrom(entry);
     if (atExit) rerecordCodeCachesAtExit(() => openStore(home, { create: false }));

@@ -28,6 +28,9 @@ import { compareHooks, trustKeysOf } from './handlers.js';
 import { dropUnnamedContent, loadRecorded, type QuickResult, quickCheck, workspaceRows } from './quick.js';
 import { resolveOnPath } from './records.js';
 import {
+  type ChangeOrigin,
+  originOfJson,
+  TAMPER_CODE,
   type FileRow,
   type Finding,
   type HooksScope,
@@ -325,6 +328,8 @@ const TOUCH_LOG_MAX = 50;
 export interface RegistrationCheck {
   status: 'ok' | 'tampered' | 'unrecorded';
   findings: Finding[];
+  /** Of a tamper: who could have made it (`agent` unless the caller could tell). */
+  origin?: ChangeOrigin;
   /** True when the stat tier saw a change and the full tier ran. */
   escalated: boolean;
   /** True when the findings came from the cached alarm (same stat identities as the last alarm). */
@@ -355,7 +360,13 @@ function onlyPathDirsMoved(db: Db, q: QuickResult, workspace: string | null): bo
  */
 export function checkRegistration(
   db: Db,
-  opts: { workspace?: string | null; now: string; resident?: boolean },
+  opts: {
+    workspace?: string | null;
+    now: string;
+    resident?: boolean;
+    /** Times a new tamper (its changed files): the hook asks src/guard/contain/jobs.ts. Default: agent. */
+    originOf?: (paths: string[]) => ChangeOrigin;
+  },
 ): RegistrationCheck {
   let q = quickCheck(db, opts);
   // The resident hook (src/resident/) answers only when the quick tier finds everything as recorded
@@ -407,13 +418,14 @@ export function checkRegistration(
   }
   // The alarm's key: every identity, and the content of a row that changed under a held identity.
   const key = v.changed.length ? `${q.sigs}#${v.changed.map((c) => `${c.path}=${c.raw}`).join('|')}` : q.sigs;
-  const alarm = db.prepare('SELECT sigs, findings_json FROM registration_alarm WHERE id = 1').get() as
-    | { sigs: string; findings_json: string }
+  const alarm = db.prepare('SELECT sigs, findings_json, origin_json FROM registration_alarm WHERE id = 1').get() as
+    | { sigs: string; findings_json: string; origin_json: string | null }
     | undefined;
   if (alarm && alarm.sigs === key)
     return {
       status: 'tampered',
       findings: JSON.parse(alarm.findings_json) as Finding[],
+      origin: originOfJson(alarm.origin_json),
       escalated: true,
       cached: true,
     };
@@ -428,6 +440,10 @@ export function checkRegistration(
     .filter((r): r is FileRow => !!r);
   const full = fullCheck(recorded, { only, workspace: opts.workspace, trust: true });
   const tamper = full.findings.filter((f) => f.severity === 'tamper');
+  // Timed before the write transaction (it reads /proc): who could have made the change.
+  const origin: ChangeOrigin | undefined = tamper.length
+    ? (opts.originOf?.([...new Set(tamper.map((f) => f.path))]) ?? { origin: 'agent', why: 'not timed' })
+    : undefined;
   immediate(db, () => {
     const up = db.prepare(
       'INSERT INTO registration_files (scope, path, role, sig, sha256, link) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (scope, path) DO UPDATE SET sig = excluded.sig, sha256 = excluded.sha256, link = excluded.link',
@@ -463,17 +479,19 @@ export function checkRegistration(
       db.prepare('UPDATE registrations SET json = ? WHERE scope = ?').run(u.json, u.scope);
     if (tamper.length) {
       db.prepare(
-        'INSERT INTO registration_alarm (id, sigs, findings_json, at) VALUES (1, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET sigs = excluded.sigs, findings_json = excluded.findings_json, at = excluded.at',
-      ).run(key, JSON.stringify(full.findings), opts.now);
+        'INSERT INTO registration_alarm (id, sigs, findings_json, at, origin_json) VALUES (1, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET sigs = excluded.sigs, findings_json = excluded.findings_json, at = excluded.at, origin_json = excluded.origin_json',
+      ).run(key, JSON.stringify(full.findings), opts.now, JSON.stringify(origin));
     }
   });
-  return { status: tamper.length ? 'tampered' : 'ok', findings: full.findings, escalated: true, cached: false };
+  return tamper.length
+    ? { status: 'tampered', findings: full.findings, origin, escalated: true, cached: false }
+    : { status: 'ok', findings: full.findings, escalated: true, cached: false };
 }
 
 // ---------------------------------------------------------------------------------------------
 // what a tamper does
 
-export const TAMPER_CODE = 'registration_changed';
+export { TAMPER_CODE };
 
 export function summarize(findings: Finding[], max = 3): string {
   const t = findings.filter((f) => f.severity === 'tamper');
@@ -497,7 +515,11 @@ export function setupCommandOf(hooksFiles: readonly string[], findings: readonly
 }
 
 /** Reasons for a deny (the guard's `Reason` shape: code + message), one per tamper finding (at most 5). */
-export function tamperReasons(findings: Finding[], setup = '`latch setup codex`'): { code: string; message: string }[] {
+export function tamperReasons(
+  findings: Finding[],
+  setup = '`latch setup codex`',
+  origin: ChangeOrigin['origin'] = 'agent',
+): { code: string; message: string }[] {
   const t = findings.filter((f) => f.severity === 'tamper');
   if (t.length === 0) return [];
   const reasons = t.slice(0, 5).map((f) => ({
@@ -508,7 +530,10 @@ export function tamperReasons(findings: Finding[], setup = '`latch setup codex`'
     reasons.push({ code: TAMPER_CODE, message: `and ${t.length - 5} more change(s); \`latch status\` lists them` });
   reasons.push({
     code: TAMPER_CODE,
-    message: `Every session of this workspace is latched. A human checks the change (\`latch doctor\`), re-runs ${setup} if it is theirs (that re-records the fingerprint), then runs \`latch verify\`.`,
+    message:
+      origin === 'human'
+        ? `No agent tool call ran, and no job of one was alive, when this changed: a human's edit. Calls that may change files are refused until a human who made it re-runs ${setup} (that records it); no session was latched.`
+        : `Every session of this workspace is latched. A human checks the change (\`latch doctor\`), re-runs ${setup} if it is theirs (that re-records the fingerprint), then runs \`latch verify\`.`,
   });
   return reasons;
 }
@@ -546,6 +571,10 @@ export interface GuardRegistration {
   reasons: { code: string; message: string }[];
   /** Sessions this call latched (their rows must be re-read). */
   latched: string[];
+  /** Of a tamper: `human` latches nothing (src/guard/contain/jobs.ts). */
+  origin?: ChangeOrigin['origin'];
+  /** This call found the change (not the cached alarm of an earlier one). */
+  fresh?: boolean;
   error?: string;
 }
 
@@ -558,13 +587,15 @@ export function guardRegistration(
   db: Db,
   workspace: string,
   now: string,
-  opts: { resident?: boolean } = {},
+  opts: { resident?: boolean; originOf?: (paths: string[]) => ChangeOrigin } = {},
 ): GuardRegistration {
   try {
     // (The resident hook's check throws NotServedError before anything but a plain 'ok'.)
-    const r = checkRegistration(db, { workspace, now, resident: opts.resident });
+    const r = checkRegistration(db, { workspace, now, resident: opts.resident, originOf: opts.originOf });
     if (r.status !== 'tampered') return { status: r.status, findings: r.findings, reasons: [], latched: [] };
-    const latched = latchForTamper(db, workspace, r.findings, now);
+    // A human's edit latches nothing: the tracked calls are refused until `latch setup` records it.
+    const origin = r.origin?.origin ?? 'agent';
+    const latched = origin === 'human' ? [] : latchForTamper(db, workspace, r.findings, now);
     const files = db
       .prepare(`SELECT scope FROM registrations WHERE kind IN ('user', 'project')`)
       .pluck()
@@ -572,7 +603,9 @@ export function guardRegistration(
     return {
       status: r.status,
       findings: r.findings,
-      reasons: tamperReasons(r.findings, setupCommandOf(files, r.findings)),
+      origin,
+      fresh: !r.cached,
+      reasons: tamperReasons(r.findings, setupCommandOf(files, r.findings), origin),
       latched,
     };
   } catch (err) {

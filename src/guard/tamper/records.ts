@@ -22,8 +22,12 @@ import {
 import { latchHandlersOf, parseHooks, trustKeysOf } from './handlers.js';
 import { dropUnnamedContent } from './quick.js';
 import {
+  type ChangeOrigin,
   type ConfigPart,
   type FileRow,
+  type Finding,
+  originOfJson,
+  TAMPER_CODE,
   type HooksScope,
   INSTALL_SCOPE,
   type InstallScope,
@@ -164,7 +168,7 @@ export function recordRegistration(
   db: Db,
   input: RecordInput,
   now: string,
-): { files: number; missingCaches: string[] } {
+): { files: number; missingCaches: string[]; accepted: Accepted | null } {
   const hooksReadAt = Date.now();
   const hooks = readForTrust(input.hooksFile, 'hooks');
   const parsed = hooks.bytes ? parseHooks(hooks.bytes) : { data: null };
@@ -232,7 +236,8 @@ export function recordRegistration(
   const missingCaches = codeCacheNames()
     .map((n) => join(dirname(input.entry), n))
     .filter((p) => inst.some((r) => r.path === p && r.sig === 'absent'));
-  immediate(db, () => {
+  const accepted = immediate(db, () => {
+    const accepted = acceptedAlarm(db);
     db.prepare('DELETE FROM registration_files WHERE scope IN (?, ?)').run(input.hooksFile, INSTALL_SCOPE);
     db.prepare('DELETE FROM registration_alarm').run();
     db.prepare('DELETE FROM registrations WHERE scope = ?').run(TOUCH_SCOPE);
@@ -248,8 +253,51 @@ export function recordRegistration(
     // The settings layers recorded for the workspaces' sessions: re-recording accepts them as they are.
     rebaselineClaudeLayers(db);
     dropUnnamedContent(db);
+    return accepted;
   });
-  return { files: rows.length + inst.length, missingCaches };
+  return { files: rows.length + inst.length, missingCaches, accepted };
+}
+
+/** What re-recording accepted: the standing alarm, and what it did to the sessions. */
+export interface Accepted {
+  at: string;
+  findings: Finding[];
+  origin: ChangeOrigin;
+  /** Workspaces whose sessions had calls refused for it and are not latched: free again. */
+  released: { workspace: string; sessions: string[] }[];
+  /** Workspaces whose sessions it latched: they stay latched until `latch verify`. */
+  stillLatched: { workspace: string; sessions: string[] }[];
+}
+
+function byWorkspace(rows: { workspace: string; session_id: string }[]): { workspace: string; sessions: string[] }[] {
+  const m = new Map<string, string[]>();
+  for (const r of rows) m.set(r.workspace, [...(m.get(r.workspace) ?? []), r.session_id]);
+  return [...m].map(([workspace, sessions]) => ({ workspace, sessions }));
+}
+
+function acceptedAlarm(db: Db): Accepted | null {
+  const a = db.prepare('SELECT findings_json, at, origin_json FROM registration_alarm WHERE id = 1').get() as
+    | { findings_json: string; at: string; origin_json: string | null }
+    | undefined;
+  if (!a) return null;
+  const released = db
+    .prepare(
+      `SELECT DISTINCT s.workspace, s.session_id FROM denials d JOIN sessions s ON s.session_id = d.session_id
+       WHERE d.at >= ? AND d.reasons_json LIKE ? AND s.state = 'mutable' ORDER BY s.workspace, s.session_id`,
+    )
+    .all(a.at, `%"${TAMPER_CODE}"%`) as { workspace: string; session_id: string }[];
+  const latched = db
+    .prepare(
+      `SELECT workspace, session_id FROM sessions WHERE state <> 'mutable' AND state_reason LIKE ? ORDER BY workspace, session_id`,
+    )
+    .all(`${TAMPER_CODE}%`) as { workspace: string; session_id: string }[];
+  return {
+    at: a.at,
+    findings: JSON.parse(a.findings_json) as Finding[],
+    origin: originOfJson(a.origin_json),
+    released: byWorkspace(released),
+    stillLatched: byWorkspace(latched),
+  };
 }
 
 /** Forgets a registration (uninstall). The installation scope stays while another registration uses it. */

@@ -2,6 +2,7 @@
 import type { Db } from '../../store/store.js';
 import { fullCheck, setupCommandOf } from './check.js';
 import { loadRecorded } from './quick.js';
+import type { Accepted } from './records.js';
 import { type Finding, isRegistration, isWorkspaceScope, LAYER_PREFIX, type Touch, TOUCH_SCOPE } from './types.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -83,5 +84,26 @@ export function registrationLines(r: RegistrationReport): string[] {
       `note: ${t.path}: touched at ${t.at}, content unchanged (a change undone before any hook ran would look the same)`,
     );
   if (r.touched.length > 5) lines.push(`note: and ${r.touched.length - 5} earlier touch(es)`);
+  return lines;
+}
+
+/** What `latch setup` tells the human it accepted by re-recording (nothing when there was no alarm). */
+export function acceptedLines(a: Accepted | null): string[] {
+  if (!a) return [];
+  const t = a.findings.filter((f) => f.severity === 'tamper');
+  const lines = [
+    `Accepted the registration change found at ${a.at}${a.origin.origin === 'human' ? ', made when no agent tool call ran (a human edit)' : ''}:`,
+    ...t.slice(0, 5).map((f) => `  ${f.path ? `${f.path}: ` : ''}${f.detail}`),
+    ...(t.length > 5 ? [`  and ${t.length - 5} more`] : []),
+  ];
+  const sessions = (n: number) => `${n} session${n === 1 ? '' : 's'}`;
+  for (const r of a.released)
+    lines.push(
+      `Released ${r.workspace}: ${sessions(r.sessions.length)} whose calls it refused may change files again.`,
+    );
+  for (const r of a.stillLatched)
+    lines.push(
+      `Still latched ${r.workspace}: ${sessions(r.sessions.length)} (the change was made while an agent's tool call or job ran); review, then run \`latch verify\` there.`,
+    );
   return lines;
 }

@@ -15,6 +15,28 @@ export type Role =
 
 export type Severity = 'tamper' | 'warn';
 
+/**
+ * Who could have made a registration change (src/guard/contain/jobs.ts): `agent` latches the sessions;
+ * `human` (no tool call ran and no job of one was alive when the files changed) only refuses tracked
+ * calls until `latch setup` re-records it.
+ */
+export type ChangeOrigin = { origin: 'human' } | { origin: 'agent'; why: string };
+
+/** The reason code of a denial or latch for a registration change. */
+export const TAMPER_CODE = 'registration_changed';
+
+/** The alarm's origin as stored; anything else (an alarm from before, a damaged value) is the agent's. */
+export function originOfJson(json: string | null): ChangeOrigin {
+  try {
+    const o = json ? (JSON.parse(json) as { origin?: unknown; why?: unknown }) : null;
+    if (o?.origin === 'human') return { origin: 'human' };
+    if (o?.origin === 'agent' && typeof o.why === 'string') return { origin: 'agent', why: o.why };
+  } catch {
+    /* below */
+  }
+  return { origin: 'agent', why: 'recorded without an origin' };
+}
+
 export interface Finding {
   code: string;
   severity: Severity;
