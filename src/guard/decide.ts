@@ -5,6 +5,7 @@ import { classifyCommand, type ClassifyContext, type CommandVerdict } from '../s
 import { classifierContext, heldShell } from './held.js';
 import { recordDenial, sessionsIn, type SessionRow } from '../session/records.js';
 import { type Db } from '../store/store.js';
+import { TAMPER_CODE } from './tamper/types.js';
 import { summarizeCall, type Decision, type Observation, type Reason, type ToolCall } from './events.js';
 import type { ReadSandbox } from '../agents/agent.js';
 import { latchEntry, pageCommand } from '../base/command.js';
@@ -478,6 +479,12 @@ function latchReason(db: Db, holder: SessionRow, self: SessionRow): Reason {
     policyOf(holder).reverify === 'evidence'
       ? `Read every page of the task brief (\`${pageCommand('N')}\`); once all pages are read and the workspace still matches the checkpoint, authority returns by itself (or a human runs \`latch verify\` in ${holder.workspace}).`
       : `Re-read the task brief (\`${pageCommand('N')}\`). A human must run \`latch verify\` in ${holder.workspace} to check the workspace against the checkpoint and restore authority.`;
+  // A latch for a registration change made while a call (or its job) ran: no compaction to speak of.
+  if (holder.state_reason?.startsWith(TAMPER_CODE))
+    return {
+      code: 'latched',
+      message: `${whose} is latched: Latch's registration changed while an agent's tool call or a job it started ran (${holder.state_reason.slice(0, 300)}). Do not retry; ${READS_STILL_WORK} A human checks the change, re-runs \`latch setup\` if it is theirs, then runs \`latch verify\` in ${holder.workspace}.`,
+    };
   return {
     code: 'latched',
     message: `${whose} is latched: its context was compacted (${cpText}), so its picture of the task may be incomplete and its authority to change files is revoked. Do not retry; ${READS_STILL_WORK} ${release}`,

@@ -19,6 +19,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { spawn, spawnSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { createRequire, syncBuiltinESMExports } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -694,7 +695,8 @@ describe('what a tamper does', () => {
 
 describe("a human's edit is not an attack", () => {
   /** A session of the box: its transcript, and its hook calls (in this process, or as a separate one). */
-  function session(b: Box, id: string) {
+  function session(b: Box, name: string) {
+    const id = `${name}-${randomUUID()}`;
     const transcript = join(b.dir, `${id}.jsonl`);
     writeFileSync(transcript, rolloutLine('session_meta', { id, session_id: id, cwd: b.work, cli_version: '0.169.0' }));
     const sb = { work: b.work, transcript } as Sandbox;
@@ -719,7 +721,7 @@ describe("a human's edit is not an attack", () => {
         encoding: 'utf8',
         input: JSON.stringify(bash(sb, `echo ${call} > ${call}.txt`, { tool_use_id: call, session_id: id })),
       });
-    return { pre, post, preApart, state: () => withDb(b, (db) => getSession(db, id)!.state) };
+    return { id, pre, post, preApart, state: () => withDb(b, (db) => getSession(db, id)!.state) };
   }
   const denied = (stdout: string | null): string => {
     const r = assertValidReply('PreToolUse', stdout) as { hookSpecificOutput?: { permissionDecisionReason?: string } };
@@ -735,10 +737,14 @@ describe("a human's edit is not an attack", () => {
     await setup(b);
     const s = session(b, 'S');
     assert.equal(await s.pre('c1'), null);
+    // A program of the user's, started from another shell during the call, runs on: not the agent's.
+    const users = spawn('sleep', ['60'], { stdio: 'ignore' });
     await s.post('c1');
     await pastWindows();
     appendFileSync(join(b.home, '.bashrc'), "alias ll='ls -la'\n");
-    const why = denied(await s.pre('c2'));
+    const reply = s.preApart('c2');
+    users.kill('SIGKILL');
+    const why = denied(reply.stdout);
     assert.match(why, /\.bashrc/);
     assert.match(why, /a human's edit/);
     assert.equal(s.state(), 'mutable', 'not latched');
@@ -767,7 +773,9 @@ describe("a human's edit is not an attack", () => {
     const out = await setup(b);
     assert.match(out, new RegExp(`Still latched ${b.work}: 1 session`));
     assert.equal(s.state(), 'latched');
-    denied(await s.pre('c3'));
+    const still = denied(await s.pre('c3'));
+    assert.match(still, /latched: Latch's registration changed while an agent's tool call/);
+    assert.doesNotMatch(still, /compacted/, 'it never compacted');
   });
 
   test('an edit outside every call while a job a call started still runs latches (the job could have made it)', {
@@ -777,8 +785,10 @@ describe("a human's edit is not an attack", () => {
     await setup(b);
     const s = session(b, 'S');
     assert.equal(await s.pre('c1'), null);
-    // The call's job: started inside its window, still running after it.
-    const job = spawn('sleep', ['60'], { stdio: 'ignore' });
+    // The call's job: started inside its window with the session's mark, still running after it;
+    // beside it a process of the user's started in the same window (no mark), which is no job.
+    const job = spawn('sleep', ['60'], { stdio: 'ignore', env: { ...process.env, CODEX_THREAD_ID: s.id } });
+    const users = spawn('sleep', ['61'], { stdio: 'ignore' });
     try {
       await s.post('c1');
       await pastWindows();
@@ -791,6 +801,7 @@ describe("a human's edit is not an attack", () => {
       assert.match(String(alarm), new RegExp(`"origin":"agent".*pid ${job.pid} \\(sleep 60\\)`));
     } finally {
       job.kill('SIGKILL');
+      users.kill('SIGKILL');
     }
   });
 });

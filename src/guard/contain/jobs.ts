@@ -4,17 +4,30 @@
 // A change is the agent's possible doing when
 //   - the file's ctime (which no process can set back) lies inside an attempt window of any session
 //     of any workspace (a tool call was running: src/guard/contain/windows.ts), or
-//   - a process started inside such a window, before the change, still runs (a job a tool call left
-//     behind: it could have made the change later, outside every window). Latch's own watchers and
-//     resident hooks (`spare`), and this process's ancestors and descendants, are not jobs.
+//   - a process started inside such a window, before the change, that carries a session's mark (an
+//     environment value that is the id of a session the store knows: Codex's CODEX_THREAD_ID, Claude
+//     Code's CLAUDE_CODE_SESSION_ID, whatever the agent), still runs: a job a tool call left behind,
+//     which could have made the change later, outside every window. Latch's own watchers and resident
+//     hooks (`spare`), and this process's ancestors and descendants, are not jobs. An unmarked process
+//     started in a window is the user's as far as Latch can tell (as containment treats it).
 // Otherwise no tool call ran and no job of one was alive when the file changed: the human made it.
-// What the agent can still do: a job that changes the file outside every window and exits at once
-// reads as the human's change. That buys it nothing: the change is still refused (every tracked call
+// What the agent can still do: a job that changes the file outside every window and exits at once, or
+// one that removed its mark, reads as the human's change. That buys it nothing: the change is still refused (every tracked call
 // denied) until the human re-records it with `latch setup`, which shows what changed.
 import { lstatSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Db } from '../../store/store.js';
-import { ancestry, bootNs, cmdlineText, argvOf, isLive, procSelfPid, procSupported, snapshot } from './proc.js';
+import {
+  ancestry,
+  bootNs,
+  cmdlineText,
+  argvOf,
+  environOf,
+  isLive,
+  procSelfPid,
+  procSupported,
+  snapshot,
+} from './proc.js';
 import { attemptWindows, watcherIds, windowOf } from './windows.js';
 
 /** /proc start times are in ticks of 10 ms: a process that started this close after a change may predate it. */
@@ -66,13 +79,18 @@ export function changeOrigin(
       for (const c of snap.children.get(stack.pop()!) ?? []) if (!mine.has(c)) mine.add(c), stack.push(c);
     }
     const watchers = watcherIds(db);
+    const sessions = new Set(db.prepare('SELECT session_id FROM sessions').pluck().all() as string[]);
+    const marked = (pid: number): boolean => {
+      for (const v of environOf(pid)?.values() ?? []) if (sessions.has(v)) return true;
+      return false;
+    };
     for (const p of snap.procs.values()) {
       if (p.uid !== uid || mine.has(p.pid) || p.ppid === 2 || p.pid <= 2 || !isLive(p)) continue;
       const id = `${p.pid}:${p.startTicks}`;
       if (watchers.has(id) || opts.spare?.has(id)) continue;
       if (p.startNs > last + START_SLACK_NS) continue;
       const w = windowOf(windows, p.startNs);
-      if (w)
+      if (w && marked(p.pid))
         return {
           origin: 'agent',
           why: `pid ${p.pid} (${cmdlineText(argvOf(p.pid), 80)}), started during attempt ${w.id} of session ${w.session_id}, still runs`,
