@@ -1,21 +1,34 @@
 // `latch report --html / --markdown / --json`: records produced as in hook.test.ts and commands.test.ts (real
-// payloads through runCodexHook, a compaction, a denied call, `latch verify`, an outside edit), then the
-// HTML (self-contained, escaped, semantic), the Markdown tables and the JSON (its stable shape) are checked.
+// payloads through runCodexHook, a compaction, a denied call, a held read, `latch verify`, an outside edit),
+// then the HTML (self-contained, escaped, semantic), the Markdown tables and the JSON (its stable shape) are
+// checked, and the story all three tell: the summary, the denials by reason, the writes apart from the reads
+// (a write that ran while latched as an alarm), and Markdown short enough for a pull-request comment.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Io } from '../../src/commands/io.js';
 import { report } from '../../src/commands/report/index.js';
 import { esc } from '../../src/commands/report/html.js';
-import { mdCode, mdText } from '../../src/commands/report/markdown.js';
+import { MD_LIST_CAP, mdCode, mdText } from '../../src/commands/report/markdown.js';
+import { pageText } from '../../src/continuity/brief.js';
+import { latestBrief } from '../../src/continuity/brief-store.js';
+import { openStore } from '../../src/store/store.js';
 import { verify } from '../../src/commands/verify.js';
 import { ExitError } from '../../src/base/errors.js';
 import { claude } from '../../src/agents/claude/index.js';
 import { runCodexHook, runHook } from '../../src/hook.js';
 import { cliMain } from '../../src/cli.js';
-import { appendCompaction, appendModelTurn, bash, payload, sandbox, type Sandbox } from '../helpers/workspace.js';
+import {
+  appendCompaction,
+  appendModelTurn,
+  bash,
+  payload,
+  rolloutLine,
+  sandbox,
+  type Sandbox,
+} from '../helpers/workspace.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: parsed JSON, read field by field
 type Json = any;
@@ -58,9 +71,33 @@ async function agentWrites(sb: Sandbox, turn: string, command: string, files: Re
   await hook(sb, payload('post-tool-use-bash', sb, { tool_use_id: id, turn_id: turn, tool_input: { command } }));
 }
 
+/** A read while held: allowed rewritten (run by Latch read-only, replayed), then its PostToolUse. */
+async function heldRead(
+  sb: Sandbox,
+  turn: string,
+  command: string,
+  id = 'call_' + Math.random().toString(16).slice(2),
+) {
+  const pre = await hook(sb, bash(sb, command, { tool_use_id: id, turn_id: turn }));
+  const reply = pre.stdout ? JSON.parse(pre.stdout) : null;
+  const rewritten = reply?.hookSpecificOutput?.updatedInput;
+  assert.ok(rewritten && typeof rewritten.command === 'string', `a held read, rewritten: ${pre.stdout}`);
+  await hook(sb, payload('post-tool-use-bash', sb, { tool_use_id: id, turn_id: turn, tool_input: rewritten }));
+}
+
+/** A compaction seen by every source, as Codex reports an auto-compaction (latches a fail_closed session). */
+async function compact(sb: Sandbox, turn: string) {
+  await hook(sb, payload('pre-compact-auto', sb, { turn_id: turn }));
+  appendCompaction(sb.transcript);
+  await hook(sb, payload('post-compact-auto', sb, { turn_id: turn }));
+  await hook(sb, payload('session-start-compact', sb));
+  appendModelTurn(sb.transcript);
+}
+
 /**
  * Session S: a write (turn-1), an auto-compaction seen by every source (latched, fail_closed), a denied
- * call (turn-2), Stop, `latch verify --yes`, another write (turn-3), Stop, then a hand edit and a Stop.
+ * call and a held read (turn-2), Stop, `latch verify --yes`, another write (turn-3), Stop, then a hand
+ * edit and a Stop.
  */
 async function scenario(sb: Sandbox): Promise<void> {
   await hook(sb, payload('session-start-startup', sb));
@@ -72,6 +109,7 @@ async function scenario(sb: Sandbox): Promise<void> {
   await hook(sb, payload('session-start-compact', sb));
   appendModelTurn(sb.transcript);
   assert.ok((await hook(sb, bash(sb, DENIED_CMD, { turn_id: 'turn-2' }))).denied, 'latched: the write is denied');
+  await heldRead(sb, 'turn-2', 'cat notes.txt');
   await hook(sb, payload('stop', sb, { turn_id: 'turn-2' }));
   const v = capture(sb);
   assert.equal(await verify(v.io, { yes: true }), 0, v.out() + v.err());
@@ -266,6 +304,16 @@ describe('latch report', () => {
     assert.deepEqual(paths, [...paths].sort(), 'files in path order');
   });
 
+  test('Markdown: the three-line summary first', () => {
+    const lines = md.split('\n');
+    assert.equal(lines[0], '## Latch evidence summary');
+    assert.equal(lines[2], '- **Compactions:** 1, 1 trip; no session is latched now.');
+    assert.equal(lines[3], '- **Writes:** 1 blocked, 2 ran; ran while latched: none.');
+    assert.match(lines[4]!, /^- \*\*Verifications:\*\* 1: `S` by `--yes` at [0-9T:.\-Z]+, tree unchanged\.$/);
+    assert.equal(lines[5], '');
+    assert.ok(lines[6]!.startsWith('Workspace '), 'then the workspace line');
+  });
+
   test('Markdown: the evidence tables', () => {
     assert.match(md, /^## Latch evidence summary\n/);
     assert.ok(md.includes(`Workspace \`${sb.work}\``));
@@ -306,18 +354,32 @@ describe('latch report', () => {
     );
     assert.match(trans[1]![4]!, /confirmed by --yes; checks: checkpoint ok, tree ok/);
 
-    const [windows, denied] = t.get('Mutation attempts after each compaction')!;
-    assert.equal(windows!.rows.length, 1);
-    assert.deepEqual(
-      [windows!.rows[0]![0], windows!.rows[0]![1], windows!.rows[0]![4], windows!.rows[0]![5]],
-      ['`S`', '#1', '1', '1'],
-      'one call allowed after verify, one denied',
+    // The story: blocked calls by reason, the writes that ran, the reads apart.
+    const blocked = md.slice(md.indexOf('### Blocked calls (1), by reason\n'), md.indexOf('### Writes that ran'));
+    assert.ok(blocked.length > 0, md);
+    assert.match(blocked, /^\*\*`latched`\*\*, 1 call \(session `S`\): This session is latched: /m);
+    const call = blocked.split('\n').filter((l) => l.startsWith('- '));
+    assert.equal(call.length, 1);
+    assert.ok(
+      call[0]!.startsWith(`- ${mdCode(DENIED_CMD, false)} (Bash, `),
+      `the denied command as a code span, its pipe as typed: ${call[0]}`,
     );
-    assert.equal(denied!.rows.length, 1);
-    assert.equal(denied!.rows[0]![3], 'Bash');
-    assert.equal(denied!.rows[0]![4], mdCode(DENIED_CMD), 'the denied command as a code span');
-    assert.ok(denied!.rows[0]![4]!.includes('\\|'), 'its pipe escaped for the table');
-    assert.match(denied!.rows[0]![5]!, /^latched: /);
+    assert.match(call[0]!, /\): This command is not a read Latch allows while held: /, 'what this call writes');
+    const writes = one('Writes that ran (2)');
+    assert.deepEqual(writes.head, ['Session', 'When', 'Ran', 'Tool', 'Call', 'Files changed']);
+    assert.deepEqual(
+      writes.rows.map((r) => [r[0], r[2], r[3], r[4]]),
+      [
+        ['`S`', 'before the trip', 'Bash', mdCode(XSS_CMD)],
+        ['`S`', 'after verification', 'Bash', '`touch after.txt`'],
+      ],
+    );
+    assert.deepEqual(writes.rows[0]![5]!.split(', ').sort(), [mdCode(WEIRD), '`notes.txt`'].sort());
+    assert.equal(writes.rows[1]![5], '`after.txt`');
+    const reads = md.slice(md.indexOf('### Reads (1, read-only inspection)\n'), md.indexOf('### Sessions'));
+    assert.match(reads, /^1 held read while latched \(run read-only by Latch, output replayed\)\.$/m);
+    assert.match(reads, /^- `cat notes\.txt` \(held read, run read-only by Latch, [^)]+\)$/m);
+    assert.doesNotMatch(md, /Mutation attempts after each compaction/, 'reads no longer mixed with writes');
 
     const files = one('Files changed').rows;
     const byPath = new Map(files.map((r) => [r[0], r.slice(1, 6)]));
@@ -334,7 +396,10 @@ describe('latch report', () => {
     assert.match(beforeTree!, /^`[0-9a-f]{64}` \(\d+\)$/);
     assert.equal(same, 'yes');
     assert.equal(accepted, 'no');
-    assert.ok(!md.includes('<script>'), 'no raw HTML from the records in the Markdown');
+    // Record text shows only inside code spans (rendered as text) or backslash-escaped.
+    const outsideCode = md.replace(/(`+)(?!`)[\s\S]*?[^`]\1(?!`)/g, '');
+    assert.ok(md.includes('<script>'), 'the command, in a code span');
+    assert.ok(!outsideCode.includes('<script>') && !outsideCode.includes('<img'), 'no raw HTML from the records');
   });
 
   test('Markdown to --out FILE; both formats at once', async () => {
@@ -357,6 +422,10 @@ describe('latch report', () => {
       'version',
       'selected',
       'agents',
+      'summary',
+      'blocked',
+      'writes',
+      'reads',
       'sessions',
       'entries',
       'transitions',
@@ -364,6 +433,45 @@ describe('latch report', () => {
       'files',
     ]);
     assert.equal(j.format, 'latch/report@1');
+    // The story: the summary's numbers, the denial by its reason, the writes and the read.
+    const { verified: by, ...counts } = j.summary;
+    assert.deepEqual(counts, {
+      compactions: 1,
+      trips: 1,
+      latched_now: false,
+      held_sessions: [],
+      writes_blocked: 1,
+      writes: 2,
+      writes_while_latched: 0,
+      reads: 1,
+      verifications: 1,
+      resumes: 0,
+    });
+    assert.deepEqual(
+      by.map((v: Json) => [v.session_id, v.confirmed_by, v.how, v.tree_unchanged, v.accepted_changes]),
+      [['S', '--yes', 'human', true, false]],
+    );
+    assert.equal(j.blocked.length, 1);
+    assert.deepEqual(
+      j.blocked[0].reasons.map((r: Json) => r.code),
+      ['latched'],
+    );
+    assert.equal(j.blocked[0].count, 1);
+    assert.deepEqual(
+      j.blocked[0].calls.map((c: Json) => [c.tool, c.summary, c.detail.map((r: Json) => r.code)]),
+      [['Bash', `Bash: ${DENIED_CMD}`, ['not_read_only']]],
+    );
+    assert.deepEqual(
+      j.writes.map((w: Json) => [w.summary, w.phase, w.latched_how, w.kind, [...w.files].sort()]),
+      [
+        [`Bash: ${XSS_CMD}`, 'before_trip', null, 'shell', [WEIRD, 'notes.txt'].sort()],
+        ['Bash: touch after.txt', 'after_verify', null, 'shell', ['after.txt']],
+      ],
+    );
+    assert.deepEqual(
+      j.reads.map((r: Json) => [r.summary, r.how, r.phase]),
+      [['Bash: cat notes.txt', 'held', 'while_latched']],
+    );
     assert.equal(j.workspace, sb.work);
     assert.equal(j.generated_at, NOW);
     assert.match(j.version, /^[0-9]/);
@@ -578,5 +686,139 @@ describe('attempts on Latch itself', () => {
     const self = page.indexOf('<section id="self"');
     assert.ok(self > 0 && self < page.indexOf('<section id="sessions"'), 'the section comes first');
     assert.match(page.slice(self), /Attempts on Latch itself \(1, all denied\)[\s\S]*latch verify --yes/);
+  });
+});
+
+/** What Codex records for a call whose output is page `n` of the session's brief (the page-read rule's input). */
+function appendPageOutput(sb: Sandbox, callId: string, n: number): void {
+  const db = openStore(sb.home, { create: false });
+  const brief = latestBrief(db, 'S')!;
+  db.close();
+  const output = `Chunk ID: ${callId}\nWall time: 0.0100 seconds\nProcess exited with code 0\nOriginal token count: 40\nOutput:\n${pageText(brief, n)}`;
+  appendFileSync(
+    sb.transcript,
+    rolloutLine('response_item', { type: 'function_call', name: 'exec_command', call_id: callId, arguments: '{}' }) +
+      rolloutLine('response_item', { type: 'function_call_output', call_id: callId, output }),
+  );
+}
+
+describe('the story of a latched session', () => {
+  let sb: Sandbox;
+  let md = '';
+  let j: Json;
+  const DENIALS = 40;
+  /** The Markdown limit for a pull-request comment: GitHub takes 65,536 characters; a reviewer reads far less. */
+  const MD_LIMIT = 6_000;
+
+  // A write before the trip; a write that started before the trip and changed its file after it; reads
+  // while latched (one a brief page, by the transcript's receipt); many denied writes; still latched.
+  before(async () => {
+    sb = sandbox();
+    await hook(sb, payload('session-start-startup', sb));
+    await agentWrites(sb, 'turn-1', 'echo a > a.txt', { 'a.txt': 'a\n' });
+    const slow = 'call_slow';
+    assert.equal(
+      (await hook(sb, bash(sb, 'sleep 2; echo b > b.txt', { tool_use_id: slow, turn_id: 'turn-1' }))).denied,
+      false,
+    );
+    await compact(sb, 'turn-2');
+    await sleep(GAP);
+    writeFileSync(join(sb.work, 'b.txt'), 'b\n');
+    await sleep(GAP);
+    await hook(
+      sb,
+      payload('post-tool-use-bash', sb, {
+        tool_use_id: slow,
+        turn_id: 'turn-1',
+        tool_input: { command: 'sleep 2; echo b > b.txt' },
+      }),
+    );
+    await heldRead(sb, 'turn-2', 'cat a.txt');
+    // Under tsx no installed latch.cjs exists for the hook to run `latch brief --page 1` itself: the
+    // page comes through another read; the transcript's output of that call is what makes it a page read.
+    await heldRead(sb, 'turn-2', `cat ${join(sb.base, 'page-1.txt')}`, 'call_page');
+    appendPageOutput(sb, 'call_page', 1);
+    for (let i = 0; i < DENIALS; i++)
+      assert.ok((await hook(sb, bash(sb, `echo ${i} > out-${i}.txt`, { turn_id: 'turn-2' }))).denied);
+    await hook(sb, payload('stop', sb, { turn_id: 'turn-2' }));
+    const m = capture(sb);
+    assert.equal(await report(m.io, { markdown: true }), 0, m.err());
+    md = m.out();
+    const c = capture(sb);
+    assert.equal(await report(c.io, { json: true }), 0, c.err());
+    j = JSON.parse(c.out());
+  });
+  after(() => sb?.cleanup());
+
+  test('JSON: the write that ran past the trip counts as run while latched; reads apart, a brief page among them', () => {
+    const { verified, ...counts } = j.summary;
+    assert.deepEqual(verified, []);
+    assert.deepEqual(counts, {
+      compactions: 1,
+      trips: 1,
+      latched_now: true,
+      held_sessions: [{ session_id: 'S', state: 'latched' }],
+      writes_blocked: DENIALS,
+      writes: 2,
+      writes_while_latched: 1,
+      reads: 2,
+      verifications: 0,
+      resumes: 0,
+    });
+    assert.deepEqual(
+      j.writes.map((w: Json) => [w.summary, w.phase, w.latched_how, w.files]),
+      [
+        ['Bash: echo a > a.txt', 'before_trip', null, ['a.txt']],
+        ['Bash: sleep 2; echo b > b.txt', 'while_latched', 'ran_past_trip', ['b.txt']],
+      ],
+    );
+    assert.deepEqual(
+      j.reads.map((r: Json) => [r.summary.replace(sb.base, 'BASE'), r.how, r.page, r.phase]),
+      [
+        ['Bash: cat a.txt', 'held', null, 'while_latched'],
+        ['Bash: cat BASE/page-1.txt', 'brief_page', 1, 'while_latched'],
+      ],
+    );
+    assert.equal(j.blocked.length, 1, 'one reason for every denial');
+    assert.equal(j.blocked[0].count, DENIALS);
+    assert.equal(j.blocked[0].calls.length, DENIALS, 'JSON lists every call');
+  });
+
+  test('Markdown: the alarm in the summary and in the writes; each reason once; reads apart', () => {
+    const lines = md.split('\n');
+    assert.equal(lines[2], '- **Compactions:** 1, 1 trip; latched now: `S`.');
+    assert.equal(
+      lines[3],
+      `- **Writes:** ${DENIALS} blocked, 2 ran; **WARNING: 1 write ran while latched** (see Writes that ran).`,
+    );
+    assert.equal(lines[4], '- **Verifications:** none.');
+    const writes = tables(md).get('Writes that ran (2)')![0]!.rows;
+    assert.deepEqual(
+      writes.map((r) => [r[2], r[4], r[5]]),
+      [
+        ['before the trip', '`echo a > a.txt`', '`a.txt`'],
+        [
+          '**WARNING: while latched (started before the trip, changed files after it)**',
+          '`sleep 2; echo b > b.txt`',
+          '`b.txt`',
+        ],
+      ],
+    );
+    const latched = j.blocked[0].reasons[0].message as string;
+    assert.equal(md.split(mdText(latched)).length - 1, 1, 'the model-facing reason once');
+    const calls = md.slice(md.indexOf('### Blocked calls'), md.indexOf('### Writes that ran'));
+    assert.equal(calls.split('\n').filter((l) => l.startsWith('- `echo ')).length, MD_LIST_CAP);
+    assert.ok(calls.includes(`…and ${DENIALS - MD_LIST_CAP} more calls`), calls);
+    const reads = md.slice(md.indexOf('### Reads (2, read-only inspection)'), md.indexOf('### Sessions'));
+    assert.match(
+      reads,
+      /^1 held read while latched \(run read-only by Latch, output replayed\), 1 brief page read\.$/m,
+    );
+    assert.match(reads, /^- `cat a\.txt` \(held read, run read-only by Latch, [^)]+\)$/m);
+    assert.match(reads, /^- `cat [^`]*page-1\.txt` \(brief page 1, [^)]+\)$/m);
+  });
+
+  test(`Markdown: ${DENIALS} denials still fit a pull-request comment`, () => {
+    assert.ok(md.length < MD_LIMIT, `${md.length} characters (limit ${MD_LIMIT}):\n${md}`);
   });
 });

@@ -3,13 +3,25 @@
 // below, and a change of meaning changes `format`. The pieces are the ones the other commands print:
 // a session as `latch status --json`, a timeline entry as `latch log --json`, a change as
 // `latch blame --json`; checkpoints are an array (ReportData keeps a map), ordered by session, then
-// compaction, time and id.
+// compaction, time and id. `summary`, `blocked`, `writes` and `reads` are the story the Markdown and
+// HTML tell (data.ts), in full: nothing in them is capped.
 //
 //   {
 //     "format": "latch/report@1",
 //     "workspace": string, "generated_at": ISO time, "version": Latch's version,
 //     "selected": [session id] | null (null: the whole workspace),
 //     "agents": [agent name ("codex", "claude", …), first seen first],
+//     "summary": { compactions, trips, latched_now, held_sessions: [{ session_id, state }], writes_blocked,
+//                  writes, writes_while_latched, reads, verifications,
+//                  verified: [{ session_id, at, confirmed_by, how: "human" | "evidence", tree_unchanged,
+//                               accepted_changes }], resumes },
+//     "blocked": [denials grouped by their shared reasons, first seen first: { reasons: [{ code, message }],
+//                 count, sessions, calls: [{ session_id, at, turn_id, tool, summary, detail: [{ code, message }] }] }],
+//     "writes": [allowed calls that may have written, oldest first: { attempt_id, session_id, at, ended_at, tool,
+//                summary, state, kind, files: [path], phase: "before_trip" | "while_latched" | "after_verify" |
+//                "after_resume", latched_how: "started_while_held" | "ran_past_trip" | null }],
+//     "reads": [allowed calls that only read, oldest first: { attempt_id, session_id, at, tool, summary,
+//               how: "brief_page" | "held" | "read_only", page, phase }],
 //     "sessions": [{ session_id, agent, state, may_mutate, policy, scope, reason, checkpoints, … }],
 //     "entries": [{ kind: "attempt" | "change" | "compaction" | "transition" | "denial", at, session_id, …;
 //                   a transition with its evidence }],
@@ -32,6 +44,10 @@ export interface ReportJson {
   version: string;
   selected: string[] | null;
   agents: string[];
+  summary: ReportData['summary'];
+  blocked: ReportData['blocked'];
+  writes: ReportData['writes'];
+  reads: ReportData['reads'];
   sessions: ReportData['sessions'];
   entries: ReportData['entries'];
   transitions: ReportData['transitions'];
@@ -57,6 +73,10 @@ export function reportJson(d: ReportData): ReportJson {
     version: d.version,
     selected: d.selected,
     agents: d.agents,
+    summary: d.summary,
+    blocked: d.blocked,
+    writes: d.writes,
+    reads: d.reads,
     sessions: d.sessions,
     entries: d.entries,
     transitions: d.transitions,

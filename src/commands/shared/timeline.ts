@@ -32,6 +32,8 @@ export interface ChangeRow {
   after_sha256: string | null;
   after_mode: number | null;
   after_size: number | null;
+  /** When the file changed (ns since the epoch: its ctime, or its directory's mtime for a removal); null: untimed. */
+  changed_ns: string | null;
 }
 
 export function changeJson(r: ChangeRow): ChangeJson {
