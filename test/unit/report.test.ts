@@ -274,6 +274,62 @@ describe('latch report', () => {
     assert.match(ver, /<li class="check ok">.*<strong>tree<\/strong>: workspace tree unchanged/);
   });
 
+  test('HTML: the summary first, the denial reason once, writes apart from reads', () => {
+    const main = html.slice(html.indexOf('<main>'));
+    assert.ok(main.indexOf('<section id="summary"') < main.indexOf('<section id="sessions"'), 'the summary first');
+    const summary = main.slice(main.indexOf('<section id="summary"'), main.indexOf('</section>'));
+    assert.match(
+      summary,
+      /<li id="summary-compactions"><strong>Compactions:<\/strong> 1, 1 trip; no session is latched now\.<\/li>/,
+    );
+    assert.match(
+      summary,
+      /<li id="summary-writes"><strong>Writes:<\/strong> 1 blocked, 2 ran; ran while latched: none\.<\/li>/,
+    );
+    assert.match(
+      summary,
+      /<strong>Verifications:<\/strong> 1: <code>S<\/code> by <code>--yes<\/code> at <time[^>]*>[^<]+<\/time>, tree unchanged\./,
+    );
+    assert.doesNotMatch(summary, /alarm/);
+    // The latched reason's text once, under Blocked calls; the timeline's denial links to it.
+    const reason =
+      /<div class="reason-group" id="reason-1"><p><strong>1\. <code>latched<\/code><\/strong>, 1 call \(session [^)]*\): (This session is latched: [^<]+)<\/p>/.exec(
+        main,
+      );
+    assert.ok(reason, 'the reason group');
+    assert.equal(html.split(reason[1]!).length - 1, 1, 'the reason text appears once');
+    const denial = main.slice(main.indexOf('<li class="entry denial"'));
+    assert.match(
+      denial,
+      /<ul class="reasons"><li><code>latched<\/code> <a href="#reason-1">reason 1<\/a><\/li><li><code>not_read_only<\/code> This command is not a read/,
+    );
+    // The writes that ran, each with when; the read apart.
+    const writes = main.slice(main.indexOf('<section id="writes"'), main.indexOf('<section id="reads"'));
+    assert.deepEqual(
+      [...writes.matchAll(/<tr class="write phase-([a-z-]+)( alarm)?">/g)].map((m) => [m[1], m[2] ?? '']),
+      [
+        ['before-trip', ''],
+        ['after-verify', ''],
+      ],
+    );
+    const reads = main.slice(main.indexOf('<section id="reads"'), main.indexOf('<section id="sessions"'));
+    assert.match(reads, /<h2 id="h-reads">Reads \(1, read-only inspection\)<\/h2>/);
+    assert.match(
+      reads,
+      /<tr class="read read-held">.*held read, run read-only by Latch.*<code class="cmd">cat notes\.txt<\/code>/,
+    );
+    // In the timeline too: reads and writes are entries of their own kind.
+    const kinds = [...main.matchAll(/<li class="entry attempt (read|write)[^"]*" data-kind="([a-z]+)"/g)].map((m) => [
+      m[1],
+      m[2],
+    ]);
+    assert.deepEqual(kinds, [
+      ['write', 'write'],
+      ['read', 'read'],
+      ['write', 'write'],
+    ]);
+  });
+
   test('HTML: record text is escaped; a <script> in a command summary is inert text', () => {
     assert.ok(!html.includes('<script>window.__pwned'), 'no raw script from the record');
     assert.ok(!html.includes('<img src=x'), 'no raw img from the record');
@@ -705,6 +761,7 @@ function appendPageOutput(sb: Sandbox, callId: string, n: number): void {
 describe('the story of a latched session', () => {
   let sb: Sandbox;
   let md = '';
+  let html = '';
   let j: Json;
   const DENIALS = 40;
   /** The Markdown limit for a pull-request comment: GitHub takes 65,536 characters; a reviewer reads far less. */
@@ -744,6 +801,9 @@ describe('the story of a latched session', () => {
     const m = capture(sb);
     assert.equal(await report(m.io, { markdown: true }), 0, m.err());
     md = m.out();
+    const h = capture(sb);
+    assert.equal(await report(h.io, { html: 'story.html' }), 0, h.err());
+    html = readFileSync(join(sb.work, 'story.html'), 'utf8');
     const c = capture(sb);
     assert.equal(await report(c.io, { json: true }), 0, c.err());
     j = JSON.parse(c.out());
@@ -820,5 +880,24 @@ describe('the story of a latched session', () => {
 
   test(`Markdown: ${DENIALS} denials still fit a pull-request comment`, () => {
     assert.ok(md.length < MD_LIMIT, `${md.length} characters (limit ${MD_LIMIT}):\n${md}`);
+  });
+
+  test('HTML: the write that ran while latched is red, in the summary, the writes and the timeline', () => {
+    assert.match(
+      html,
+      /<li id="summary-writes"><strong>Writes:<\/strong> 40 blocked, 2 ran; <strong class="alarm">WARNING: 1 write ran while latched<\/strong>/,
+    );
+    assert.match(
+      html,
+      /<tr class="write phase-while-latched alarm">.*<strong class="alarm">WARNING: while latched \(started before the trip, changed files after it\)<\/strong>/,
+    );
+    const entry = /<li class="entry attempt write attempt-closed alarm" data-kind="write"[^>]*>(.*?)<\/div>/.exec(html);
+    assert.ok(entry, 'the timeline entry, classed as an alarm');
+    assert.match(entry[1]!, /<span class="label">Write while latched<\/span>.*sleep 2; echo b &gt; b\.txt/);
+    // The alarm's style is red, not the grey of a plain entry.
+    assert.match(html, /\.entry\.alarm\{background:var\(--denial-bg\);border-color:var\(--denial\)\}/);
+    assert.match(html, /strong\.alarm\{color:var\(--denial\)/);
+    const latched = esc(j.blocked[0].reasons[0].message as string);
+    assert.equal(html.split(latched).length - 1, 1, 'the reason text once in the page');
   });
 });

@@ -1,6 +1,8 @@
-// `latch report --html FILE`: one self-contained HTML file: header, sessions, the interleaved timeline
-// (turns, tool calls with the files they changed, compactions, latch trips, denials, verifications with
-// their evidence, outside edits) and a per-file view (every change, newest first, who made it). Semantic
+// `latch report --html FILE`: one self-contained HTML file: header, the three-line summary (a write that
+// ran while latched in red), the attempts on Latch itself, the blocked calls by reason (each reason's
+// text once), the writes that ran apart from the reads, sessions, the interleaved timeline (turns, reads
+// and writes with the files they changed, compactions, latch trips, denials, verifications with their
+// evidence, outside edits) and a per-file view (every change, newest first, who made it). Semantic
 // HTML that reads without JavaScript; an inline script only adds filters and expand/collapse. No
 // external resource of any kind: inline CSS and JS, no fonts or images, and a Content-Security-Policy
 // that admits only this file's own style and script (by hash). Every record-derived string is escaped.
@@ -11,15 +13,22 @@ import {
   callText,
   distinct,
   fileSummaries,
+  groupKey,
   isTrip,
   overallState,
+  phaseLabel,
+  readCounts,
+  readLabel,
   selfProtectionDenials,
   short,
+  splitReasons,
   transitionSummary,
   verifyEvidence,
   type Entry,
   type FileChange,
+  type ReadCall,
   type ReportData,
+  type WriteCall,
 } from './data.js';
 
 const HTML_ESCAPES: Record<string, string> = {
@@ -91,9 +100,30 @@ function changeTable(files: ChangeJson[]): string {
   return `<table class="changes"><thead><tr><th scope="col">Change</th><th scope="col">Path</th><th scope="col">Attribution</th><th scope="col">Content (sha256, size)</th><th scope="col">Observed</th></tr></thead><tbody>${changeRows(files)}</tbody></table>`;
 }
 
-function entryHtml(e: Entry, d: ReportData): string {
-  const attrs = (kind: string, extra: string) =>
-    `class="entry ${kind}${extra ? ' ' + extra : ''}" data-kind="${kind}" data-session="${esc(e.session_id ?? '')}"`;
+/** What the timeline needs of the story: each call's read or write, each denial group's number. */
+interface Story {
+  writes: Map<string, WriteCall>;
+  reads: Map<string, ReadCall>;
+  groups: Map<string, number>;
+}
+
+function storyOf(d: ReportData): Story {
+  return {
+    writes: new Map(d.writes.map((w) => [w.attempt_id, w])),
+    reads: new Map(d.reads.map((r) => [r.attempt_id, r])),
+    groups: new Map(d.blocked.map((g, i) => [groupKey(g.reasons), i + 1])),
+  };
+}
+
+/** A write's place in its story: a write that ran while latched is an alarm, in red. */
+const phaseHtml = (w: WriteCall) =>
+  w.phase === 'while_latched'
+    ? `<strong class="alarm">WARNING: ${esc(phaseLabel(w))}</strong>`
+    : badge(phaseLabel(w), `phase phase-${token(w.phase)}`);
+
+function entryHtml(e: Entry, d: ReportData, story: Story): string {
+  const attrs = (kind: string, extra: string, filter = kind) =>
+    `class="entry ${kind}${extra ? ' ' + extra : ''}" data-kind="${filter}" data-session="${esc(e.session_id ?? '')}"`;
   const head = (label: string, rest: string) =>
     `<div class="head">${time(e.at)} <span class="label">${esc(label)}</span> ${sid(e.session_id)} ${rest}</div>`;
   switch (e.kind) {
@@ -103,7 +133,13 @@ function entryHtml(e: Entry, d: ReportData): string {
       const body = `<details${files > 0 ? ' open' : ''}><summary>${files === 0 ? 'no file changes' : `${files} file change${files === 1 ? '' : 's'} (${esc(attribution)})`}</summary>
 <dl class="facts"><dt>Attempt</dt><dd>${code(e.attempt_id)}</dd><dt>Turn</dt><dd>${code(e.turn_id)}</dd>${e.agent_id ? `<dt>Sub-agent</dt><dd>${code(e.agent_id)}</dd>` : ''}<dt>Ended</dt><dd>${time(e.ended_at)}${e.end_reason ? ` <span class="muted">(${esc(e.end_reason)})</span>` : ''}</dd></dl>
 ${files > 0 ? changeTable(e.files) : ''}</details>`;
-      return `<li ${attrs('attempt', `attempt-${token(e.state)}`)}>${head('Tool call', `<span class="tool">${esc(e.tool)}</span> ${code(callText(e.tool, e.summary), 'cmd')} ${badge(e.state, `state state-${token(e.state)}`)}`)}${body}</li>`;
+      const write = story.writes.get(e.attempt_id);
+      const read = story.reads.get(e.attempt_id);
+      const alarm = write?.phase === 'while_latched';
+      const cls = `${read ? 'read' : 'write'} attempt-${token(e.state)}${alarm ? ' alarm' : ''}`;
+      const label = alarm ? 'Write while latched' : read ? 'Read' : 'Write';
+      const how = write ? phaseHtml(write) : read ? `<span class="muted">${esc(readLabel(read))}</span>` : '';
+      return `<li ${attrs('attempt', cls, read ? 'read' : 'write')}>${head(label, `<span class="tool">${esc(e.tool)}</span> ${code(callText(e.tool, e.summary), 'cmd')} ${badge(e.state, `state state-${token(e.state)}`)} ${how}`)}${body}</li>`;
     }
     case 'change': {
       const c = e.change;
@@ -160,12 +196,18 @@ ${checks ? `<ul class="checks">${checks}</ul>` : ''}${changes ? `<p>Differences:
           : 'Authority';
       return `<li ${attrs(kind, `to-${token(e.to)}`)}>${head(label, states)}<p class="detail">${esc(transitionSummary(e)) || '<span class="muted">no evidence recorded</span>'}</p></li>`;
     }
-    case 'denial':
-      return `<li ${attrs('denial', '')}>${head('Denied', `<span class="tool">${esc(e.tool)}</span> ${code(callText(e.tool, e.summary), 'cmd')}`)}<ul class="reasons">${e.reasons.map((r) => `<li>${code(r.code)} ${esc(r.message)}</li>`).join('')}</ul>${e.turn_id ? `<p class="detail muted">turn ${code(e.turn_id)}</p>` : ''}</li>`;
+    case 'denial': {
+      // The shared reasons by their code and a link to their text (shown once, under Blocked calls).
+      const { shared, detail } = splitReasons(e.reasons);
+      const n = story.groups.get(groupKey(shared));
+      const why = `<li>${shared.map((r) => code(r.code)).join(' + ')} ${n ? `<a href="#reason-${n}">reason ${n}</a>` : ''}</li>${detail.map((r) => `<li>${code(r.code)} ${esc(r.message)}</li>`).join('')}`;
+      return `<li ${attrs('denial', '')}>${head('Denied', `<span class="tool">${esc(e.tool)}</span> ${code(callText(e.tool, e.summary), 'cmd')}`)}<ul class="reasons">${why}</ul>${e.turn_id ? `<p class="detail muted">turn ${code(e.turn_id)}</p>` : ''}</li>`;
+    }
   }
 }
 
 function timelineHtml(d: ReportData): string {
+  const story = storyOf(d);
   const items: string[] = [];
   const lastTurn = new Map<string, string | null>();
   for (const e of d.entries) {
@@ -175,7 +217,7 @@ function timelineHtml(d: ReportData): string {
         `<li class="entry turn" data-kind="turn" data-session="${esc(e.session_id)}"><div class="head">${time(e.at)} <span class="label">Turn</span> ${sid(e.session_id)} ${code(e.turn_id)}</div></li>`,
       );
     }
-    items.push(entryHtml(e, d));
+    items.push(entryHtml(e, d, story));
   }
   if (items.length === 0) return '<p class="muted">Nothing recorded.</p>';
   return `<ol class="timeline" id="timeline-list">\n${items.join('\n')}\n</ol>`;
@@ -219,6 +261,86 @@ function selfProtectionHtml(d: ReportData): string {
 `;
 }
 
+const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
+
+/** The three summary lines: compactions, writes (blocked; ran while latched, in red), verifications. */
+function summaryHtml(d: ReportData): string {
+  const s = d.summary;
+  const heldNow =
+    s.held_sessions.length === 0
+      ? 'no session is latched now'
+      : `latched now: ${s.held_sessions.map((h) => `${code(h.session_id)}${h.state === 'latched' ? '' : ` (${esc(h.state)})`}`).join(', ')}`;
+  const whileLatched =
+    s.writes_while_latched === 0
+      ? 'ran while latched: none'
+      : `<strong class="alarm">WARNING: ${plural(s.writes_while_latched, 'write')} ran while latched</strong> (<a href="#writes">see Writes that ran</a>)`;
+  const verified = s.verified.map(
+    (v) =>
+      `${code(v.session_id)} ${v.how === 'evidence' ? 'by evidence (every brief page read)' : `by ${code(v.confirmed_by ?? '?')}`} at ${time(v.at)}${v.tree_unchanged === null ? '' : v.tree_unchanged ? ', tree unchanged' : ', tree changed'}${v.accepted_changes ? ', changes accepted' : ''}`,
+  );
+  const resumes = s.resumes > 0 ? `; ${plural(s.resumes, 'resume')}` : '';
+  return `<section id="summary" aria-labelledby="h-summary">
+<h2 id="h-summary">Summary</h2>
+<ul class="summary">
+<li id="summary-compactions"><strong>Compactions:</strong> ${s.compactions === 0 ? 'none' : `${s.compactions}, ${plural(s.trips, 'trip')}`}; ${heldNow}.</li>
+<li id="summary-writes"><strong>Writes:</strong> ${s.writes_blocked} blocked, ${s.writes} ran; ${whileLatched}.</li>
+<li id="summary-verifications"><strong>Verifications:</strong> ${s.verifications === 0 ? 'none' : `${s.verifications}: ${verified.join('; ')}`}${resumes}.</li>
+</ul>
+</section>
+`;
+}
+
+/** The blocked calls, by reason: each shared reason's text once, the calls it blocked under it. */
+function blockedHtml(d: ReportData): string {
+  if (d.blocked.length === 0) return '';
+  const groups = d.blocked
+    .map((g, i) => {
+      const calls = g.calls
+        .map(
+          (c) =>
+            `<li>${code(callText(c.tool, c.summary) ?? c.tool, 'cmd')} <span class="tool">${esc(c.tool)}</span> ${time(c.at)}${c.detail.length > 0 ? `<br><span class="muted">${c.detail.map((r) => esc(r.message)).join(' ')}</span>` : ''}</li>`,
+        )
+        .join('');
+      return `<div class="reason-group" id="reason-${i + 1}"><p><strong>${i + 1}. ${g.reasons.map((r) => code(r.code)).join(' + ')}</strong>, ${plural(g.count, 'call')} (session${g.sessions.length === 1 ? '' : 's'} ${g.sessions.map((x) => sid(x)).join(' ')}): ${g.reasons.map((r) => esc(r.message)).join(' ')}</p><details${g.count <= 10 ? ' open' : ''}><summary>${plural(g.count, 'blocked call')}</summary><ul class="calls">${calls}</ul></details></div>`;
+    })
+    .join('\n');
+  return `<section id="blocked" aria-labelledby="h-blocked">
+<h2 id="h-blocked">Blocked calls (${d.summary.writes_blocked}), by reason</h2>
+${groups}
+</section>
+`;
+}
+
+/** The writes that ran, each with when it ran; one that ran while latched is a red row, never grey. */
+function writesHtml(d: ReportData): string {
+  const rows = d.writes
+    .map(
+      (w) =>
+        `<tr class="write phase-${token(w.phase)}${w.phase === 'while_latched' ? ' alarm' : ''}"><td>${sid(w.session_id)}</td><td>${time(w.at)}</td><td>${phaseHtml(w)}</td><td>${esc(w.tool)}</td><td>${code(callText(w.tool, w.summary) ?? w.tool, 'cmd')} ${badge(w.state, `state state-${token(w.state)}`)}</td><td>${w.files.length === 0 ? '<span class="muted">none</span>' : w.files.map((f) => code(f, 'path')).join(' ')}</td></tr>`,
+    )
+    .join('');
+  return `<section id="writes" aria-labelledby="h-writes">
+<h2 id="h-writes">Writes that ran (${d.writes.length})</h2>
+${rows ? `<table class="writes"><thead><tr><th scope="col">Session</th><th scope="col">When</th><th scope="col">Ran</th><th scope="col">Tool</th><th scope="col">Call</th><th scope="col">Files changed</th></tr></thead><tbody>${rows}</tbody></table>` : '<p class="muted">None recorded.</p>'}
+</section>
+`;
+}
+
+/** The reads, apart from the writes: how each is known to be a read. */
+function readsHtml(d: ReportData): string {
+  const rows = d.reads
+    .map(
+      (r) =>
+        `<tr class="read read-${token(r.how)}"><td>${sid(r.session_id)}</td><td>${time(r.at)}</td><td>${esc(readLabel(r))}</td><td>${esc(r.tool)}</td><td>${code(callText(r.tool, r.summary) ?? r.tool, 'cmd')}</td></tr>`,
+    )
+    .join('');
+  return `<section id="reads" aria-labelledby="h-reads">
+<h2 id="h-reads">Reads (${d.reads.length}, read-only inspection)</h2>
+${rows ? `<p>${esc(readCounts(d.reads))}.</p><details${d.reads.length <= 10 ? ' open' : ''}><summary>${plural(d.reads.length, 'read')}</summary><table class="reads"><thead><tr><th scope="col">Session</th><th scope="col">When</th><th scope="col">How</th><th scope="col">Tool</th><th scope="col">Call</th></tr></thead><tbody>${rows}</tbody></table></details>` : '<p class="muted">None recorded.</p>'}
+</section>
+`;
+}
+
 function sessionsHtml(d: ReportData): string {
   if (d.sessions.length === 0) return '<p class="muted">No sessions recorded for this workspace.</p>';
   const rows = d.sessions
@@ -235,16 +357,26 @@ function countsHtml(d: ReportData): string {
   const trips = d.transitions.filter(isTrip).length;
   const verifies = d.transitions.filter((t) => t.event === 'verify').length;
   const outside = d.files.filter((f) => f.attribution === 'outside').length;
-  const items: [string, number, string][] = [
-    ['tool call', n('attempt'), 'attempt'],
-    ['compaction', n('compaction'), 'compaction'],
-    ['latch trip', trips, 'trip'],
-    ['denied call', n('denial'), 'denial'],
-    ['verification', verifies, 'verification'],
-    ['file change', d.files.length, 'change'],
-    ['outside edit', outside, 'change attr-outside'],
+  // [count, one, many, class]
+  const items: [number, string, string, string][] = [
+    [d.reads.length, 'read', 'reads', 'read'],
+    [d.writes.length, 'write', 'writes', 'write'],
+    ...(d.summary.writes_while_latched > 0
+      ? ([[d.summary.writes_while_latched, 'write while latched', 'writes while latched', 'alarm']] as [
+          number,
+          string,
+          string,
+          string,
+        ][])
+      : []),
+    [n('compaction'), 'compaction', 'compactions', 'compaction'],
+    [trips, 'latch trip', 'latch trips', 'trip'],
+    [n('denial'), 'denied call', 'denied calls', 'denial'],
+    [verifies, 'verification', 'verifications', 'verification'],
+    [d.files.length, 'file change', 'file changes', 'change'],
+    [outside, 'outside edit', 'outside edits', 'change attr-outside'],
   ];
-  return `<ul class="counts">${items.map(([label, v, cls]) => `<li class="${cls}"><strong>${v}</strong> ${label}${v === 1 ? '' : 's'}</li>`).join('')}</ul>`;
+  return `<ul class="counts">${items.map(([v, one, many, cls]) => `<li class="${cls}"><strong>${v}</strong> ${v === 1 ? one : many}</li>`).join('')}</ul>`;
 }
 
 const CSS = `
@@ -288,6 +420,14 @@ ol.timeline{list-style:none;padding:0;margin:0;border-left:2px solid var(--line)
 .entry.transition{border-left-color:var(--trip)}
 .entry.change.attr-outside{background:var(--outside-bg);border-color:var(--outside)}.entry.change.attr-outside::before{background:var(--outside)}.entry.change .label{color:var(--outside)}
 .entry .tool{font-weight:600}
+.entry.write{border-left-color:var(--fg)}.entry.write::before{background:var(--fg)}
+strong.alarm{color:var(--denial);font-weight:700}
+.entry.alarm{background:var(--denial-bg);border-color:var(--denial)}.entry.alarm::before{background:var(--denial)}.entry.alarm .label{color:var(--denial)}
+tr.alarm td{background:var(--denial-bg)}
+ul.summary{list-style:none;padding:0;margin:8px 0;font-size:15px}ul.summary li{margin:2px 0}
+.reason-group{margin:8px 0;padding:6px 10px;border:1px solid var(--line);border-left:4px solid var(--denial);border-radius:4px}.reason-group p{margin:0 0 4px}
+ul.calls{margin:4px 0 0;padding-left:20px}
+ul.counts li.read{border-left-color:var(--line)}ul.counts li.write{border-left-color:var(--fg)}ul.counts li.alarm{border-left-color:var(--denial);color:var(--denial)}
 ul.reasons,ul.checks,ul.accepted{margin:4px 0 0;padding-left:20px}
 dl.facts{display:grid;grid-template-columns:max-content 1fr;gap:0 12px;margin:4px 0}dl.facts dt{color:var(--muted)}dl.facts dd{margin:0}
 table.changes{font-size:13px}
@@ -382,10 +522,10 @@ export function renderHtml(d: ReportData): string {
 <dt>Generated</dt><dd>${time(d.generated_at)}</dd>
 <dt>Latch version</dt><dd>${esc(d.version)}</dd>
 </dl>
-<nav><a href="#sessions">Sessions</a><a href="#timeline">Timeline</a><a href="#files">Files</a></nav>
+<nav><a href="#summary">Summary</a>${d.blocked.length > 0 ? '<a href="#blocked">Blocked</a>' : ''}<a href="#writes">Writes</a><a href="#reads">Reads</a><a href="#sessions">Sessions</a><a href="#timeline">Timeline</a><a href="#files">Files</a></nav>
 </header>
 <main>
-${selfProtectionHtml(d)}<section id="sessions" aria-labelledby="h-sessions">
+${summaryHtml(d)}${selfProtectionHtml(d)}${blockedHtml(d)}${writesHtml(d)}${readsHtml(d)}<section id="sessions" aria-labelledby="h-sessions">
 <h2 id="h-sessions">Sessions</h2>
 ${sessionsHtml(d)}
 ${countsHtml(d)}
