@@ -218,9 +218,15 @@ export const COMMANDS: Record<string, Command> = {
   report: {
     usage: 'latch report [--cwd DIR] [--session ID] (--html FILE | --markdown [--out FILE] | --json)',
     summary:
-      'The evidence for people: one self-contained HTML file (timeline, per-file view), or Markdown tables for a pull request. ' +
+      'The story of the sessions for people: a three-line summary first (compactions and whether a session is latched now; writes blocked, and writes that ran while latched, in red; verifications and who confirmed), ' +
+      'the attempts on Latch itself, the blocked calls grouped by reason (each reason once), the writes that ran (before the trip, while latched, after verification) apart from the reads; ' +
+      'then the evidence. --html FILE: one self-contained HTML file (also the timeline and a per-file view); --markdown: short enough for a pull-request comment (long lists end in "…and N more"). ' +
       '--json: the same data for programs, one JSON object on stdout, every key always present: {format: "latch/report@1", workspace, generated_at, version, ' +
       'selected: [session id] or null (the whole workspace), agents: [agent name ("codex", "claude"), first seen first], ' +
+      'summary: {compactions, trips, latched_now, held_sessions, writes_blocked, writes, writes_while_latched, reads, verifications, verified: [{session_id, at, confirmed_by, how, tree_unchanged, accepted_changes}], resumes}, ' +
+      'blocked: [{reasons, count, sessions, calls: [{session_id, at, turn_id, tool, summary, detail}]}], ' +
+      'writes: [{attempt_id, session_id, at, ended_at, tool, summary, state, kind, files, phase: before_trip|while_latched|after_verify|after_resume, latched_how}], ' +
+      'reads: [{attempt_id, session_id, at, tool, summary, how: brief_page|held|read_only, page, phase}], ' +
       'sessions: [as `latch status --json`, each with its agent], entries: [the timeline as `latch log --json`, a transition with its evidence], ' +
       'transitions: [{session_id, at, event, from, to, evidence}], checkpoints: [{id, session_id, compaction_seq, created_at, tree_sha256, tree_files, git_head, git_branch}], ' +
       'files: [every recorded change, newest first, as `latch blame --json` plus id]}.',

@@ -603,6 +603,11 @@ describe('latch report', () => {
       'entries',
       'checkpoints',
       'files',
+      'summary: {compactions',
+      'writes_while_latched',
+      'blocked: [',
+      'reads: [',
+      'pull-request comment',
     ])
       assert.ok(h.out().includes(word), word);
   });

@@ -1,13 +1,19 @@
-// `latch report`: what the store knows about a workspace (or some of its sessions), for people.
-//   --html FILE   one self-contained HTML file: header, sessions (each with its agent), the interleaved
-//                 timeline (turns, tool calls with the files they changed, compactions, latch trips,
-//                 denials, verifications with their evidence, outside edits) and a per-file view (every
+// `latch report`: what the store knows about a workspace (or some of its sessions), told as a story.
+// Every format opens with the same three-line summary (compactions and whether a session is latched
+// now; writes blocked and writes that ran while latched; verifications and who confirmed), then the
+// attempts on Latch itself, the blocked calls grouped by reason (each reason's text once), and the
+// writes that ran (before the trip, while latched, after verification) apart from the reads (data.ts).
+//   --html FILE   one self-contained HTML file: header, that story (a write that ran while latched in
+//                 red), sessions (each with its agent), the interleaved timeline (turns, reads and
+//                 writes with the files they changed, compactions, latch trips, denials, verifications
+//                 with their evidence, outside edits) and a per-file view (every
 //                 change, newest first, who made it). Semantic HTML that reads without JavaScript; an
 //                 inline script only adds filters and expand/collapse. No external resource of any kind:
 //                 inline CSS and JS, no fonts or images, and a Content-Security-Policy that admits only
 //                 this file's own style and script (by hash), so even a record that escaped escaping
 //                 could not run or load anything.
-//   --markdown    the evidence summary as Markdown tables for a pull request (stdout, or --out FILE).
+//   --markdown    that story and the evidence tables, short enough for a pull-request comment: long
+//                 lists end in "…and N more" (stdout, or --out FILE).
 //   --json        the same data for programs, one JSON object on stdout (its shape: json.ts). With
 //                 --html or --markdown --out FILE too, the "Wrote" lines go to stderr.
 // Everything shown comes from the records (timeline() of shared/timeline.ts, sessionJson() of
