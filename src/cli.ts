@@ -88,16 +88,36 @@ export const COMMANDS: Record<string, Command> = {
     },
   },
   doctor: {
-    usage: 'latch doctor [FILE] [--agent codex|claude] [--codex-home DIR] [--project DIR] [--json] [--full]',
+    usage:
+      'latch doctor [FILE] [--agent codex|claude] [--codex-home DIR] [--project DIR] [--json] [--full] | latch doctor --repair [--json]',
     summary:
-      "Without FILE: check the installation (hooks installed and trusted, binary, Codex version, store health; Claude Code's settings, hook command and version when Latch is in them, or with --agent claude; --agent codex: Codex only). With FILE: fsck a Codex rollout (.jsonl or .jsonl.zst), a captured app-server stream or a Claude Code transcript (recognised from its first lines; --agent claude|codex chooses), cross-checked with the Latch store. Exit codes with FILE: 0 healthy (no finding); 1 damage (an ERROR: the file is damaged or contradicts Latch's record; or a WARN: something a healthy Codex does not write); 2 unreadable; 3 healthy but written by a Codex release Latch has not qualified (NOTE findings only: age, not damage; `latch qualify codex VERSION` qualifies it). The most serious applies (2, 1, 3, 0). A Claude Code transcript: 0, 1 or 2 (Latch qualifies no Claude Code release, so 3 does not apply).",
-    options: { ...homeOpts, ...jsonOpt, full: { type: 'boolean' }, agent: { type: 'string' } },
+      "Without FILE: check the installation (hooks installed and trusted, binary, Codex version, store health; Claude Code's settings, hook command and version when Latch is in them, or with --agent claude; --agent codex: Codex only). Exit 0 no check failed, 1 one did. " +
+      '--repair: when the store is corrupt (not a SQLite file, a failed quick_check, a schema this Latch cannot migrate or does not know), move it and its -wal/-shm aside to latch.db.corrupt-<time> in the same directory (kept as evidence, never deleted) and start a fresh store in which every session it has not seen starts latched at its next hook until a human runs `latch verify` (a session provably started after the repair is not); it only ever restricts, and checks nothing else. ' +
+      "Exit 0 repaired, or the store is healthy (nothing moved, said so); 1 no store, or one it does not move (locked, unreadable, a symlink: said why). --json: {ok, repair: {status: repaired|healthy|missing|refused, store (the fresh store's path), problem, evidence: [{from, to, bytes}], repaired_at, holders} or {status, store, detail}}. " +
+      "With FILE: fsck a Codex rollout (.jsonl or .jsonl.zst), a captured app-server stream or a Claude Code transcript (recognised from its first lines; --agent claude|codex chooses), cross-checked with the Latch store. Exit codes with FILE: 0 healthy (no finding); 1 damage (an ERROR: the file is damaged or contradicts Latch's record; or a WARN: something a healthy Codex does not write); 2 unreadable; 3 healthy but written by a Codex release Latch has not qualified (NOTE findings only: age, not damage; `latch qualify codex VERSION` qualifies it). The most serious applies (2, 1, 3, 0). A Claude Code transcript: 0, 1 or 2 (Latch qualifies no Claude Code release, so 3 does not apply).",
+    options: {
+      ...homeOpts,
+      ...jsonOpt,
+      full: { type: 'boolean' },
+      agent: { type: 'string' },
+      repair: { type: 'boolean' },
+    },
     positionals: true,
     async run(io, v, p) {
       const agent = str(v.agent);
       if (agent !== undefined && !isAgentName(agent))
         throw new ExitError(EXIT.usage, `--agent ${agent}: expected ${knownAgents()}`);
       if (p.length > 1) throw new ExitError(EXIT.usage, 'usage: latch doctor [FILE] [--json] [--full]');
+      if (v.repair === true) {
+        const other = ['agent', 'codex-home', 'project', 'full'].find((o) => v[o] !== undefined);
+        if (p.length > 0 || other)
+          throw new ExitError(
+            EXIT.usage,
+            `--repair ${p.length > 0 ? 'takes no FILE' : `does not take --${other}`}: it repairs the store only\nusage: latch doctor --repair [--json]`,
+          );
+        const { doctor } = await import('./commands/doctor.js');
+        return doctor(io, { repair: true, json: v.json === true });
+      }
       if (p.length === 1) {
         // A Claude Code transcript (sniffed from its first lines, or --agent claude) has its own doctor.
         const { claudeTranscriptDoctor, sniffTranscriptFormat } = await import('./agents/claude/doctor-file.js');

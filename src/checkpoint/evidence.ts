@@ -4,7 +4,7 @@ import type { CheckpointRow } from './checkpoint.js';
 import { hashPrefix } from './checkpoint.js';
 import { errorMessage } from '../base/errors.js';
 import { gitState } from '../base/git.js';
-import type { SessionRow } from '../session/records.js';
+import { REPAIR_CODE, type SessionRow } from '../session/records.js';
 import type { Db } from '../store/store.js';
 import { orphanedClosings } from '../ledger/ledger.js';
 import { observeWorkspace } from '../ledger/observe.js';
@@ -84,7 +84,9 @@ export function evaluateEvidence(db: Db, row: SessionRow): Evidence {
     checks.push({
       name: 'checkpoint',
       ok: false,
-      detail: 'no checkpoint was recorded for this latch, so nothing proves the workspace is unchanged',
+      detail: row.state_reason?.startsWith(REPAIR_CODE)
+        ? 'the store was repaired after corruption (`latch doctor --repair`): whatever was recorded for this session before stayed in the old store, so nothing proves the workspace is unchanged; review it, then accept it as it is (`latch verify --accept-changes`)'
+        : 'no checkpoint was recorded for this latch, so nothing proves the workspace is unchanged',
     });
     checks.push(attemptsCheck(db, row));
     return {

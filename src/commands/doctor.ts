@@ -2,19 +2,23 @@
 // healthy? The generic checks (the store, the workspace watchers) are here; each agent's checks (its
 // handlers, hook command, trust, version) are its own (src/agents/<name>/doctor.ts), reached through
 // the agent port's `commands()`. Read-only towards the user's state: the store is opened read-only,
-// and what the agents' checks run, they run on throwaway copies.
+// and what the agents' checks run, they run on throwaway copies. `--repair` is the one exception: it
+// only acts on the store, and only on one found corrupt (src/store/repair.ts).
 import { existsSync, lstatSync, type Stats } from 'node:fs';
 import type { AgentDoctor, AgentName } from '../agents/agent.js';
 import { AGENT_NAMES, loadAgent } from '../agents/index.js';
 import { errorMessage, EXIT } from '../base/errors.js';
 import { dbPath } from '../base/paths.js';
-import { openStore, SCHEMA_VERSION, type Db } from '../store/store.js';
-import { homeOf, type Io } from './io.js';
+import { inspectStore, type RepairRecord } from '../store/health.js';
+import { repairStore } from '../store/repair.js';
+import { openStore, SCHEMA_VERSION } from '../store/store.js';
+import { homeOf, json, type Io } from './io.js';
 import type { Check, CheckStatus } from './shared/checks.js';
 import { listWatchers, type WatcherJson } from './shared/watchers.js';
 import { residentHooks } from '../resident/list.js';
 
 export type { Check, CheckStatus } from './shared/checks.js';
+export type { RepairResult } from '../store/repair.js';
 
 declare const __LATCH_VERSION__: string | undefined;
 const VERSION = typeof __LATCH_VERSION__ === 'string' ? __LATCH_VERSION__ : '0.0.0-dev';
@@ -29,7 +33,12 @@ export interface DoctorOptions {
   claudeManagedSettings?: string;
   /** Bound for each child process (an agent's binary, the hook probe). Default 10 s. */
   timeoutMs?: number;
+  /** `--repair`: move a corrupt store aside and start a fresh one in the repaired state (nothing else is checked). */
+  repair?: boolean;
 }
+
+/** The fix line of a corrupt store. */
+export const REPAIR_FIX = 'latch doctor --repair';
 
 // ---------------------------------------------------------------------------------------------
 // the store
@@ -106,55 +115,60 @@ function checkStore(io: Io, setupCmd: string): Check {
   if ((fst.mode & 0o777) !== 0o600) warns.push(`store mode ${modeStr(fst.mode)} (expected 0600)`);
 
   const modeFix = `chmod 700 ${home} && chmod 600 ${file}`;
-  let db: Db;
-  try {
-    db = openStore(home, { create: false, readonly: true });
-  } catch (err) {
-    const msg = errorMessage(err);
-    if (/needs a schema migration/.test(msg)) {
-      return {
-        name,
-        status: 'warn',
-        detail: [`${file}: ${msg}`, 'the next hook or command migrates it', ...warns].join('\n'),
-        fix: 'latch status',
-      };
+  const found = inspectStore(file);
+  if (!found.ok) {
+    const denied = `${file}: ${found.problem} (every tracked tool call is denied)`;
+    const repairs = `\`${REPAIR_FIX}\` moves it aside (kept as evidence) and starts a fresh store in which every session it may have held stays latched until \`latch verify\``;
+    switch (found.kind) {
+      case 'corrupt':
+        return { name, status: 'fail', detail: `${denied}\n${repairs}`, fix: REPAIR_FIX };
+      case 'newer':
+        return {
+          name,
+          status: 'fail',
+          detail: `${denied}\nupgrade Latch to keep it; or ${repairs}`,
+          fix: `upgrade Latch, or ${REPAIR_FIX}`,
+        };
+      case 'locked':
+        return {
+          name,
+          status: 'fail',
+          detail: denied,
+          fix: `find the process holding ${file} (fuser -v ${file}), then run \`latch doctor\` again`,
+        };
+      case 'unreadable':
+        return {
+          name,
+          status: 'fail',
+          detail: `${denied}\nnot found corrupt: \`${REPAIR_FIX}\` leaves it in place`,
+          fix: `fix what keeps it from being read (permissions, the disk, the SQLite addon), then run \`latch doctor\` again`,
+        };
     }
+  }
+  if (found.migrates) {
     return {
       name,
-      status: 'fail',
-      detail: `${msg} (every tracked tool call is denied)`,
-      fix: `move ${file} away (keep it for inspection), then run \`${setupCmd}\``,
+      status: 'warn',
+      detail: [
+        `${file}: needs a schema migration (${found.version} -> ${SCHEMA_VERSION}), which succeeds on a copy`,
+        'the next hook or command migrates it',
+        ...warns,
+      ].join('\n'),
+      fix: 'latch status',
     };
   }
-  try {
-    const rows = db.pragma('quick_check') as { quick_check: string }[];
-    const problems = rows.map((r) => r.quick_check).filter((r) => r !== 'ok');
-    if (problems.length || rows.length === 0) {
-      return {
-        name,
-        status: 'fail',
-        detail: `${file}: PRAGMA quick_check: ${problems.slice(0, 5).join('; ') || 'no result'}`,
-        fix: `move ${file} away (keep it for inspection), then run \`${setupCmd}\``,
-      };
-    }
-    const journal = String(db.pragma('journal_mode', { simple: true }));
-    if (journal.toLowerCase() !== 'wal')
-      warns.push(`journal_mode is ${journal} (expected wal; the next writer switches it)`);
-    const version = Number(db.pragma('user_version', { simple: true }));
-    if (version !== SCHEMA_VERSION) warns.push(`schema version ${version} (expected ${SCHEMA_VERSION})`);
-  } catch (err) {
-    return {
-      name,
-      status: 'fail',
-      detail: `${file}: ${errorMessage(err)}`,
-      fix: `move ${file} away (keep it for inspection), then run \`${setupCmd}\``,
-    };
-  } finally {
-    db.close();
-  }
-  const head = `${file}: quick_check ok, schema ${SCHEMA_VERSION}`;
-  if (warns.length) return { name, status: 'warn', detail: [head, ...warns].join('\n'), fix: modeFix };
-  return { name, status: 'ok', detail: `${head}, wal, modes 0700/0600` };
+  if (found.journal.toLowerCase() !== 'wal')
+    warns.push(`journal_mode is ${found.journal} (expected wal; the next writer switches it)`);
+  const repaired = found.repairs.map(repairLine);
+  const head = [`${file}: quick_check ok, schema ${SCHEMA_VERSION}`];
+  if (warns.length) return { name, status: 'warn', detail: [...head, ...repaired, ...warns].join('\n'), fix: modeFix };
+  return { name, status: 'ok', detail: [`${head[0]}, wal, modes 0700/0600`, ...repaired].join('\n') };
+}
+
+/** One line for a repair the store records: when, why, where the old store is kept, what it means. */
+function repairLine(r: RepairRecord): string {
+  const kept = r.evidence[0]?.to ?? '(nothing moved)';
+  return `repaired ${r.repaired_at} (${r.problem}); the old store is kept at ${kept}; a session first seen since then starts latched (until \`latch verify\`) unless it provably started after the repair`;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -326,6 +340,7 @@ export function formatChecks(checks: Check[]): string {
 }
 
 export async function doctor(io: Io, opts: DoctorOptions): Promise<number> {
+  if (opts.repair) return repair(io, opts);
   const checks = await runChecks(io, opts);
   const ok = checks.every((c) => c.status !== 'fail');
   const reg = checks.find((c) => c.name === 'registration');
@@ -334,5 +349,55 @@ export async function doctor(io: Io, opts: DoctorOptions): Promise<number> {
     : null;
   if (opts.json) io.out(JSON.stringify({ ok, checks, registration }, null, 2) + '\n');
   else io.out(formatChecks(checks));
+  return ok ? EXIT.ok : EXIT.failure;
+}
+
+// ---------------------------------------------------------------------------------------------
+// --repair
+
+/**
+ * `latch doctor --repair`: a store found corrupt (or written by a newer Latch) is moved aside and a
+ * fresh one started in the repaired state (src/store/repair.ts). Exit 0 when it repaired, and when
+ * the store was healthy (nothing moved: said so); 1 when there is no store, or one it does not move
+ * (locked, unreadable, a symlink: said why). Only ever more restrictive: run by anyone, it releases
+ * nothing (the agent cannot run it anyway: src/shell/latch-guard.ts).
+ */
+function repair(io: Io, opts: DoctorOptions): number {
+  const r = repairStore(homeOf(io), io.now());
+  const ok = r.status === 'repaired' || r.status === 'healthy';
+  if (opts.json) {
+    json(io, { ok, repair: r });
+    return ok ? EXIT.ok : EXIT.failure;
+  }
+  const lines = [`Latch doctor --repair (${VERSION})`, ''];
+  if (r.status !== 'repaired') {
+    lines.push(r.detail + '.');
+    if (r.status === 'missing') lines.push(`\`latch setup ${AGENT_NAMES.join('` or `latch setup ')}\` makes a store.`);
+  } else {
+    lines.push(`The store was unusable: ${r.problem}.`, 'Moved aside, kept as evidence:');
+    for (const e of r.evidence) lines.push(`  ${e.from} -> ${e.to} (${e.bytes} bytes)`);
+    lines.push(
+      `Fresh store: ${r.store} (schema ${SCHEMA_VERSION}), repaired at ${r.repaired_at}.`,
+      '',
+      'The fresh store does not know which sessions were latched. Every session it has not seen starts latched',
+      'at its next hook, until a human runs `latch verify` in its workspace (with --accept-changes once you',
+      'have reviewed the workspace: its checkpoints stayed in the old store). A session that provably',
+      'started after the repair (its SessionStart, a transcript created since) is not latched.',
+    );
+    if (r.holders.length > 0) {
+      lines.push(
+        '',
+        "These processes still held the old store open (stop them: one closing may remove the fresh store's WAL):",
+      );
+      for (const h of r.holders) lines.push(`  pid ${h.pid}: ${h.cmdline}`);
+    }
+    lines.push(
+      '',
+      `Next: the registration fingerprint stayed in the old store: run \`latch setup ${AGENT_NAMES.join('` / `latch setup ')}\` for each agent you use`,
+      'to record it again (review its hook files and your shell startup files first if you did not cause the corruption),',
+      'then `latch doctor`.',
+    );
+  }
+  io.out(lines.join('\n') + '\n');
   return ok ? EXIT.ok : EXIT.failure;
 }

@@ -3,7 +3,7 @@ import type { ResolvedPolicy } from '../session/policy.js';
 import { errorMessage } from '../base/errors.js';
 import { classifyCommand, type ClassifyContext, type CommandVerdict } from '../shell/readonly.js';
 import { classifierContext, heldShell } from './held.js';
-import { recordDenial, sessionsIn, type SessionRow } from '../session/records.js';
+import { recordDenial, REPAIR_CODE, sessionsIn, type SessionRow } from '../session/records.js';
 import { type Db } from '../store/store.js';
 import { TAMPER_CODE } from './tamper/types.js';
 import { summarizeCall, type Decision, type Observation, type Reason, type ToolCall } from './events.js';
@@ -473,6 +473,12 @@ function latchReason(db: Db, holder: SessionRow, self: SessionRow): Reason {
     return {
       code: 'paused',
       message: `${whose} is paused since its context was compacted (${cpText}). Writes stay blocked until a human runs \`latch resume\` in ${holder.workspace}. Until then, ${READS_STILL_WORK}`,
+    };
+  }
+  if (holder.state_reason?.startsWith(REPAIR_CODE)) {
+    return {
+      code: REPAIR_CODE,
+      message: `${whose} is latched: Latch's store was repaired after corruption, and the fresh store cannot tell whether this session was latched before, so its authority to change files is revoked. Do not retry; ${READS_STILL_WORK} A human runs \`latch verify\` in ${holder.workspace} to restore it.`,
     };
   }
   const release =

@@ -3,6 +3,7 @@
 // Observation + LatchEvent and the Decision back into its reply; the guard asks it, through
 // GuardContext.agent, for everything format-specific (transcript, lineage, sandbox, tool outputs).
 // This file keeps the flow: the compaction counting is in compaction.ts, the ledger steps in attempts.ts.
+import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { mayMutate } from '../session/authority.js';
 import type { ResolvedPolicy } from '../session/policy.js';
@@ -11,7 +12,15 @@ import { patchTouchesLatch } from './held.js';
 import { guardRegistration, TAMPER_CODE } from './tamper.js';
 import { changeOrigin, containAfterTrip } from './contain.js';
 import { residentIds } from '../resident/list.js';
-import { getSession, insertSession, saveScanState, transition, type SessionRow } from '../session/records.js';
+import {
+  getSession,
+  insertSession,
+  lastRepair,
+  REPAIR_CODE,
+  saveScanState,
+  transition,
+  type SessionRow,
+} from '../session/records.js';
 import { announce, removeAnnouncements } from '../session/announce.js';
 import { immediate, type Db } from '../store/store.js';
 import type { Decision, LatchEvent, Observation, ToolCall } from './events.js';
@@ -264,7 +273,8 @@ async function handleWithDb(
     toCount.length === 0 &&
     !mayMutate(row.state) &&
     policyOf(row).reverify === 'evidence' &&
-    !row.state_reason?.startsWith(TAMPER_CODE)
+    !row.state_reason?.startsWith(TAMPER_CODE) &&
+    !row.state_reason?.startsWith(REPAIR_CODE)
   ) {
     const s = slow ?? (await loadSlow());
     const release = s.evidenceRelease(db, row);
@@ -476,6 +486,12 @@ async function createSession(ctx: GuardContext, db: Db, obs: Observation, ev: La
   const c0 = initial?.state.compactions ?? 0;
   const reportsLatest = ev.type === 'post_compact' || (ev.type === 'session_start' && ev.source === 'compact');
   const hookBase = reportsLatest ? Math.max(0, c0 - 1) : c0;
+  // A store repaired after corruption does not know which sessions were latched (src/store/repair.ts).
+  const repair = lastRepair(db);
+  const repairLatch =
+    repair && !provablyNew(obs, ev, repair.repaired_at, parentId, parent !== undefined, initial)
+      ? `${REPAIR_CODE}: Latch's store was repaired after corruption (${repair.repaired_at}) and cannot tell whether this session was latched before it; a human runs \`latch verify\``
+      : null;
   return immediate(db, () => {
     const now = ctx.now();
     const created = insertSession(
@@ -521,8 +537,50 @@ async function createSession(ctx: GuardContext, db: Db, obs: Observation, ev: La
         now,
       );
     }
+    // Whatever the policy (it cannot say what the lost store held), and over any other latch, so that
+    // only `latch verify` releases it (never the evidence release, which the reason rules out).
+    if (created && repairLatch) {
+      const reason = row.state === 'latched' ? `${repairLatch} (latched before: ${row.state_reason})` : repairLatch;
+      transition(db, row, 'inherit:latched', { code: REPAIR_CODE, repaired_at: repair!.repaired_at }, reason, now);
+    }
     return getSession(db, obs.sessionId)!;
   });
+}
+
+/**
+ * Is a session first seen in a repaired store provably one that started after the repair (so the
+ * lost store held nothing of it)? Its transcript must not exist yet, or have been created (its birth
+ * time, where the file system keeps one) at or after the repair; and then either it is a fork (or
+ * sub-agent) of a parent the repaired store knows (it inherits that parent's state, as any fork does),
+ * or it names no parent and this is its SessionStart(startup), with no compaction in its transcript.
+ * A resume, `clear`, a first hook that is not SessionStart, a parent the store does not know, an
+ * unreadable transcript or a birth time the file system does not give: not provable, so latched.
+ */
+function provablyNew(
+  obs: Observation,
+  ev: LatchEvent,
+  repairedAt: string,
+  parentId: string | null,
+  parentKnown: boolean,
+  initial: ScanResult | null,
+): boolean {
+  const born = transcriptBirth(obs.transcriptPath);
+  const at = Date.parse(repairedAt);
+  if (born === null || !Number.isFinite(at) || (born !== 'absent' && born < at)) return false;
+  if (parentId !== null) return parentKnown;
+  if (ev.type !== 'session_start' || ev.source !== 'startup') return false;
+  return born === 'absent' || (initial !== null && initial.state.compactions === 0);
+}
+
+/** When the transcript at `path` was created (ms since the epoch), `absent`, or null: unknown. */
+function transcriptBirth(path: string | null): number | 'absent' | null {
+  if (!path) return null;
+  try {
+    const b = statSync(path).birthtimeMs;
+    return b > 0 ? b : null;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'absent' : null;
+  }
 }
 
 /**

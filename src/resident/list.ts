@@ -38,12 +38,13 @@ export function residentIds(home: string): Set<string> {
  * Tells this home's resident hooks of `agent` to leave (`latch uninstall AGENT`): a marker naming each
  * is written beside its `server` file, and it leaves at its next look (within a second), between two
  * requests, so that no call it has claimed goes unanswered; a request it had not claimed goes to the
- * ordinary hook. Those of another agent stay. The number told to leave.
+ * ordinary hook. Those of another agent stay; `null`: every agent's (`latch doctor --repair`, which
+ * moves the store they keep open). The number told to leave.
  */
-export function dismissResidentHooks(home: string, agent: string): number {
+export function dismissResidentHooks(home: string, agent: string | null): number {
   let told = 0;
   for (const r of residentHooks(home)) {
-    if (!r.alive || servedAgent(r.pid) !== agent) continue;
+    if (!r.alive || (agent !== null && servedAgent(r.pid) !== agent)) continue;
     const dir = join(home, 'resident', r.name);
     const tmp = join(dir, `${SPOOL.dismissed}.${process.pid}.tmp`);
     try {

@@ -145,6 +145,21 @@ export function settledByRestore(row: Pick<SessionRow, 'restored_at'>, comp: Com
   return Date.parse(comp.tripped_at) <= Date.parse(row.restored_at);
 }
 
+/**
+ * The reason code of a latch set because the store was repaired (`latch doctor --repair`,
+ * src/store/repair.ts): the fresh store cannot tell whether a session it never saw was latched, so
+ * it starts latched (src/guard/guard.ts createSession) and only `latch verify` releases it.
+ */
+export const REPAIR_CODE = 'store_repaired';
+
+/** When the store was last repaired (its store_repairs row), or null: it never was. */
+export function lastRepair(db: Db): { repaired_at: string } | null {
+  const row = db.prepare('SELECT repaired_at FROM store_repairs ORDER BY id DESC LIMIT 1').get() as
+    | { repaired_at: string }
+    | undefined;
+  return row ?? null;
+}
+
 export function getSession(db: Db, id: string): SessionRow | undefined {
   return db.prepare('SELECT * FROM sessions WHERE session_id = ?').get(id) as SessionRow | undefined;
 }

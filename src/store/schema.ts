@@ -393,4 +393,17 @@ export const MIGRATIONS: readonly string[] = [
   -- JSON {origin, why?}. Alarms recorded before: null (read as 'agent', as they were handled).
   ALTER TABLE registration_alarm ADD COLUMN origin_json TEXT;
   `,
+  `
+  -- \`latch doctor --repair\` (src/store/health.ts): a store found corrupt was moved aside, kept as
+  -- evidence, and this fresh store made in its place with this row already in it. The fresh store
+  -- cannot tell which sessions were latched, so a session first seen after the repair starts latched
+  -- (reason store_repaired) unless it is provably new (src/guard/guard.ts createSession), until a
+  -- human runs \`latch verify\`.
+  CREATE TABLE store_repairs (
+    id            INTEGER PRIMARY KEY,
+    repaired_at   TEXT NOT NULL,
+    problem       TEXT NOT NULL,       -- why the old store could not be used
+    evidence_json TEXT NOT NULL        -- the files moved aside: [{from, to, bytes}]
+  );
+  `,
 ];

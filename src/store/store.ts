@@ -83,7 +83,14 @@ export function ensureHomeDir(home: string, create: boolean): void {
 
 export function openStore(home: string, opts: OpenOptions): Db {
   ensureHomeDir(home, opts.create);
-  const file = dbPath(home);
+  return openStoreFile(dbPath(home), opts);
+}
+
+/**
+ * The store at `file` (normally `latch.db` in a checked home: openStore). `latch doctor --repair`
+ * builds a fresh store under another name beside the old one (src/store/health.ts).
+ */
+export function openStoreFile(file: string, opts: OpenOptions): Db {
   let st = lstatOrNull(file);
   if (!st) {
     if (!opts.create)
@@ -119,6 +126,19 @@ export function openStore(home: string, opts: OpenOptions): Db {
     throw new StoreError(`Latch store ${file} is unusable: ${errorMessage(err)}`, { cause: err });
   }
   return db;
+}
+
+/**
+ * A SQLite database as it is: no pragma, no migration, no ownership check (the store's health check
+ * opens the file read-only this way, and a copy of it in memory from a Buffer: src/store/health.ts).
+ */
+export function openSqlite(source: string | Buffer, opts: { readonly?: boolean; timeoutMs?: number } = {}): Db {
+  return new Database(source, {
+    fileMustExist: typeof source === 'string',
+    readonly: opts.readonly ?? false,
+    timeout: opts.timeoutMs ?? 3000,
+    nativeBinding: nativeModule() as unknown as string,
+  });
 }
 
 export const SCHEMA_VERSION = MIGRATIONS.length;
