@@ -547,10 +547,13 @@ export function handleLatch(st: State, inv: LatchInvocation, exempt: Set<Word>):
   }
   const sub = latchSubcommand(inv.args.map((w) => w.value));
   if (!sub.readOnly) {
+    const doctor = inv.args[0]?.value === 'doctor';
     const msg =
-      inv.args[0]?.value === 'doctor'
-        ? '`latch doctor` starts processes and may write to the Codex home; only a human may run it'
-        : `\`latch ${sub.label}\` is not one of the agent's read forms (status, log, blame PATH, brief --page N, brief show; options --cwd, --session, --json): it may change Latch state, and only a human may run it`;
+      doctor && inv.args.some((w) => w.value === '--repair' || w.value.startsWith('--repair='))
+        ? "`latch doctor --repair` replaces Latch's store (it moves the store aside and starts a fresh one); only a human may run it"
+        : doctor
+          ? '`latch doctor` starts processes and may write to the Codex home; only a human may run it'
+          : `\`latch ${sub.label}\` is not one of the agent's read forms (status, log, blame PATH, brief --page N, brief show; options --cwd, --session, --json): it may change Latch state, and only a human may run it`;
     deny(st, msg);
     touch(st, msg);
     return;

@@ -225,6 +225,8 @@ const rows: Row[] = [
   [`${L} frobnicate`, false, true],
   [`${L}`, false, true],
   [`${L} doctor --fix`, false, true],
+  [`${L} doctor --repair`, false, true, '`latch doctor --repair` replaces Latch'],
+  [`${L} doctor --repair --json`, false, true, '`latch doctor --repair` replaces Latch'],
   [`ls && ${L} resume`, false, true],
   [`bash -lc '${L} resume'`, false, true],
   ['ls && latch resume', false, true],
