@@ -158,7 +158,7 @@ describe('inspectStore: what counts as corrupt', () => {
         db.close();
       },
       kind: 'corrupt',
-      problem: new RegExp(`schema version ${SCHEMA_VERSION - 2} cannot be migrated.*already exists`),
+      problem: new RegExp(`schema version ${SCHEMA_VERSION - 2} cannot be migrated.*(already exists|duplicate column)`),
     },
     {
       name: 'a table missing',
