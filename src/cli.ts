@@ -132,14 +132,36 @@ export const COMMANDS: Record<string, Command> = {
     },
   },
   qualify: {
-    usage: 'latch qualify codex [VERSION | --codex PATH] [--install] [--json] [--keep]',
+    usage:
+      'latch qualify codex [VERSION | --codex PATH] [--install] [--json] [--keep] [--timeout SECONDS] [--retries N]',
     summary:
-      "Qualify a Codex release on this machine: drive the real binary (PATH's codex, --codex PATH, or VERSION from Latch's cache; --install fetches it with npm into $LATCH_HOME/cache/codex/VERSION) over a loopback fake model through the hook, deny, compaction, resume, fork, brief and rollout checks, and write the record to $LATCH_HOME/qualified/VERSION.json. Only a record whose every check passed qualifies the version for native resume. Exit 0 all passed, 1 a check failed (named), 2 usage or binary not found.",
-    options: { ...jsonOpt, codex: { type: 'string' }, install: { type: 'boolean' }, keep: { type: 'boolean' } },
+      "Qualify a Codex release on this machine: drive the real binary (PATH's codex, --codex PATH, or VERSION from Latch's cache; --install fetches it with npm into $LATCH_HOME/cache/codex/VERSION) over a loopback fake model through the hook, deny, compaction, resume, fork, brief and rollout checks, and write the record to $LATCH_HOME/qualified/VERSION.json. Only a record whose every check passed qualifies the version for native resume. A run in which a step ran out of time (each `codex exec` gets --timeout SECONDS, default 180) is inconclusive, not failed: it runs again (--retries N, default 1) and, if still inconclusive, nothing is recorded. Exit 0 all passed, 1 a check failed (named), 2 usage or binary not found, 75 inconclusive.",
+    options: {
+      ...jsonOpt,
+      codex: { type: 'string' },
+      install: { type: 'boolean' },
+      keep: { type: 'boolean' },
+      timeout: { type: 'string' },
+      retries: { type: 'string' },
+    },
     positionals: true,
     async run(io, v, p) {
-      const usage = 'usage: latch qualify codex [VERSION | --codex PATH] [--install] [--json] [--keep]';
+      const usage =
+        'usage: latch qualify codex [VERSION | --codex PATH] [--install] [--json] [--keep] [--timeout SECONDS] [--retries N]';
       if (p[0] !== 'codex' || p.length > 2) throw new ExitError(EXIT.usage, usage);
+      const count = (name: string, min: number): number | undefined => {
+        const raw = str(v[name]);
+        if (raw === undefined) return undefined;
+        const n = Number(raw);
+        if (!/^\d+$/.test(raw) || n < min || n > 10_000)
+          throw new ExitError(
+            EXIT.usage,
+            `--${name} wants a whole number from ${min} to 10000, not ${JSON.stringify(raw)}`,
+          );
+        return n;
+      };
+      const timeout = count('timeout', 1);
+      const retries = count('retries', 0);
       const { qualifyCodex } = await import('./commands/qualify.js');
       return qualifyCodex(io, {
         version: p[1],
@@ -147,6 +169,8 @@ export const COMMANDS: Record<string, Command> = {
         json: v.json === true,
         install: v.install === true,
         keep: v.keep === true,
+        timeoutMs: timeout === undefined ? undefined : timeout * 1000,
+        retries,
       });
     },
   },

@@ -93,6 +93,8 @@ export const EXIT = {
   usage: 2,
   evidence: 65,
   latched: 73,
+  /** `latch qualify`: a step ran out of time; no verdict (EX_TEMPFAIL: try again later). */
+  inconclusive: 75,
   /** `latch verify` / `latch resume` run by a process that may be the agent's (EX_NOPERM). */
   notHuman: 77,
 } as const;

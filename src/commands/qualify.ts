@@ -1,13 +1,20 @@
 // `latch qualify codex [VERSION | --codex PATH] [--json] [--install] [--keep]`: qualify a Codex
 // release on this machine by driving the real binary through Latch's matrix (src/agents/codex/qualify/run.ts).
 // The record goes to $LATCH_HOME/qualified/<version>.json; only a record whose every check passed
-// qualifies the version (src/agents/codex/qualification.ts). Exit 0 all passed, 1 a check failed, 2 usage or
-// binary not found.
+// qualifies the version (src/agents/codex/qualification.ts). A run in which a step ran out of time (a
+// busy machine) is inconclusive, not failed: it is run again (--retries, default 1) and, if it stays
+// inconclusive, reported as such and never recorded over an earlier record. Exit 0 all passed, 1 a
+// check failed, 2 usage or binary not found, 75 inconclusive (EX_TEMPFAIL: try again later).
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import { EXIT, ExitError } from '../base/errors.js';
-import { isVersion, machineRecordsDir, versionStatus } from '../agents/codex/qualification.js';
+import {
+  isVersion,
+  machineRecordsDir,
+  type QualificationRecord,
+  versionStatus,
+} from '../agents/codex/qualification.js';
 import {
   codexVersionOf,
   platformBinaryOf,
@@ -24,6 +31,10 @@ export interface QualifyOptions {
   json?: boolean;
   install?: boolean;
   keep?: boolean;
+  /** Runs after an inconclusive one (default 1). */
+  retries?: number;
+  /** How long one `codex exec` of the matrix may take (default 180 s). */
+  timeoutMs?: number;
 }
 
 /** The first executable `codex` on the PATH (resolved as the shell would, not run). */
@@ -111,13 +122,27 @@ export async function qualifyCodex(io: Io, opts: QualifyOptions): Promise<number
     throw new ExitError(EXIT.usage, `${codex.run} reports ${v.version}, not ${opts.version}`);
 
   io.err(`latch qualify: Codex ${v.version} (${codex.binary}); driving it over a loopback fake model…\n`);
-  const rec = await runQualification({
+  const retries = opts.retries ?? 1;
+  let rec = await runQualification({
     codex,
     version: v.version,
     versionOutput: v.output,
     log: (l) => io.err(`${l}\n`),
     keep: opts.keep,
+    timeoutMs: opts.timeoutMs,
   });
+  for (let attempt = 1; rec.inconclusive && attempt <= retries; attempt++) {
+    io.err(`latch qualify: inconclusive (${whyInconclusive(rec)}); running it again (${attempt} of ${retries})…\n`);
+    rec = await runQualification({
+      codex,
+      version: v.version,
+      versionOutput: v.output,
+      log: (l) => io.err(`${l}\n`),
+      keep: opts.keep,
+      timeoutMs: opts.timeoutMs,
+    });
+  }
+  if (rec.inconclusive) return inconclusive(io, rec, opts, home);
 
   const dir = machineRecordsDir(home);
   mkdirSync(home, { recursive: true, mode: 0o700 });
@@ -149,4 +174,29 @@ export async function qualifyCodex(io: Io, opts: QualifyOptions): Promise<number
   }
   if (failed.length) io.err(`latch qualify: failed check(s): ${failed.map((c) => c.name).join(', ')}\n`);
   return failed.length === 0 ? EXIT.ok : EXIT.failure;
+}
+
+/** A run that stayed inconclusive: said as such, recorded nowhere (an earlier record stays as it was). */
+function inconclusive(io: Io, rec: QualificationRecord, opts: QualifyOptions, home: string): number {
+  const open = rec.checks.filter((c) => c.inconclusive);
+  const why = whyInconclusive(rec);
+  const st = versionStatus(rec.version, home);
+  if (opts.json) json(io, { ...rec, record_path: null });
+  else {
+    for (const c of rec.checks)
+      io.out(`  ${c.ok ? 'ok  ' : c.inconclusive ? '??  ' : 'FAIL'} ${c.name}: ${c.evidence.split('\n')[0]}\n`);
+    io.out(
+      `\nCodex ${rec.version}: INCONCLUSIVE, ${open.length} check(s) not evaluated (${why}). This says nothing about the release; ` +
+        `the machine was too slow for the run. Nothing was recorded${st.qualified ? ` (${rec.version} stays qualified as before)` : ''}. ` +
+        'Run it again when the machine is less busy, or with a longer `--timeout SECONDS`.\n',
+    );
+  }
+  io.err(`latch qualify: inconclusive after ${(opts.retries ?? 1) + 1} run(s): ${why}\n`);
+  return EXIT.inconclusive;
+}
+
+/** The step that ran out of time, in a few words ("codex (run) did not finish within 180 s"). */
+function whyInconclusive(rec: QualificationRecord): string {
+  const e = rec.checks.find((c) => c.inconclusive)?.evidence ?? '';
+  return e.replace(/^inconclusive: /, '').replace(/ \(its stderr: [\s\S]*$/, '') || 'a step ran out of time';
 }

@@ -5,9 +5,19 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { resolveCodexBin } from '../../src/agents/codex/driver.js';
 import type { QualificationRecord } from '../../src/agents/codex/qualification.js';
 import { LATCH } from '../helpers/e2e.js';
@@ -122,3 +132,86 @@ test(
     assert.match(rec.checks.find((c) => c.name === 'deny-bash')!.evidence, /denied\.txt WRITTEN/);
   },
 );
+
+/**
+ * A stand-in launcher whose `codex exec` never finishes for the first `times` runs, then runs the real
+ * launcher. Laid out as an npm package beside the real platform package, so that `latch qualify` finds
+ * the real native binary behind it (its hook schemas, its sha256) as it does behind the real launcher.
+ */
+function stalling(name: string, times: number): string {
+  const dir = join(base, name);
+  const count = join(dir, 'stalls');
+  const pkg = join(dir, 'node_modules', '@openai', 'codex');
+  mkdirSync(join(pkg, 'bin'), { recursive: true });
+  writeFileSync(join(pkg, 'package.json'), '{"name":"@openai/codex","bin":{"codex":"bin/codex.js"}}\n');
+  const platform = join(dirname(resolveCodexBin()), '..', '..', 'codex-linux-x64');
+  symlinkSync(realpathSync(platform), join(dir, 'node_modules', '@openai', 'codex-linux-x64'));
+  const launcher = join(pkg, 'bin', 'codex.js');
+  writeFileSync(
+    launcher,
+    `const fs = require('fs');
+const count = ${JSON.stringify(count)};
+if (process.argv.includes('exec')) {
+  const n = Number(fs.existsSync(count) ? fs.readFileSync(count, 'utf8') : 0);
+  if (n < ${times}) {
+    fs.writeFileSync(count, String(n + 1));
+    setInterval(() => {}, 1000); // a run that never finishes
+    return;
+  }
+}
+const r = require('child_process').spawnSync(process.execPath, [${JSON.stringify(resolveCodexBin())}, ...process.argv.slice(2)], { stdio: 'inherit' });
+process.exit(r.status ?? 1);
+`,
+  );
+  return launcher;
+}
+
+test(
+  'a run that keeps timing out is inconclusive (exit 75): retried once, nothing recorded, no check called failed',
+  T,
+  () => {
+    const p = stalling('always-stalls', 99);
+    const home = join(base, 'always-stalls', 'latch');
+    const r = spawnSync(
+      process.execPath,
+      [LATCH, 'qualify', 'codex', '--codex', p, '--timeout', '3', '--retries', '1', '--json'],
+      { env: { ...process.env, LATCH_HOME: home }, encoding: 'utf8', timeout: 120_000 },
+    );
+    assert.equal(r.status, 75, r.stderr.slice(-1500));
+    const rec = JSON.parse(r.stdout) as QualificationRecord & { record_path: string | null };
+    assert.equal(rec.inconclusive, true);
+    assert.equal(rec.qualified, false);
+    assert.equal(rec.record_path, null);
+    assert.ok(
+      rec.checks.every((c) => c.ok || c.inconclusive),
+      'no check failed on evidence',
+    );
+    assert.match(
+      rec.checks.find((c) => c.inconclusive)!.evidence,
+      /^inconclusive: codex \(run\) did not finish within 3 s/,
+    );
+    assert.match(r.stderr, /running it again \(1 of 1\)/);
+    assert.match(r.stderr, /inconclusive after 2 run\(s\)/);
+    assert.equal(readFileSync(join(base, 'always-stalls', 'stalls'), 'utf8').trim(), '2', 'two runs');
+    assert.ok(!existsSync(join(home, 'qualified', `${PINNED}.json`)), 'nothing recorded');
+  },
+);
+
+test('a run that timed out once is run again and its verdict is the second run’s', T, () => {
+  const p = stalling('stalls-once', 1);
+  const home = join(base, 'stalls-once', 'latch');
+  const r = spawnSync(process.execPath, [LATCH, 'qualify', 'codex', '--codex', p, '--timeout', '60', '--json'], {
+    env: { ...process.env, LATCH_HOME: home },
+    encoding: 'utf8',
+    timeout: 380_000,
+  });
+  assert.equal(r.status, 0, r.stderr.slice(-1500));
+  const rec = JSON.parse(r.stdout) as QualificationRecord;
+  assert.equal(rec.qualified, true);
+  assert.equal(rec.inconclusive, undefined);
+  assert.match(r.stderr, /inconclusive \(codex \(run\) did not finish within 60 s\); running it again \(1 of 1\)/);
+  assert.equal(
+    (JSON.parse(readFileSync(join(home, 'qualified', `${PINNED}.json`), 'utf8')) as QualificationRecord).qualified,
+    true,
+  );
+});

@@ -15,6 +15,11 @@ export const RECORD_SCHEMA = 'latch.qualification/1';
 export interface QualificationCheck {
   name: string;
   ok: boolean;
+  /**
+   * Not evaluated because a step ran out of time (a busy machine, not a verdict on the release): the
+   * run is inconclusive, `latch qualify` retries it and never records it over an earlier record.
+   */
+  inconclusive?: boolean;
   /** What was observed (the evidence), or why it failed. */
   evidence: string;
   /** Structured evidence (optional). */
@@ -35,6 +40,8 @@ export interface QualificationRecord {
   duration_ms: number;
   /** True only when every check passed. */
   qualified: boolean;
+  /** Some check is inconclusive (a step timed out) and none failed on evidence. */
+  inconclusive?: boolean;
   checks: QualificationCheck[];
   /** Set on the throwaway record a qualification run writes into its own scratch LATCH_HOME. */
   provisional?: boolean;

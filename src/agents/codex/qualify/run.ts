@@ -169,6 +169,16 @@ interface StatusJson {
 
 type Phase = 'run' | 'resume' | 'fork' | 'rewritten';
 
+/** A step that ran out of time: what it leaves unevaluated is inconclusive, not failed. */
+class TimedOut extends Error {
+  constructor(
+    message: string,
+    readonly detail = '',
+  ) {
+    super(message);
+  }
+}
+
 /** Runs the matrix. Never throws for a failing binary: a failure is a failed check. */
 export async function runQualification(opts: QualifyRunOptions): Promise<QualificationRecord> {
   const started = Date.now();
@@ -184,6 +194,7 @@ export async function runQualification(opts: QualifyRunOptions): Promise<Qualifi
     const list = CHECKS.map(
       (n) => checks.get(n) ?? { name: n, ok: false, evidence: 'not evaluated (an earlier step failed)' },
     );
+    const inconclusive = list.some((c) => c.inconclusive) && list.every((c) => c.ok || c.inconclusive);
     return {
       schema: RECORD_SCHEMA,
       version,
@@ -194,6 +205,7 @@ export async function runQualification(opts: QualifyRunOptions): Promise<Qualifi
       platform: `${process.platform}-${process.arch}`,
       duration_ms: Date.now() - started,
       qualified: list.every((c) => c.ok),
+      ...(inconclusive ? { inconclusive: true } : {}),
       checks: list,
     };
   };
@@ -332,6 +344,8 @@ export async function runQualification(opts: QualifyRunOptions): Promise<Qualifi
         encoding: 'utf8',
         timeout: 60_000,
       });
+      if ((r.error as NodeJS.ErrnoException | undefined)?.code === 'ETIMEDOUT')
+        throw new TimedOut(`\`latch ${args[0]}\` took longer than 60 s`);
       return { code: r.status ?? -1, stdout: r.stdout ?? '', stderr: r.stderr ?? '' };
     };
     const s = latch(['setup', 'codex', '--codex-home', codexHome]);
@@ -356,7 +370,11 @@ export async function runQualification(opts: QualifyRunOptions): Promise<Qualifi
         timeoutMs: opts.timeoutMs ?? 180_000,
       });
       outcome.runs[p] = r;
-      if (r.timedOut) throw new Error(`codex (${p}) timed out\n${r.stderr.slice(-2000)}`);
+      if (r.timedOut)
+        throw new TimedOut(
+          `codex (${p}) did not finish within ${((opts.timeoutMs ?? 180_000) / 1000).toFixed(0)} s`,
+          r.stderr.trim().slice(-600),
+        );
       if (r.code !== 0) outcome.errors.push(`codex (${p}) exited ${r.code}: ${r.stderr.trim().slice(-600)}`);
       return r;
     };
@@ -508,7 +526,17 @@ export async function runQualification(opts: QualifyRunOptions): Promise<Qualifi
     }
   } catch (err) {
     const m = err instanceof Error ? err.message : String(err);
-    for (const n of CHECKS) if (!checks.has(n)) set(n, false, `not evaluated: ${clip(m, 600)}`);
+    if (err instanceof TimedOut)
+      for (const n of CHECKS) {
+        if (!checks.has(n))
+          checks.set(n, {
+            name: n,
+            ok: false,
+            inconclusive: true,
+            evidence: `inconclusive: ${m}${err.detail ? ` (its stderr: ${clip(err.detail, 600)})` : ''}`,
+          });
+      }
+    else for (const n of CHECKS) if (!checks.has(n)) set(n, false, `not evaluated: ${clip(m, 600)}`);
   } finally {
     await fake.close();
     stopWatchers(entry, latchHome);
