@@ -106,6 +106,7 @@ export function runGit(
   cwd: string,
   args: string[],
   extraConfig: ReadonlyArray<readonly [string, string]> = [],
+  input?: string,
 ): GitResult {
   const r = childProcess().spawnSync('git', args, {
     cwd,
@@ -113,7 +114,8 @@ export function runGit(
     timeout: remainingMs(),
     killSignal: 'SIGKILL',
     maxBuffer: MAX_BUFFER,
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+    ...(input === undefined ? {} : { input }),
     windowsHide: true,
   });
   if (r.error) {
@@ -172,4 +174,45 @@ export function gitState(root: string): GitState {
   const statusSha256 = st.status === 0 ? createHash('sha256').update(st.stdout).digest('hex') : null;
 
   return { isRepo: true, head: head || null, branch: branch || null, statusSha256 };
+}
+
+/**
+ * The blobs that object names such as `<commit>:<path>` or `:<path>` (the index) name, read with
+ * `git cat-file` (no filter, no textconv: the bytes git stores): a name maps to its bytes when it
+ * names a blob of at most maxBytes. Missing names, other objects, larger blobs and names git cannot
+ * take on one line are left out. Two git calls (sizes first, then the blobs wanted).
+ */
+export function catBlobs(root: string, names: readonly string[], maxBytes: number): Map<string, Buffer> {
+  const out = new Map<string, Buffer>();
+  const asked = [...new Set(names.filter((n) => !/[\n\r\0]/.test(n)))];
+  if (asked.length === 0) return out;
+  const check = runGit(root, ['cat-file', '--batch-check'], [], asked.map((n) => `${n}\n`).join(''));
+  if (check.status !== 0) return out;
+  const lines = check.stdout.toString('utf8').split('\n');
+  const oidOf = new Map<string, string>();
+  asked.forEach((name, i) => {
+    const m = /^([0-9a-f]{40,64}) blob (\d+)$/.exec(lines[i] ?? '');
+    if (m && Number(m[2]) <= maxBytes) oidOf.set(name, m[1]!);
+  });
+  const oids = [...new Set(oidOf.values())];
+  if (oids.length === 0) return out;
+  const batch = runGit(root, ['cat-file', '--batch'], [], oids.map((o) => `${o}\n`).join(''));
+  if (batch.status !== 0) return out;
+  const bytes = new Map<string, Buffer>();
+  const buf = batch.stdout;
+  let pos = 0;
+  while (pos < buf.length) {
+    const nl = buf.indexOf(0x0a, pos);
+    if (nl < 0) break;
+    const m = /^([0-9a-f]{40,64}) blob (\d+)$/.exec(buf.toString('latin1', pos, nl));
+    if (!m) break;
+    const size = Number(m[2]);
+    bytes.set(m[1]!, buf.subarray(nl + 1, nl + 1 + size));
+    pos = nl + 1 + size + 1;
+  }
+  for (const [name, oid] of oidOf) {
+    const b = bytes.get(oid);
+    if (b) out.set(name, b);
+  }
+  return out;
 }

@@ -10,6 +10,7 @@ import { orphanedClosings } from '../ledger/ledger.js';
 import { observeWorkspace } from '../ledger/observe.js';
 import { immediate } from '../store/store.js';
 import { decodeListing, diffTrees, type TreeEntry } from '../tree/listing.js';
+import type { GitState } from '../base/git.js';
 
 export interface Check {
   name: 'checkpoint' | 'tree' | 'git' | 'transcript' | 'attempts' | 'brief';
@@ -37,9 +38,17 @@ export interface AttemptSummary {
   end_reason: string | null;
 }
 
+/** What the workspace is compared with: the first checkpoint of the latch. */
+export interface Baseline {
+  id: string;
+  created_at: string;
+  tree_sha256: string;
+  tree_files: number;
+}
+
 export interface Evidence {
   session_id: string;
-  baseline: { id: string; created_at: string; tree_sha256: string; tree_files: number } | null;
+  baseline: Baseline | null;
   checkpoints: string[];
   current: { tree_sha256: string; tree_files: number; git_head: string | null; git_branch: string | null };
   checks: Check[];
@@ -70,7 +79,41 @@ export function episodeCheckpoints(db: Db, row: SessionRow): CheckpointRow[] {
   return [];
 }
 
+/** A baseline with what the comparisons need (its listing and git state). */
+interface BaselineSource extends Baseline {
+  listing: Buffer;
+  git_head: string | null;
+  git_branch: string | null;
+}
+
+/** The evidence, with what verify shows beside it (not part of the evidence's JSON). */
+export interface Assessment {
+  evidence: Evidence;
+  /** The baseline's entries (null: no baseline) and the workspace's as observed now. */
+  before: TreeEntry[] | null;
+  after: TreeEntry[];
+  /** The git commit the baseline recorded (where the content it had may be read back), if any. */
+  baseGitHead: string | null;
+  git: GitState;
+}
+
+function checkpointBaseline(c: CheckpointRow): BaselineSource {
+  return {
+    id: c.id,
+    created_at: c.created_at,
+    tree_sha256: c.tree_sha256,
+    tree_files: c.tree_files,
+    listing: c.tree_listing,
+    git_head: c.git_head,
+    git_branch: c.git_branch,
+  };
+}
+
 export function evaluateEvidence(db: Db, row: SessionRow): Evidence {
+  return assessEvidence(db, row).evidence;
+}
+
+export function assessEvidence(db: Db, row: SessionRow): Assessment {
   const cps = episodeCheckpoints(db, row);
   const git = gitState(row.workspace);
   const tree = immediate(db, () =>
@@ -78,33 +121,39 @@ export function evaluateEvidence(db: Db, row: SessionRow): Evidence {
   ).snapshot;
   const checks: Check[] = [];
   const changes: Change[] = [];
-  const baseline = cps[0];
+  const first = cps[0];
+  const baseline = first ? checkpointBaseline(first) : null;
   const current = { tree_sha256: tree.sha256, tree_files: tree.files, git_head: git.head, git_branch: git.branch };
+  const assessment = (evidence: Evidence, before: TreeEntry[] | null): Assessment => ({
+    evidence,
+    before,
+    after: tree.entries,
+    baseGitHead: baseline?.git_head ?? null,
+    git,
+  });
   if (!baseline) {
-    checks.push({
-      name: 'checkpoint',
-      ok: false,
-      detail: row.state_reason?.startsWith(REPAIR_CODE)
-        ? 'the store was repaired after corruption (`latch doctor --repair`): whatever was recorded for this session before stayed in the old store, so nothing proves the workspace is unchanged; review it, then accept it as it is (`latch verify --accept-changes`)'
-        : 'no checkpoint was recorded for this latch, so nothing proves the workspace is unchanged',
-    });
+    checks.push(noCheckpoint(row));
     checks.push(attemptsCheck(db, row));
-    return {
-      session_id: row.session_id,
-      baseline: null,
-      checkpoints: [],
-      current,
-      checks,
-      changes,
-      attempts: [],
-      holds: false,
-    };
+    return assessment(
+      {
+        session_id: row.session_id,
+        baseline: null,
+        checkpoints: [],
+        current,
+        checks,
+        changes,
+        attempts: [],
+        holds: false,
+      },
+      null,
+    );
   }
   checks.push({
     name: 'checkpoint',
     ok: true,
     detail: `${cps.length} checkpoint(s) since the latch: ${cps.map((c) => c.id).join(', ')}`,
   });
+  const before = decodeListing(baseline.listing);
 
   if (tree.sha256 === baseline.tree_sha256) {
     checks.push({
@@ -113,7 +162,7 @@ export function evaluateEvidence(db: Db, row: SessionRow): Evidence {
       detail: `workspace tree unchanged: ${tree.files} files, sha256 ${tree.sha256}`,
     });
   } else {
-    const diff = diffTrees(decodeListing(baseline.tree_listing), tree.entries);
+    const diff = diffTrees(before, tree.entries);
     const later = cps.slice(1).map((c) => ({ id: c.id, byPath: indexByPath(decodeListing(c.tree_listing)) }));
     const firstSeen = (path: string, after: TreeEntry | undefined): string | null => {
       for (const c of later) {
@@ -205,15 +254,28 @@ export function evaluateEvidence(db: Db, row: SessionRow): Evidence {
     started_at: a.started_at,
     end_reason: a.end_reason,
   }));
+  return assessment(
+    {
+      session_id: row.session_id,
+      baseline: pickBaseline(baseline),
+      checkpoints: cps.map((c) => c.id),
+      current,
+      checks,
+      changes,
+      attempts,
+      holds: checks.every((c) => c.ok),
+    },
+    before,
+  );
+}
+
+function noCheckpoint(row: SessionRow): Check {
   return {
-    session_id: row.session_id,
-    baseline: pickBaseline(baseline),
-    checkpoints: cps.map((c) => c.id),
-    current,
-    checks,
-    changes,
-    attempts,
-    holds: checks.every((c) => c.ok),
+    name: 'checkpoint',
+    ok: false,
+    detail: row.state_reason?.startsWith(REPAIR_CODE)
+      ? 'the store was repaired after corruption (`latch doctor --repair`): whatever was recorded for this session before stayed in the old store, so nothing proves the workspace is unchanged; review it, then accept it as it is (`latch verify --accept-changes`)'
+      : 'no checkpoint was recorded for this latch, so nothing proves the workspace is unchanged',
   };
 }
 
@@ -239,8 +301,8 @@ function attemptsCheck(db: Db, row: SessionRow): Check {
   return { name: 'attempts', ok: true, detail: 'no live or unrecovered attempts' };
 }
 
-function pickBaseline(c: CheckpointRow): Evidence['baseline'] {
-  return { id: c.id, created_at: c.created_at, tree_sha256: c.tree_sha256, tree_files: c.tree_files };
+function pickBaseline(b: BaselineSource): Baseline {
+  return { id: b.id, created_at: b.created_at, tree_sha256: b.tree_sha256, tree_files: b.tree_files };
 }
 
 function indexByPath(entries: TreeEntry[]): Map<string, TreeEntry> {

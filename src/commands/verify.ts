@@ -15,7 +15,9 @@ import { checkAncestry, type AncestryReport, sameProcess } from '../guard/contai
 import { ExitError, EXIT } from '../base/errors.js';
 import { latestCompaction, readStatus } from '../continuity/continuity.js';
 import { announcedDir, pendingAnnouncements } from '../session/announce.js';
-import { evaluateEvidence, type Evidence } from '../checkpoint/evidence.js';
+import { assessEvidence, type Evidence } from '../checkpoint/evidence.js';
+import { diffStat, type DiffStat, type StatFile } from '../checkpoint/diffstat.js';
+import { latestBrief } from '../continuity/brief-store.js';
 import type { Db } from '../store/store.js';
 import {
   getSession,
@@ -168,7 +170,17 @@ async function confirm(
   return `${confirmer.kind}-code`;
 }
 
-interface SessionOutcome {
+/** What the human decides on, per held session: shown before the prompt, carried by --json. */
+interface Shown {
+  /** The durable task brief's gist (src/continuity/brief.ts), or null: no brief recorded. */
+  brief: BriefSummary | null;
+  /** The workspace's changes since the baseline, `git diff --stat`-like (the first STAT_FILES paths). */
+  diffstat: DiffStat | null;
+  /** Processes recorded at this session's trips that still run (the same process: start time checked). */
+  processes: RunningProcess[];
+}
+
+interface SessionOutcome extends Shown {
   session_id: string;
   state_before: string;
   evidence: Evidence;
@@ -176,63 +188,173 @@ interface SessionOutcome {
   note: string;
 }
 
-function printEvidence(io: Io, e: Evidence): void {
-  io.out(`\nsession ${e.session_id}\n`);
-  if (e.baseline)
-    io.out(
-      `  baseline checkpoint ${e.baseline.id} (${e.baseline.created_at}): tree ${e.baseline.tree_sha256.slice(0, 16)}… ${e.baseline.tree_files} files\n`,
-    );
-  io.out(`  now: tree ${e.current.tree_sha256.slice(0, 16)}… ${e.current.tree_files} files\n`);
-  for (const c of e.checks) io.out(`  [${c.ok ? 'ok' : 'FAIL'}] ${c.name}: ${c.detail}\n`);
-  for (const ch of e.changes.slice(0, 50)) {
-    const when = ch.first_seen_at_checkpoint
-      ? `by checkpoint ${ch.first_seen_at_checkpoint}`
-      : 'after the last checkpoint';
-    const by = ch.attribution ? `; ${ch.attribution}${ch.attempt_id ? ` ${ch.attempt_id}` : ''}` : '';
-    io.out(`    ${ch.change.padEnd(8)} ${ch.path} (${when}${ch.while_latched ? ', while latched' : ''}${by})\n`);
-  }
-  if (e.changes.length > 50) io.out(`    … and ${e.changes.length - 50} more (use --json)\n`);
-  if (e.attempts.length > 0) {
-    io.out(`  attempts since the checkpoint:\n`);
-    for (const a of e.attempts.slice(0, 20))
-      io.out(`    ${a.started_at} ${a.state.padEnd(9)} ${a.summary ?? a.tool}\n`);
-  }
+interface BriefSummary {
+  version: number;
+  source: string;
+  created_at: string;
+  /** What the agent was doing (the brief's objective). */
+  objective: string;
+  done_steps: string[];
+  /** Its next step (the brief's next action). */
+  next_action: string;
 }
 
-/** A process containment listed and did not signal (started during the agent's calls, without its mark). */
-interface ListedProcess {
+/** The most changed paths the stat lists (the rest: a count, and --json's evidence.changes). */
+const STAT_FILES = 20;
+/** The longest one-line summary of a brief field on the terminal. */
+const SUMMARY_CHARS = 240;
+
+function briefOf(db: Db, sessionId: string): BriefSummary | null {
+  const b = latestBrief(db, sessionId);
+  if (!b) return null;
+  return {
+    version: b.version,
+    source: b.source,
+    created_at: b.created_at,
+    objective: b.objective,
+    done_steps: b.done_steps,
+    next_action: b.next_action,
+  };
+}
+
+/** Text on one line, cut to max characters. */
+function gist(text: string, max = SUMMARY_CHARS): string {
+  const t = text.replace(/\s+/g, ' ').trim();
+  return t.length <= max ? t : `${t.slice(0, max - 1)}…`;
+}
+
+/** A process containment recorded at one of this session's trips. */
+interface RunningProcess {
   pid: number;
   cmdline: string;
   why: string;
+  /** What Latch did at the trip: listed (not signalled), stopped, killed, stop_failed: …, kill_failed: … */
+  action: string;
+  /** Latch sent it a signal (anything but listed). */
+  signalled: boolean;
+  compaction_seq: number;
 }
 
 /**
- * The processes containment listed at this session's trips that still run (the same process: its
- * start time is checked): not provably the agent's, so never signalled. The human decides.
+ * The processes containment recorded at this session's trips that still run (the same process: its
+ * start time is checked), the latest record of each. A listed one was not provably the agent's (never
+ * signalled); a signalled one that still runs survived its signals. The human decides.
  */
-function stillListed(db: Db, sessionId: string): ListedProcess[] {
+function stillRunning(db: Db, sessionId: string): RunningProcess[] {
   const rows = db
     .prepare(
-      "SELECT pid, start_ticks, cmdline, why FROM contained_processes WHERE session_id = ? AND action = 'listed' ORDER BY id",
+      'SELECT pid, start_ticks, cmdline, why, action, compaction_seq FROM contained_processes WHERE session_id = ? ORDER BY id DESC',
     )
-    .all(sessionId) as { pid: number; start_ticks: string; cmdline: string | null; why: string }[];
-  const seen = new Set<number>();
-  const out: ListedProcess[] = [];
+    .all(sessionId) as {
+    pid: number;
+    start_ticks: string;
+    cmdline: string | null;
+    why: string;
+    action: string;
+    compaction_seq: number;
+  }[];
+  const seen = new Set<string>();
+  const out: RunningProcess[] = [];
   for (const r of rows) {
-    if (seen.has(r.pid) || !sameProcess(r.pid, r.start_ticks)) continue;
-    seen.add(r.pid);
-    out.push({ pid: r.pid, cmdline: r.cmdline ?? '', why: r.why });
+    const key = `${r.pid}:${r.start_ticks}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    if (!sameProcess(r.pid, r.start_ticks)) continue;
+    out.push({
+      pid: r.pid,
+      cmdline: r.cmdline ?? '',
+      why: r.why,
+      action: r.action,
+      signalled: r.action !== 'listed',
+      compaction_seq: r.compaction_seq,
+    });
   }
-  return out;
+  return out.reverse();
 }
 
-function printListed(io: Io, listed: ListedProcess[]): void {
-  if (listed.length === 0) return;
-  io.out(
-    `  still running, started during the agent's calls but not provably its (not signalled; yours? if not, \`kill\` them before you confirm):\n`,
-  );
-  for (const p of listed.slice(0, 20)) io.out(`    pid ${p.pid}: ${p.cmdline.slice(0, 100)}\n`);
-  if (listed.length > 20) io.out(`    … and ${listed.length - 20} more (use --json)\n`);
+function whatLatchDid(p: RunningProcess): string {
+  if (p.action === 'listed') return 'listed, not signalled';
+  if (p.action === 'stopped') return 'stopped by Latch (SIGSTOP), not killed';
+  if (p.action.startsWith('stop_failed') || p.action.startsWith('kill_failed'))
+    return `Latch could not stop it (${p.action})`;
+  return `${p.action} by Latch at the trip, yet still there`;
+}
+
+/** The session as the human sees it before confirming (the same text goes to the prompt under --json). */
+function renderSession(row: SessionRow, e: Evidence, shown: Shown): string {
+  let t = `\nsession ${e.session_id}: ${row.state}${row.state_reason ? ` (${row.state_reason})` : ''}\n`;
+  t += renderBrief(e.session_id, shown.brief);
+  if (e.baseline)
+    t += `  baseline: checkpoint ${e.baseline.id} (${e.baseline.created_at}): tree ${e.baseline.tree_sha256.slice(0, 16)}… ${e.baseline.tree_files} files\n`;
+  t += `  now: tree ${e.current.tree_sha256.slice(0, 16)}… ${e.current.tree_files} files\n`;
+  for (const c of e.checks) t += `  [${c.ok ? 'ok' : 'FAIL'}] ${c.name}: ${c.detail}\n`;
+  if (shown.diffstat && shown.diffstat.total > 0) t += renderStat(shown.diffstat, e.changes);
+  if (e.attempts.length > 0) {
+    t += `  attempts since the checkpoint:\n`;
+    for (const a of e.attempts.slice(0, 20)) t += `    ${a.started_at} ${a.state.padEnd(9)} ${a.summary ?? a.tool}\n`;
+  }
+  t += renderProcesses(shown.processes);
+  return t;
+}
+
+function renderBrief(sessionId: string, b: BriefSummary | null): string {
+  if (!b) return '  brief: no brief recorded\n';
+  const about = `brief version ${b.version}, ${b.source}, ${b.created_at}`;
+  if (!b.objective.trim() && !b.next_action.trim() && b.done_steps.length === 0)
+    return `  brief: no task or next step in it (${about})\n`;
+  let t = `  doing: ${b.objective.trim() ? gist(b.objective) : '(not set)'}\n`;
+  if (b.done_steps.length > 0)
+    t += `  done: ${b.done_steps.length} step(s), the last: ${gist(b.done_steps[b.done_steps.length - 1]!)}\n`;
+  t += `  next: ${b.next_action.trim() ? gist(b.next_action) : '(not set)'}\n`;
+  t += `  (${about}; all of it: \`latch brief show --session ${sessionId}\`)\n`;
+  return t;
+}
+
+/** `git diff --stat`'s form: path | count +++--, then the summary line. */
+function renderStat(stat: DiffStat, changes: readonly Evidence['changes'][number][]): string {
+  const byPath = new Map(changes.map((c) => [c.path, c]));
+  const name = (p: string) => (p.length <= 50 ? p : `...${p.slice(-47)}`);
+  const width = Math.max(...stat.files.map((f) => name(f.path).length));
+  const counts = stat.files.map((f) => (f.added === null ? '?' : String(f.added + (f.removed ?? 0))));
+  const cw = Math.max(...counts.map((c) => c.length));
+  const most = Math.max(...stat.files.map((f) => (f.added ?? 0) + (f.removed ?? 0)), 1);
+  const scale = most > 30 ? 30 / most : 1;
+  const bar = (n: number) => (n === 0 ? 0 : Math.max(1, Math.round(n * scale)));
+  const graphs = stat.files.map((f, i) => {
+    if (f.binary) return `Bin ${f.size_before ?? 0} -> ${f.size_after ?? 0} bytes`;
+    if (f.added === null) return `${counts[i]!.padStart(cw)} ${f.size_before ?? 0} -> ${f.size_after ?? 0} bytes`;
+    return `${counts[i]!.padStart(cw)} ${'+'.repeat(bar(f.added))}${'-'.repeat(bar(f.removed ?? 0))}`;
+  });
+  const gw = Math.max(...graphs.map((g) => g.length));
+  let t = `  changes since the checkpoint (${stat.total} path(s)):\n`;
+  stat.files.forEach((f, i) => {
+    t += `    ${name(f.path).padEnd(width)} | ${graphs[i]!.padEnd(gw)}  ${changeNote(f, byPath.get(f.path))}\n`;
+  });
+  if (stat.total > stat.files.length) t += `    … and ${stat.total - stat.files.length} more (use --json)\n`;
+  const counted = stat.files.filter((f) => f.added !== null).length;
+  const plural = (n: number, one: string) => `${n} ${one}${n === 1 ? '' : 's'}`;
+  t += `    ${plural(stat.total, 'file')} changed, ${plural(stat.insertions, 'insertion')}(+), ${plural(stat.deletions, 'deletion')}(-)`;
+  t += counted === stat.total ? '\n' : ` (lines counted in ${counted} of them)\n`;
+  return t;
+}
+
+function changeNote(f: StatFile, c: Evidence['changes'][number] | undefined): string {
+  const parts: string[] = [f.change];
+  if (f.mode_change) parts[0] += ` (mode ${f.mode_change})`;
+  if (c?.first_seen_at_checkpoint) parts[0] += `, by checkpoint ${c.first_seen_at_checkpoint}`;
+  if (c?.attribution) parts.push(`${c.attribution}${c.attempt_id ? ` ${c.attempt_id}` : ''}`);
+  if (f.uncounted) parts.push(`lines not counted: ${f.uncounted}`);
+  return parts.join('; ');
+}
+
+function renderProcesses(procs: readonly RunningProcess[]): string {
+  if (procs.length === 0) return '';
+  const listed = procs.some((p) => !p.signalled);
+  let t = `  still running from the agent's calls (${procs.length})${listed ? '; a listed one may be yours: if not, `kill` it before you confirm' : ''}:\n`;
+  for (const p of procs.slice(0, 20))
+    t += `    pid ${p.pid}: ${whatLatchDid(p)} (${p.why}): ${p.cmdline.slice(0, 100)}\n`;
+  if (procs.length > 20) t += `    … and ${procs.length - 20} more (use --json)\n`;
+  return t;
 }
 
 /** The session's announcements no hook has counted yet (one counted but not removable is no reason to wait). */
@@ -258,12 +380,22 @@ export async function verify(io: Io, opts: VerifyOptions): Promise<number> {
     return {
       workspace,
       ancestry,
-      held: held.map((row) => ({
-        row,
-        seq: latestCompaction(db, row.session_id).seq,
-        evidence: withBriefCheck(db, row, evaluateEvidence(db, row)),
-        listed: stillListed(db, row.session_id),
-      })),
+      held: held.map((row) => {
+        const assessed = assessEvidence(db, row);
+        const evidence = withBriefCheck(db, row, assessed.evidence);
+        const shown: Shown = {
+          brief: briefOf(db, row.session_id),
+          diffstat: assessed.before
+            ? diffStat(row.workspace, evidence.changes, assessed.before, assessed.after, {
+                baseGitHead: assessed.baseGitHead,
+                isRepo: assessed.git.isRepo,
+                limit: STAT_FILES,
+              })
+            : null,
+          processes: stillRunning(db, row.session_id),
+        };
+        return { row, seq: latestCompaction(db, row.session_id).seq, assessed, evidence, shown };
+      }),
     };
   });
   if (prepared.held.length === 0 || !prepared.ancestry) {
@@ -274,17 +406,12 @@ export async function verify(io: Io, opts: VerifyOptions): Promise<number> {
       );
     return EXIT.ok;
   }
-  if (!opts.json) {
-    io.out(`Re-verification for ${prepared.workspace}\n`);
-    for (const p of prepared.held) {
-      printEvidence(io, p.evidence);
-      printListed(io, p.listed);
-    }
-  }
+  const report = `Re-verification for ${prepared.workspace}\n${prepared.held.map((p) => renderSession(p.row, p.evidence, p.shown)).join('')}`;
+  if (!opts.json) io.out(report);
   const failing = prepared.held.filter((p) => !p.evidence.holds);
   if (failing.length > 0 && !opts.acceptChanges) {
     const outcomes = prepared.held.map((p) =>
-      outcome(p.row, p.evidence, false, p.evidence.holds ? 'evidence holds' : 'evidence does not hold'),
+      outcome(p, false, p.evidence.holds ? 'evidence holds' : 'evidence does not hold'),
     );
     if (opts.json) json(io, { workspace: prepared.workspace, restored: false, sessions: outcomes });
     else
@@ -294,15 +421,31 @@ export async function verify(io: Io, opts: VerifyOptions): Promise<number> {
     return EXIT.evidence;
   }
 
-  const running = prepared.held.reduce((n, p) => n + p.listed.length, 0);
+  const running = prepared.held.reduce((n, p) => n + p.shown.processes.length, 0);
   const what = `Restore mutation authority for ${prepared.held.length} session(s) in ${prepared.workspace}${failing.length ? ' accepting the listed differences' : ''}${running ? ` with the ${running} process(es) listed above still running` : ''}?`;
-  const confirmedBy = await confirm(io, opts, prepared.ancestry, 'latch verify', what);
-  if (confirmedBy === null) return EXIT.usage;
+  // Under --json stdout is for a program: the human at the terminal sees the same summary in the prompt.
+  const confirmedBy = await confirm(
+    io,
+    opts,
+    prepared.ancestry,
+    'latch verify',
+    opts.json ? `${report}\n${what}` : what,
+  );
+  if (confirmedBy === null) {
+    if (opts.json)
+      json(io, {
+        workspace: prepared.workspace,
+        restored: false,
+        sessions: prepared.held.map((p) => outcome(p, false, 'not confirmed')),
+      });
+    return EXIT.usage;
+  }
   const confirmation: Confirmation = { by: confirmedBy, ancestry: ancestryEvidence(prepared.ancestry) };
 
   const outcomes = withStore(io, (db, home) =>
-    prepared.held.map(({ row, seq, evidence }) =>
+    prepared.held.map((p) =>
       immediate(db, () => {
+        const { row, seq, evidence } = p;
         const now = io.now();
         const current = getSession(db, row.session_id)!;
         // A compaction its hooks announced but no hook has counted yet (the store was locked, or the
@@ -310,8 +453,7 @@ export async function verify(io: Io, opts: VerifyOptions): Promise<number> {
         const pending = uncounted(db, home, row.session_id);
         if (pending.problem || pending.ids.length > 0) {
           return outcome(
-            row,
-            evidence,
+            p,
             false,
             pending.problem ??
               `a compaction was announced for this session and is not counted yet (${pending.ids.join(', ')} in ${announcedDir(home)}); the session's next hook counts it: run latch verify again after it`,
@@ -323,12 +465,7 @@ export async function verify(io: Io, opts: VerifyOptions): Promise<number> {
           current.transcript_compactions !== row.transcript_compactions ||
           latestCompaction(db, row.session_id).seq !== seq
         ) {
-          return outcome(
-            row,
-            evidence,
-            false,
-            'the session changed during verification (new compaction?); run latch verify again',
-          );
+          return outcome(p, false, 'the session changed during verification (new compaction?); run latch verify again');
         }
         try {
           transition(
@@ -348,15 +485,10 @@ export async function verify(io: Io, opts: VerifyOptions): Promise<number> {
             now,
           );
         } catch (err) {
-          if (err instanceof RefusedTransition) return outcome(row, evidence, false, err.message);
+          if (err instanceof RefusedTransition) return outcome(p, false, err.message);
           throw err;
         }
-        return outcome(
-          row,
-          evidence,
-          true,
-          evidence.holds ? 'evidence held; confirmed' : 'differences accepted; confirmed',
-        );
+        return outcome(p, true, evidence.holds ? 'evidence held; confirmed' : 'differences accepted; confirmed');
       }),
     ),
   );
@@ -381,8 +513,12 @@ function withBriefCheck(db: Db, row: SessionRow, e: Evidence): Evidence {
   return { ...e, checks, holds: e.holds && r.complete };
 }
 
-function outcome(row: SessionRow, evidence: Evidence, restored: boolean, note: string): SessionOutcome {
-  return { session_id: row.session_id, state_before: row.state, evidence, restored, note };
+function outcome(
+  p: { row: SessionRow; evidence: Evidence; shown: Shown },
+  restored: boolean,
+  note: string,
+): SessionOutcome {
+  return { session_id: p.row.session_id, state_before: p.row.state, evidence: p.evidence, restored, note, ...p.shown };
 }
 
 export async function resume(

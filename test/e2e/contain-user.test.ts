@@ -88,6 +88,11 @@ test('at the trip the agent’s orphan is killed; the user’s job started durin
   assert.match(text, /not provably the agent's, not signalled[\s\S]*sleep 600/);
   // And `latch verify` shows it before it asks (here without a terminal: it shows, then stops).
   const v = env.latch(['verify']);
-  assert.match(v.stdout, /still running, started during the agent's calls but not provably its[\s\S]*sleep 600/);
+  assert.match(
+    v.stdout,
+    new RegExp(
+      `still running from the agent's calls[\\s\\S]*pid ${userJob}: listed, not signalled \\(orphan_unmarked\\): [^\\n]*sleep 600`,
+    ),
+  );
   assert.ok(alive(userJob), 'verify does not signal it either');
 });

@@ -287,9 +287,16 @@ describe('latch verify', () => {
     const c = capture(sb);
     assert.equal(await verify(c.io, { yes: true }), 65);
     assert.match(c.out(), /\[FAIL\] tree: workspace tree changed since checkpoint cp_\S+: 3 path\(s\)/);
-    assert.match(c.out(), /added\s+new\.txt \(after the last checkpoint, while latched; outside\)/);
-    assert.match(c.out(), /modified\s+edit\.txt \(after the last checkpoint, while latched; outside\)/);
-    assert.match(c.out(), /removed\s+gone\.txt \(after the last checkpoint, while latched; outside\)/);
+    // git diff --stat's form; edit.txt and gone.txt were never committed, so their lines at the
+    // checkpoint cannot be counted (their sizes are shown).
+    assert.match(c.out(), /changes since the checkpoint \(3 path\(s\)\):/);
+    assert.match(c.out(), /\n {4}new\.txt {2}\| 1 \+ +added; outside\n/);
+    assert.match(
+      c.out(),
+      /\n {4}edit\.txt \| \? 3 -> 3 bytes +modified; outside; lines not counted: its content at the baseline is not in git\n/,
+    );
+    assert.match(c.out(), /\n {4}gone\.txt \| \? 4 -> 0 bytes +removed; outside; lines not counted/);
+    assert.match(c.out(), /3 files changed, 1 insertion\(\+\), 0 deletions\(-\) \(lines counted in 1 of them\)/);
     assert.doesNotMatch(c.out(), /keep\.txt/);
     assert.match(c.out(), /--accept-changes/);
     assert.equal(stateOf(sb), 'latched');
