@@ -186,7 +186,7 @@ export const COMMANDS: Record<string, Command> = {
   verify: {
     usage: 'latch verify [--cwd DIR] [--session ID] [--yes] [--accept-changes] [--json]',
     summary:
-      "Show, per latched session, what the agent was doing and its next step (its task brief), the workspace's changes since the checkpoint (git diff --stat form) and the processes from its calls still running; check the evidence and, with human confirmation (type back the code shown on the terminal, or --yes), restore authority. Refused when run by a process of the agent (its descendants, sandbox, or a job it started). Exit 0 restored, 65 evidence does not hold, 2 no confirmation, 77 refused: not a human.",
+      "Show, per latched session, what the agent was doing and its next step (its task brief), the workspace's changes since the checkpoint (git diff --stat form) and the processes from its calls still running; check the evidence and, with human confirmation (type back the code shown on the terminal, or --yes), restore authority. --accept-changes accepts the listed differences: later verifies of the session compare with that tree. Refused when run by a process of the agent (its descendants, sandbox, or a job it started). Exit 0 restored, 65 evidence does not hold, 2 no confirmation, 77 refused: not a human.",
     options: {
       ...cwdOpt,
       ...sessionOpt,

@@ -9,7 +9,7 @@ import type { Db } from '../store/store.js';
 import { orphanedClosings } from '../ledger/ledger.js';
 import { observeWorkspace } from '../ledger/observe.js';
 import { immediate } from '../store/store.js';
-import { decodeListing, diffTrees, type TreeEntry } from '../tree/listing.js';
+import { decodeListing, diffTrees, encodeListing, type TreeEntry } from '../tree/listing.js';
 import type { GitState } from '../base/git.js';
 
 export interface Check {
@@ -38,9 +38,16 @@ export interface AttemptSummary {
   end_reason: string | null;
 }
 
-/** What the workspace is compared with: the first checkpoint of the latch. */
+/**
+ * What the workspace is compared with: the first checkpoint of the latch, or the tree a human accepted
+ * at an earlier `latch verify --accept-changes` when that is newer (it was observed before that
+ * verify restored authority, so before this latch began: nothing made while latched is in it).
+ */
 export interface Baseline {
+  kind: 'checkpoint' | 'accepted';
+  /** The checkpoint's id, or `accepted:<transition id>`. */
   id: string;
+  /** When the checkpoint was taken, or when verify observed the accepted tree. */
   created_at: string;
   tree_sha256: string;
   tree_files: number;
@@ -86,7 +93,7 @@ interface BaselineSource extends Baseline {
   git_branch: string | null;
 }
 
-/** The evidence, with what verify shows beside it (not part of the evidence's JSON). */
+/** The evidence, with what verify shows and records beside it (not part of the evidence's JSON). */
 export interface Assessment {
   evidence: Evidence;
   /** The baseline's entries (null: no baseline) and the workspace's as observed now. */
@@ -95,10 +102,43 @@ export interface Assessment {
   /** The git commit the baseline recorded (where the content it had may be read back), if any. */
   baseGitHead: string | null;
   git: GitState;
+  /** When the workspace was observed. */
+  observedAt: string;
+}
+
+/** The tree a human accepted at the session's latest `latch verify --accept-changes`, if any. */
+function acceptedBaseline(db: Db, row: SessionRow): BaselineSource | null {
+  const r = db
+    .prepare(
+      'SELECT transition_id, observed_at, git_head, git_branch, tree_sha256, tree_files, tree_listing FROM accepted_baselines WHERE session_id = ? AND workspace = ?',
+    )
+    .get(row.session_id, row.workspace) as
+    | {
+        transition_id: number;
+        observed_at: string;
+        git_head: string | null;
+        git_branch: string | null;
+        tree_sha256: string;
+        tree_files: number;
+        tree_listing: Buffer;
+      }
+    | undefined;
+  if (!r) return null;
+  return {
+    kind: 'accepted',
+    id: `accepted:${r.transition_id}`,
+    created_at: r.observed_at,
+    tree_sha256: r.tree_sha256,
+    tree_files: r.tree_files,
+    listing: r.tree_listing,
+    git_head: r.git_head,
+    git_branch: r.git_branch,
+  };
 }
 
 function checkpointBaseline(c: CheckpointRow): BaselineSource {
   return {
+    kind: 'checkpoint',
     id: c.id,
     created_at: c.created_at,
     tree_sha256: c.tree_sha256,
@@ -116,13 +156,20 @@ export function evaluateEvidence(db: Db, row: SessionRow): Evidence {
 export function assessEvidence(db: Db, row: SessionRow): Assessment {
   const cps = episodeCheckpoints(db, row);
   const git = gitState(row.workspace);
-  const tree = immediate(db, () =>
-    observeWorkspace(db, row.workspace, 'verify', new Date().toISOString(), git.isRepo),
-  ).snapshot;
+  const observedAt = new Date().toISOString();
+  const tree = immediate(db, () => observeWorkspace(db, row.workspace, 'verify', observedAt, git.isRepo)).snapshot;
   const checks: Check[] = [];
   const changes: Change[] = [];
   const first = cps[0];
-  const baseline = first ? checkpointBaseline(first) : null;
+  // Accepted differences are not listed again: a tree a human accepted after the latch's first
+  // checkpoint was taken (a checkpoint taken while latched, before that verify) is the newer baseline.
+  const accepted = acceptedBaseline(db, row);
+  const baseline =
+    accepted && (!first || accepted.created_at > first.created_at)
+      ? accepted
+      : first
+        ? checkpointBaseline(first)
+        : null;
   const current = { tree_sha256: tree.sha256, tree_files: tree.files, git_head: git.head, git_branch: git.branch };
   const assessment = (evidence: Evidence, before: TreeEntry[] | null): Assessment => ({
     evidence,
@@ -130,6 +177,7 @@ export function assessEvidence(db: Db, row: SessionRow): Assessment {
     after: tree.entries,
     baseGitHead: baseline?.git_head ?? null,
     git,
+    observedAt,
   });
   if (!baseline) {
     checks.push(noCheckpoint(row));
@@ -148,11 +196,20 @@ export function assessEvidence(db: Db, row: SessionRow): Assessment {
       null,
     );
   }
-  checks.push({
-    name: 'checkpoint',
-    ok: true,
-    detail: `${cps.length} checkpoint(s) since the latch: ${cps.map((c) => c.id).join(', ')}`,
-  });
+  const via =
+    baseline.kind === 'accepted'
+      ? `; the tree accepted at latch verify (observed ${baseline.created_at}) is ${first ? `newer than ${first.id}: it is ` : ''}the baseline`
+      : '';
+  checks.push(
+    first
+      ? {
+          name: 'checkpoint',
+          ok: true,
+          detail: `${cps.length} checkpoint(s) since the latch: ${cps.map((c) => c.id).join(', ')}${via}`,
+        }
+      : { ...noCheckpoint(), detail: `${noCheckpoint().detail}${via}` },
+  );
+  const what = baseline.kind === 'accepted' ? 'the accepted tree' : `checkpoint ${baseline.id}`;
   const before = decodeListing(baseline.listing);
 
   if (tree.sha256 === baseline.tree_sha256) {
@@ -163,7 +220,10 @@ export function assessEvidence(db: Db, row: SessionRow): Assessment {
     });
   } else {
     const diff = diffTrees(before, tree.entries);
-    const later = cps.slice(1).map((c) => ({ id: c.id, byPath: indexByPath(decodeListing(c.tree_listing)) }));
+    // The checkpoints taken after the baseline: the first one that already shows a change dates it.
+    const later = (
+      baseline.kind === 'checkpoint' ? cps.slice(1) : cps.filter((c) => c.created_at > baseline.created_at)
+    ).map((c) => ({ id: c.id, byPath: indexByPath(decodeListing(c.tree_listing)) }));
     const firstSeen = (path: string, after: TreeEntry | undefined): string | null => {
       for (const c of later) {
         const e = c.byPath.get(path);
@@ -211,7 +271,7 @@ export function assessEvidence(db: Db, row: SessionRow): Assessment {
     checks.push({
       name: 'tree',
       ok: false,
-      detail: `workspace tree changed since checkpoint ${baseline.id}: ${changes.length} path(s) (${baseline.tree_files} -> ${tree.files} files)`,
+      detail: `workspace tree changed since ${what}: ${changes.length} path(s) (${baseline.tree_files} -> ${tree.files} files)`,
     });
   }
 
@@ -221,7 +281,7 @@ export function assessEvidence(db: Db, row: SessionRow): Assessment {
     checks.push({
       name: 'git',
       ok: true,
-      detail: `HEAD ${git.head ?? '(none)'} on ${git.branch ?? '(detached)'}, as at the checkpoint`,
+      detail: `HEAD ${git.head ?? '(none)'} on ${git.branch ?? '(detached)'}, as at ${baseline.kind === 'accepted' ? 'the acceptance' : 'the checkpoint'}`,
     });
   } else {
     checks.push({
@@ -279,6 +339,36 @@ function noCheckpoint(row: SessionRow): Check {
   };
 }
 
+/**
+ * `latch verify --accept-changes` restored authority: the tree and git state it showed become the
+ * session's accepted baseline (in the restoring transaction, after the transition).
+ */
+export function recordAcceptance(
+  db: Db,
+  row: Pick<SessionRow, 'session_id' | 'workspace'>,
+  a: Assessment,
+  transitionId: number,
+  now: string,
+): void {
+  db.prepare(
+    `INSERT OR REPLACE INTO accepted_baselines (session_id, transition_id, accepted_at, observed_at, workspace, git_head,
+       git_branch, tree_sha256, tree_files, tree_listing, changes)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  ).run(
+    row.session_id,
+    transitionId,
+    now,
+    a.observedAt,
+    row.workspace,
+    a.git.head,
+    a.git.branch,
+    a.evidence.current.tree_sha256,
+    a.evidence.current.tree_files,
+    encodeListing(a.after),
+    a.evidence.changes.length,
+  );
+}
+
 /** Verification waits for every attempt of the session to end, and for the workspace's recovery. */
 function attemptsCheck(db: Db, row: SessionRow): Check {
   const live = db
@@ -302,7 +392,7 @@ function attemptsCheck(db: Db, row: SessionRow): Check {
 }
 
 function pickBaseline(b: BaselineSource): Baseline {
-  return { id: b.id, created_at: b.created_at, tree_sha256: b.tree_sha256, tree_files: b.tree_files };
+  return { kind: b.kind, id: b.id, created_at: b.created_at, tree_sha256: b.tree_sha256, tree_files: b.tree_files };
 }
 
 function indexByPath(entries: TreeEntry[]): Map<string, TreeEntry> {

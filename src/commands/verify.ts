@@ -15,7 +15,7 @@ import { checkAncestry, type AncestryReport, sameProcess } from '../guard/contai
 import { ExitError, EXIT } from '../base/errors.js';
 import { latestCompaction, readStatus } from '../continuity/continuity.js';
 import { announcedDir, pendingAnnouncements } from '../session/announce.js';
-import { assessEvidence, type Evidence } from '../checkpoint/evidence.js';
+import { assessEvidence, type Evidence, recordAcceptance } from '../checkpoint/evidence.js';
 import { diffStat, type DiffStat, type StatFile } from '../checkpoint/diffstat.js';
 import { latestBrief } from '../continuity/brief-store.js';
 import type { Db } from '../store/store.js';
@@ -284,13 +284,19 @@ function whatLatchDid(p: RunningProcess): string {
 function renderSession(row: SessionRow, e: Evidence, shown: Shown): string {
   let t = `\nsession ${e.session_id}: ${row.state}${row.state_reason ? ` (${row.state_reason})` : ''}\n`;
   t += renderBrief(e.session_id, shown.brief);
-  if (e.baseline)
-    t += `  baseline: checkpoint ${e.baseline.id} (${e.baseline.created_at}): tree ${e.baseline.tree_sha256.slice(0, 16)}… ${e.baseline.tree_files} files\n`;
+  if (e.baseline) {
+    const what =
+      e.baseline.kind === 'accepted'
+        ? `the tree accepted at an earlier \`latch verify --accept-changes\` (observed ${e.baseline.created_at})`
+        : `checkpoint ${e.baseline.id} (${e.baseline.created_at})`;
+    t += `  baseline: ${what}: tree ${e.baseline.tree_sha256.slice(0, 16)}… ${e.baseline.tree_files} files\n`;
+  }
   t += `  now: tree ${e.current.tree_sha256.slice(0, 16)}… ${e.current.tree_files} files\n`;
   for (const c of e.checks) t += `  [${c.ok ? 'ok' : 'FAIL'}] ${c.name}: ${c.detail}\n`;
-  if (shown.diffstat && shown.diffstat.total > 0) t += renderStat(shown.diffstat, e.changes);
+  if (shown.diffstat && shown.diffstat.total > 0 && e.baseline)
+    t += renderStat(shown.diffstat, e.changes, e.baseline.kind === 'accepted' ? 'the accepted tree' : 'the checkpoint');
   if (e.attempts.length > 0) {
-    t += `  attempts since the checkpoint:\n`;
+    t += `  attempts since the ${e.baseline?.kind === 'accepted' ? 'accepted tree' : 'checkpoint'}:\n`;
     for (const a of e.attempts.slice(0, 20)) t += `    ${a.started_at} ${a.state.padEnd(9)} ${a.summary ?? a.tool}\n`;
   }
   t += renderProcesses(shown.processes);
@@ -311,7 +317,7 @@ function renderBrief(sessionId: string, b: BriefSummary | null): string {
 }
 
 /** `git diff --stat`'s form: path | count +++--, then the summary line. */
-function renderStat(stat: DiffStat, changes: readonly Evidence['changes'][number][]): string {
+function renderStat(stat: DiffStat, changes: readonly Evidence['changes'][number][], since: string): string {
   const byPath = new Map(changes.map((c) => [c.path, c]));
   const name = (p: string) => (p.length <= 50 ? p : `...${p.slice(-47)}`);
   const width = Math.max(...stat.files.map((f) => name(f.path).length));
@@ -326,7 +332,7 @@ function renderStat(stat: DiffStat, changes: readonly Evidence['changes'][number
     return `${counts[i]!.padStart(cw)} ${'+'.repeat(bar(f.added))}${'-'.repeat(bar(f.removed ?? 0))}`;
   });
   const gw = Math.max(...graphs.map((g) => g.length));
-  let t = `  changes since the checkpoint (${stat.total} path(s)):\n`;
+  let t = `  changes since ${since} (${stat.total} path(s)):\n`;
   stat.files.forEach((f, i) => {
     t += `    ${name(f.path).padEnd(width)} | ${graphs[i]!.padEnd(gw)}  ${changeNote(f, byPath.get(f.path))}\n`;
   });
@@ -422,7 +428,7 @@ export async function verify(io: Io, opts: VerifyOptions): Promise<number> {
   }
 
   const running = prepared.held.reduce((n, p) => n + p.shown.processes.length, 0);
-  const what = `Restore mutation authority for ${prepared.held.length} session(s) in ${prepared.workspace}${failing.length ? ' accepting the listed differences' : ''}${running ? ` with the ${running} process(es) listed above still running` : ''}?`;
+  const what = `Restore mutation authority for ${prepared.held.length} session(s) in ${prepared.workspace}${failing.length ? ' accepting the listed differences (later verifies compare with this tree)' : ''}${running ? ` with the ${running} process(es) listed above still running` : ''}?`;
   // Under --json stdout is for a program: the human at the terminal sees the same summary in the prompt.
   const confirmedBy = await confirm(
     io,
@@ -488,7 +494,10 @@ export async function verify(io: Io, opts: VerifyOptions): Promise<number> {
           if (err instanceof RefusedTransition) return outcome(p, false, err.message);
           throw err;
         }
-        return outcome(p, true, evidence.holds ? 'evidence held; confirmed' : 'differences accepted; confirmed');
+        if (evidence.holds) return outcome(p, true, 'evidence held; confirmed');
+        // What the human accepted is the baseline later verifies of this session compare with.
+        recordAcceptance(db, row, p.assessed, lastTransitionId(db, row.session_id), now);
+        return outcome(p, true, 'differences accepted; confirmed');
       }),
     ),
   );
@@ -519,6 +528,14 @@ function outcome(
   note: string,
 ): SessionOutcome {
   return { session_id: p.row.session_id, state_before: p.row.state, evidence: p.evidence, restored, note, ...p.shown };
+}
+
+function lastTransitionId(db: Db, sessionId: string): number {
+  return (
+    db.prepare('SELECT id FROM transitions WHERE session_id = ? ORDER BY id DESC LIMIT 1').get(sessionId) as {
+      id: number;
+    }
+  ).id;
 }
 
 export async function resume(

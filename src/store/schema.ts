@@ -406,4 +406,24 @@ export const MIGRATIONS: readonly string[] = [
     evidence_json TEXT NOT NULL        -- the files moved aside: [{from, to, bytes}]
   );
   `,
+  `
+  -- The workspace a human accepted at \`latch verify --accept-changes\` (src/checkpoint/evidence.ts):
+  -- the tree and git state verify observed and listed before the confirmation, recorded with the
+  -- restoring transition. A later verify of the session compares with it when it is newer than the
+  -- latch's first checkpoint, so accepted differences are not listed again. One row per session (the
+  -- latest acceptance); the transitions keep the history.
+  CREATE TABLE accepted_baselines (
+    session_id    TEXT PRIMARY KEY,
+    transition_id INTEGER NOT NULL,        -- the verify transition that accepted it
+    accepted_at   TEXT NOT NULL,           -- when that transition committed
+    observed_at   TEXT NOT NULL,           -- when verify observed the tree it showed
+    workspace     TEXT NOT NULL,
+    git_head      TEXT,
+    git_branch    TEXT,
+    tree_sha256   TEXT NOT NULL,
+    tree_files    INTEGER NOT NULL,
+    tree_listing  BLOB NOT NULL,           -- encodeListing (src/tree/listing.ts), as checkpoints keep it
+    changes       INTEGER NOT NULL         -- how many differences were accepted
+  );
+  `,
 ];

@@ -1,6 +1,7 @@
 // What `latch verify` shows a human before they decide (issue 23, item 8): per held session, the task
 // brief's gist (what the agent was doing, its next step), the workspace's changes since the baseline in
-// `git diff --stat`'s form, and the processes from its calls still running.
+// `git diff --stat`'s form, and the processes from its calls still running; and that differences a
+// human accepted (`--accept-changes`) become the baseline later verifies of the session compare with.
 // Real temp git repositories, real hooks (runCodexHook) and the real store.
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
@@ -52,6 +53,12 @@ function capture(sb: Sandbox): { io: Io; out(): string; err(): string } {
     now: () => new Date().toISOString(),
   };
   return { io, out: () => out, err: () => err };
+}
+
+async function verifyJson(sb: Sandbox, opts: Parameters<typeof verify>[1]): Promise<{ code: number; report: Json }> {
+  const c = capture(sb);
+  const code = await verify(c.io, { ...opts, json: true });
+  return { code, report: JSON.parse(c.out()) };
 }
 
 function commit(sb: Sandbox, files: Record<string, string>): void {
@@ -218,6 +225,96 @@ describe('latch verify shows what a human needs to decide', () => {
     assert.match(c.out(), /2 files changed, 0 insertions\(\+\), 0 deletions\(-\) \(lines counted in 0 of them\)/);
     // A session whose brief holds nothing of the task says so.
     assert.match(c.out(), /\n {2}brief: no task or next step in it \(brief version 1, auto, /);
+  });
+});
+
+describe('latch verify --accept-changes: the accepted tree becomes the baseline', () => {
+  test('a compaction begun while latched (PreCompact, its checkpoint) and ended after the verify: the next verify lists only what changed after the acceptance', async (t) => {
+    const sb = fresh(t);
+    await hook(sb, payload('session-start-startup', sb));
+    assert.equal((await hook(sb, bash(sb, 'true'))).denied, false);
+    await compaction(sb);
+    await hook(sb, payload('stop', sb));
+    assert.equal(stateOf(sb), 'latched');
+    // The agent, latched, goes on reading until its context compacts again: PreCompact takes
+    // checkpoint #2 while the session is still latched.
+    await hook(sb, payload('pre-compact-auto', sb));
+    // The human adds a file, commits it (HEAD moves), and accepts both.
+    commit(sb, { 'accepted.txt': 'mine\n' });
+    const first = capture(sb);
+    assert.equal(await verify(first.io, { yes: true, acceptChanges: true }), 0, first.out() + first.err());
+    assert.match(first.out(), /accepted\.txt \| 1 \+/);
+    assert.equal(stateOf(sb), 'mutable');
+    // The compaction ends: it latches again (its checkpoint was taken before the acceptance).
+    appendCompaction(sb.transcript);
+    await hook(sb, payload('post-compact-auto', sb));
+    await hook(sb, payload('session-start-compact', sb));
+    assert.equal(stateOf(sb), 'latched');
+    writeFileSync(join(sb.work, 'later.txt'), 'after\n');
+
+    const { code, report } = await verifyJson(sb, { yes: true });
+    assert.equal(code, 65);
+    const s = report.sessions[0];
+    assert.deepEqual(
+      s.evidence.changes.map((x: Json) => [x.change, x.path]),
+      [['added', 'later.txt']],
+      'the accepted file is not listed again',
+    );
+    assert.equal(s.evidence.baseline.kind, 'accepted');
+    const git = s.evidence.checks.find((x: Json) => x.name === 'git');
+    assert.equal(git.ok, true, git.detail);
+    assert.match(git.detail, /as at the acceptance/);
+    assert.deepEqual(
+      s.diffstat.files.map((f: Json) => f.path),
+      ['later.txt'],
+    );
+    const c = capture(sb);
+    assert.equal(await verify(c.io, { yes: true }), 65);
+    assert.match(c.out(), /baseline: the tree accepted at an earlier `latch verify --accept-changes`/);
+    assert.match(c.out(), /\n {4}later\.txt \| 1 \+ +added; outside\n/);
+    assert.doesNotMatch(c.out(), /accepted\.txt/);
+
+    // Accepting again moves the baseline on; the acceptance is recorded with its transition.
+    assert.equal(await verify(capture(sb).io, { yes: true, acceptChanges: true }), 0);
+    const db = openStore(sb.home, { create: false });
+    try {
+      const row = db.prepare("SELECT transition_id, changes FROM accepted_baselines WHERE session_id = 'S'").get() as {
+        transition_id: number;
+        changes: number;
+      };
+      const last = db
+        .prepare("SELECT id, event FROM transitions WHERE session_id = 'S' ORDER BY id DESC LIMIT 1")
+        .get() as { id: number; event: string };
+      assert.deepEqual(row, { transition_id: last.id, changes: 1 });
+      assert.equal(last.event, 'verify');
+    } finally {
+      db.close();
+    }
+  });
+
+  test('a verify in the middle of a compaction latches once more when its boundary arrives: the accepted change is not listed again', async (t) => {
+    const sb = fresh(t);
+    await hook(sb, payload('session-start-startup', sb));
+    assert.equal((await hook(sb, bash(sb, 'true'))).denied, false);
+    await hook(sb, payload('stop', sb));
+    // PreCompact (checkpoint) and PostCompact (the trip); the transcript's boundary comes later.
+    await hook(sb, payload('pre-compact-auto', sb));
+    await hook(sb, payload('post-compact-auto', sb));
+    assert.equal(stateOf(sb), 'latched');
+    writeFileSync(join(sb.work, 'accepted.txt'), 'mine\n');
+    assert.equal(await verify(capture(sb).io, { yes: true, acceptChanges: true }), 0);
+    // The boundary, written after the restore, latches the same compaction again (its checkpoint is
+    // from before the acceptance).
+    appendCompaction(sb.transcript);
+    await hook(sb, payload('session-start-compact', sb));
+    assert.equal(stateOf(sb), 'latched');
+    writeFileSync(join(sb.work, 'later.txt'), 'after\n');
+    const { code, report } = await verifyJson(sb, { yes: true });
+    assert.equal(code, 65);
+    assert.deepEqual(
+      report.sessions[0].evidence.changes.map((x: Json) => x.path),
+      ['later.txt'],
+    );
   });
 });
 
