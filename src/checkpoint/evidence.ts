@@ -207,7 +207,7 @@ export function assessEvidence(db: Db, row: SessionRow): Assessment {
           ok: true,
           detail: `${cps.length} checkpoint(s) since the latch: ${cps.map((c) => c.id).join(', ')}${via}`,
         }
-      : { ...noCheckpoint(), detail: `${noCheckpoint().detail}${via}` },
+      : { ...noCheckpoint(row), detail: `${noCheckpoint(row).detail}${via}` },
   );
   const what = baseline.kind === 'accepted' ? 'the accepted tree' : `checkpoint ${baseline.id}`;
   const before = decodeListing(baseline.listing);
