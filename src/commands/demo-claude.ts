@@ -29,7 +29,7 @@ import {
   type ClaudeTurn,
 } from '../agents/claude/fake-model.js';
 import { setupClaude, TESTED_CLAUDE_VERSION } from '../agents/claude/setup.js';
-import { runBounded } from '../agents/codex/app-server.js';
+import { runBounded } from '../base/bounded.js';
 import { ExitError, EXIT } from '../base/errors.js';
 import type { Io } from './io.js';
 import {

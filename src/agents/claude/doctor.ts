@@ -27,7 +27,7 @@ import {
   type ProbeSpec,
 } from '../../commands/shared/checks.js';
 import type { AgentDoctor } from '../agent.js';
-import { runBounded } from '../codex/app-server.js';
+import { runBounded } from '../../base/bounded.js';
 import { claudeReadsReport } from './sandbox.js';
 import {
   CLAUDE_EVENTS,

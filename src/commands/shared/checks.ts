@@ -16,7 +16,7 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
-import { runBounded } from '../../agents/codex/app-server.js';
+import { runBounded } from '../../base/bounded.js';
 import { errorMessage } from '../../base/errors.js';
 import { dbPath } from '../../base/paths.js';
 import {
