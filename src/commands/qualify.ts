@@ -123,24 +123,19 @@ export async function qualifyCodex(io: Io, opts: QualifyOptions): Promise<number
 
   io.err(`latch qualify: Codex ${v.version} (${codex.binary}); driving it over a loopback fake model…\n`);
   const retries = opts.retries ?? 1;
-  let rec = await runQualification({
-    codex,
-    version: v.version,
-    versionOutput: v.output,
-    log: (l) => io.err(`${l}\n`),
-    keep: opts.keep,
-    timeoutMs: opts.timeoutMs,
-  });
-  for (let attempt = 1; rec.inconclusive && attempt <= retries; attempt++) {
-    io.err(`latch qualify: inconclusive (${whyInconclusive(rec)}); running it again (${attempt} of ${retries})…\n`);
-    rec = await runQualification({
+  const run = () =>
+    runQualification({
       codex,
-      version: v.version,
+      version: v.version!,
       versionOutput: v.output,
       log: (l) => io.err(`${l}\n`),
       keep: opts.keep,
       timeoutMs: opts.timeoutMs,
     });
+  let rec = await run();
+  for (let attempt = 1; rec.inconclusive && attempt <= retries; attempt++) {
+    io.err(`latch qualify: inconclusive (${whyInconclusive(rec)}); running it again (${attempt} of ${retries})…\n`);
+    rec = await run();
   }
   if (rec.inconclusive) return inconclusive(io, rec, opts, home);
 

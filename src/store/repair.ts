@@ -16,21 +16,19 @@ import {
   existsSync,
   fsyncSync,
   linkSync,
-  lstatSync,
   openSync,
   readdirSync,
   readFileSync,
   renameSync,
   statSync,
   unlinkSync,
-  type Stats,
 } from 'node:fs';
 import { basename, join } from 'node:path';
 import { errorMessage, StoreError } from '../base/errors.js';
 import { dbPath } from '../base/paths.js';
 import { dismissResidentHooks } from '../resident/list.js';
 import { inspectStore, repairable, type MovedFile } from './health.js';
-import { ensureHomeDir, immediate, openStoreFile, SCHEMA_VERSION } from './store.js';
+import { ensureHomeDir, immediate, lstatOrNull, openStoreFile, SCHEMA_VERSION } from './store.js';
 
 export type { MovedFile } from './health.js';
 
@@ -63,15 +61,6 @@ const SUFFIXES = ['', '-wal', '-shm', '-journal'] as const;
 
 /** How long the repair waits for the old store's last connections to close. */
 const WAIT_MS = 10_000;
-
-function lstatOrNull(p: string): Stats | null {
-  try {
-    return lstatSync(p);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
-    throw err;
-  }
-}
 
 /** `2026-07-01T12:00:00.123Z` as `20260701T120000.123Z` (ISO 8601's basic form: no `:` in a file name). */
 export function basicIso(iso: string): string {

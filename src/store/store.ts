@@ -49,7 +49,8 @@ function uid(): number | undefined {
   return typeof process.getuid === 'function' ? process.getuid() : undefined;
 }
 
-function lstatOrNull(p: string): Stats | null {
+/** lstat, or null when nothing is there (any other error is thrown). */
+export function lstatOrNull(p: string): Stats | null {
   try {
     return lstatSync(p);
   } catch (err) {
