@@ -11,7 +11,7 @@ import { errorMessage, NotServedError } from '../base/errors.js';
 import { patchTouchesLatch } from './held.js';
 import { guardRegistration, TAMPER_CODE } from './tamper.js';
 import { changeOrigin, containAfterTrip } from './contain.js';
-import { residentIds } from '../resident/list.js';
+import { recordedResidents } from '../resident/list.js';
 import {
   getSession,
   insertSession,
@@ -213,7 +213,7 @@ async function handleWithDb(
   // A change no tool call (nor a job of one) could have made is the human's: it latches nothing.
   const reg = guardRegistration(db, row.workspace, ctx.now(), {
     resident: ctx.resident === true,
-    originOf: (paths) => changeOrigin(db, paths, { spare: residentIds(ctx.home) }),
+    originOf: (paths) => changeOrigin(db, paths, { spare: recordedResidents(ctx.home) }),
   });
   if (reg.latched.length > 0) row = getSession(db, obs.sessionId)!;
   // The hook that finds the change tells the human at once, whatever its event: a handler switched

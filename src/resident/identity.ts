@@ -98,6 +98,13 @@ export const SPOOL = {
   server: 'server',
   /** `<pid> <start>` of a resident hook told to leave (`latch uninstall`): it leaves between two requests. */
   dismissed: 'dismissed',
+  /**
+   * `<pid> <start>` lines: the resident hooks a hook of this directory spawned (start: /proc/<pid>/stat
+   * field 22), written by that spawning hook right after spawn(2) (tmp + rename), never by the resident
+   * hook (which only removes it as it leaves, when it names that resident hook alone). Containment
+   * spares a resident hook only by this record (src/resident/list.ts recordedResidents).
+   */
+  spawned: 'spawned',
   /** When a hook last started a resident hook here (ms since the epoch): starts are spaced out. */
   started: 'started',
   /**

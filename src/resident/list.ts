@@ -3,7 +3,7 @@
 import { readdirSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { argvOf } from '../guard/contain/proc.js';
-import { namedServer, SPOOL, serverAnswers } from './identity.js';
+import { namedServer, readOrNull, SPOOL, serverAnswers } from './identity.js';
 
 export interface ResidentHook {
   /** Its spool directory's name (the identity's hash). */
@@ -29,9 +29,28 @@ export function residentHooks(home: string): ResidentHook[] {
   });
 }
 
-/** `pid:start` of this home's resident hooks (what src/guard/contain/jobs.ts does not count as jobs). */
-export function residentIds(home: string): Set<string> {
-  return new Set(residentHooks(home).map((r) => `${r.pid}:${r.start}`));
+/**
+ * `pid:start` of the resident hooks the hooks of `home` recorded when they spawned them (each spool's
+ * `spawned` file, written by the spawning hook: src/resident/start.ts). What containment spares as a
+ * resident hook and src/guard/contain/jobs.ts does not count as a job; never the `server` file, which
+ * the serving process writes about itself. A malformed line is no identity.
+ */
+export function recordedResidents(home: string): Set<string> {
+  const out = new Set<string>();
+  let names: string[];
+  try {
+    names = readdirSync(join(home, 'resident'));
+  } catch {
+    return out;
+  }
+  for (const name of names) {
+    const text = readOrNull(join(home, 'resident', name, SPOOL.spawned));
+    for (const l of text?.split('\n') ?? []) {
+      const m = /^(\d+) (\d+)$/.exec(l);
+      if (m) out.add(`${m[1]}:${m[2]}`);
+    }
+  }
+  return out;
 }
 
 /**

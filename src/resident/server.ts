@@ -104,6 +104,8 @@ class Resident {
         clearInterval(timer);
         if (readOrNull(join(this.dir, SPOOL.server)) === this.me) removeQuietly(join(this.dir, SPOOL.server));
         if (readOrNull(join(this.dir, SPOOL.dismissed)) === this.me) removeQuietly(join(this.dir, SPOOL.dismissed));
+        // The record its spawner wrote, when it names this process alone (never rewritten here).
+        if (readOrNull(join(this.dir, SPOOL.spawned)) === this.me) removeQuietly(join(this.dir, SPOOL.spawned));
         this.store.drop();
         resolve(code);
       };
@@ -248,7 +250,7 @@ class Resident {
     for (const name of names) {
       if (name.endsWith(SPOOL.request)) this.enqueue(name);
       // Answers no client took, and what a killed client or resident hook left half done.
-      else if (name !== SPOOL.server && name !== SPOOL.started && name !== SPOOL.agents)
+      else if (name !== SPOOL.server && name !== SPOOL.started && name !== SPOOL.agents && name !== SPOOL.spawned)
         removeIfOlder(join(this.dir, name), STALE_ANSWER_MS);
     }
     if (!this.busy && now - this.lastAnchor > 10_000) {

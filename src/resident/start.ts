@@ -1,6 +1,6 @@
 // Starting a resident hook (server.ts), from an ordinary hook once it has replied: small, since it is
 // part of every hook's bundle.
-import { existsSync, lstatSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { childProcess } from '../base/lazy.js';
 import { moduleDir } from '../base/paths.js';
@@ -37,9 +37,33 @@ export function startResident(agent: string, env: NodeJS.ProcessEnv = process.en
     });
     child.on('error', () => undefined);
     child.unref();
+    if (child.pid !== undefined) recordSpawned(dir, child.pid);
   } catch {
     /* no resident hook: every hook runs in a process of its own, as before */
   }
+}
+
+/**
+ * Records the resident hook this hook just spawned, `<pid> <start>`, in the spool's `spawned` file
+ * (tmp + rename: a reader sees the old list or the new one), keeping the lines of those recorded
+ * earlier that still run as recorded. Its start time is fixed at fork (an exec does not change it),
+ * and the child is still this hook's (its parent this process: nothing has reaped it, so its pid was
+ * not reused): the identity containment spares is one this hook wrote of the process it created, never
+ * one a process (or anything read at the trip: its argv, a path) says of itself. A child already
+ * exited is not recorded. A lost race between two hooks loses a record: that resident hook is then
+ * contained like any process of the agent (the client falls back to the ordinary hook).
+ */
+function recordSpawned(dir: string, pid: number): void {
+  const st = procStat(pid);
+  if (!st || st.ppid !== process.pid || st.state === 'Z') return;
+  const file = join(dir, SPOOL.spawned);
+  const kept = (readOrNull(file) ?? '').split('\n').filter((l) => {
+    const m = /^(\d+) (\d+)$/.exec(l);
+    return m !== null && l !== `${pid} ${st.start}` && procStat(Number(m[1]))?.start === m[2];
+  });
+  const tmp = `${file}.${process.pid}.tmp`;
+  writeFileSync(tmp, [...kept, `${pid} ${st.start}`].map((l) => `${l}\n`).join(''), { mode: 0o600 });
+  renameSync(tmp, file);
 }
 
 /** This hook's ancestors as `<pid> <start>` lines, nearest first (at most 32; cheap /proc reads). */

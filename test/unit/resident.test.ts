@@ -15,6 +15,7 @@ import {
   readFileSync,
   renameSync,
   rmSync,
+  statSync,
   utimesSync,
   writeFileSync,
 } from 'node:fs';
@@ -25,6 +26,7 @@ import { handle } from '../../src/guard/guard.js';
 import { checkRegistration } from '../../src/guard/tamper/check.js';
 import { procStat, runs } from '../../src/base/proc.js';
 import { residentSpool, SPOOL } from '../../src/resident/identity.js';
+import { recordedResidents } from '../../src/resident/list.js';
 import { preparedOnce } from '../../src/resident/server.js';
 import Database from 'better-sqlite3';
 import { type Db, openStore } from '../../src/store/store.js';
@@ -235,6 +237,28 @@ test('the resident hook answers a PreToolUse as the ordinary hook does, and writ
     (c) => c.name === 'resident hooks',
   );
   assert.match(check?.detail ?? '', new RegExp(`^1 running \\(pid ${serverPid(spoolOf(b))}\\)`));
+});
+
+test('the hook that starts a resident hook records its pid and start time in the spool (what containment spares)', async (t) => {
+  const b = setUp(t);
+  const pid = await residentFor(b);
+  const start = procStat(pid)!.start;
+  const file = join(spoolOf(b), SPOOL.spawned);
+  assert.equal(readFileSync(file, 'utf8'), `${pid} ${start}\n`, 'written by the spawning hook, one line');
+  assert.equal(statSync(file).mode & 0o777, 0o600);
+  assert.deepEqual([...recordedResidents(b.home)], [`${pid}:${start}`]);
+  // The resident hook's sweep of stale files keeps it, however old.
+  const old = new Date(Date.now() - 3_600_000);
+  utimesSync(file, old, old);
+  writeFileSync(join(spoolOf(b), 'stale.res'), 'x');
+  utimesSync(join(spoolOf(b), 'stale.res'), old, old);
+  await until('a sweep', () => !existsSync(join(spoolOf(b), 'stale.res')));
+  assert.ok(existsSync(file), 'the record is not swept');
+  // Only the spawning hook's record counts: a `server` file (which the serving process writes about
+  // itself) adds nothing. It names no process that runs (stopResident kills what a server file names).
+  mkdirSync(join(b.home, 'resident', 'other'), { mode: 0o700 });
+  writeFileSync(join(b.home, 'resident', 'other', SPOOL.server), '4194000 12345\n');
+  assert.deepEqual([...recordedResidents(b.home)], [`${pid}:${start}`]);
 });
 
 test('a command that touches Latch is denied by the resident hook with the ordinary hook’s reply', async (t) => {
