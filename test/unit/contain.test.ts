@@ -19,6 +19,8 @@ import {
   mkdirSync,
   readlinkSync,
   realpathSync,
+  renameSync,
+  symlinkSync,
   writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -40,7 +42,7 @@ import {
   bootNs,
   type ContainResult,
 } from '../../src/guard/contain.js';
-import { isHookProcess, isLatchWatcher, isResidentHook, latchEntries } from '../../src/guard/contain/match.js';
+import { isHookProcess, latchEntries } from '../../src/guard/contain/match.js';
 import { nowNs } from '../../src/ledger/ledger.js';
 import { openStore } from '../../src/store/store.js';
 
@@ -121,6 +123,14 @@ function scene(t: { after(fn: () => void): void }): Scene {
         'hook',
         'fakehook',
         'planted',
+        'symresident',
+        'symwatcher',
+        'symhook',
+        'symwrapped',
+        'prehook',
+        'recwatch',
+        'recwatchchild',
+        'agent-code/pre.cjs.pid',
       ]) {
         const p = join(dir, f);
         if (existsSync(p)) killQuietly(readPid(p));
@@ -215,7 +225,18 @@ sh -c "$PLANTED_TEXT" & echo $! > "$D/planted"
 # so that it serves a spool of its own: not spared)
 setsid -f sh -c 'echo $$ > "$0/resident"; exec node "$1" __serve claude' "$D" "$ENTRY"
 (cd "$D" && NODE_OPTIONS=--no-deprecation setsid -f sh -c 'echo $$ > "$0/fakeresident"; exec node "$1" __serve claude' "$D" "$ENTRY")
-for f in loop nohup setsid double python perl delayed runtime unmarked resident fakeresident; do until [ -s "$D/$f" ]; do sleep 0.01; done; done
+# Latch's shapes run through symbolic links that name the agent's own scripts now, and Latch's
+# latch.cjs at the trip (the test re-points them): a resident hook, a watcher, a hook's node, and the
+# node under a real fail-closed wrapper whose text names the link (issue 29.1)
+setsid -f sh -c 'echo $$ > "$0/symresident"; exec node "$1" __serve codex' "$D" "$D/link/res.cjs"
+setsid -f sh -c 'echo $$ > "$0/symwatcher"; exec node --max-semi-space-size=1 "$1" __watch "$0"' "$D" "$D/link/watch.cjs"
+node "$D/link/hook.cjs" hook codex --event Stop <&3 & echo $! > "$D/symhook"
+sh -c "$LINKED_PRE_TEXT" <&3 & echo $! > "$D/symwrapped"
+# the real fail-closed PreToolUse hook (spared: its shells and its node)
+sh -c "$PRE_TEXT" <&3 & echo $! > "$D/prehook"
+# a process the store names as a watcher (spared by its row), and its child (a candidate)
+setsid -f sh -c 'sleep 308 & echo $! > "$0/recwatchchild"; echo $$ > "$0/recwatch"; exec sleep 309' "$D"
+for f in loop nohup setsid double python perl delayed runtime unmarked resident fakeresident symresident symwatcher symhook symwrapped prehook recwatch recwatchchild agent-code/res.cjs.pid agent-code/watch.cjs.pid agent-code/hook.cjs.pid agent-code/pre.cjs.pid; do until [ -s "$D/$f" ]; do sleep 0.01; done; done
 touch "$D/ready"
 until [ -e "$D/go" ]; do sleep 0.02; done
 # --- the trip: Codex runs the hook as its child ---
@@ -238,6 +259,19 @@ describe('containment at a trip (real processes)', { skip: !linux && 'Linux /pro
     mkdirSync(join(s.dir, 'agent-code'));
     writeFileSync(join(s.dir, 'agent-code', 'latch.cjs'), 'setTimeout(() => {}, 300000);\n');
     const plantedText = hookCommand('Stop', process.execPath, join(s.dir, 'agent-code', 'latch.cjs'));
+    // The agent's own scripts, each started through a symbolic link (re-pointed at Latch's entry
+    // before the trip); each writes its pid beside itself.
+    mkdirSync(join(s.dir, 'link'));
+    const linked = ['res', 'watch', 'hook', 'pre'];
+    for (const n of linked) {
+      writeFileSync(
+        join(s.dir, 'agent-code', `${n}.cjs`),
+        "require('node:fs').writeFileSync(__filename + '.pid', String(process.pid)); setTimeout(() => {}, 300000);\n",
+      );
+      symlinkSync(join(s.dir, 'agent-code', `${n}.cjs`), join(s.dir, 'link', `${n}.cjs`));
+    }
+    const linkedPreText = hookCommandText('PreToolUse', process.execPath, join(s.dir, 'link', 'pre.cjs'));
+    const preText = hookCommandText('PreToolUse', process.execPath, entry);
     const agent: ChildProcess = spawn(s.fakeCodex, ['-c', AGENT_SCRIPT, 'codex', s.dir], {
       // Codex gives every command it runs CODEX_THREAD_ID = the session's id (Agent.sessionMarks).
       env: {
@@ -247,6 +281,8 @@ describe('containment at a trip (real processes)', { skip: !linux && 'Linux /pro
         WORKSPACE: workspace,
         HOOK_TEXT: hookText,
         PLANTED_TEXT: plantedText,
+        LINKED_PRE_TEXT: linkedPreText,
+        PRE_TEXT: preText,
         ENTRY: entry,
       },
       cwd: ROOT,
@@ -269,6 +305,44 @@ describe('containment at a trip (real processes)', { skip: !linux && 'Linux /pro
     await waitFor(() => existsSync(join(s.dir, 'ready')), 15_000, 'the jobs');
     const to = nowNs();
     insertAttempt(s.home, 'S/call-1', 'S', workspace, from, to);
+    // The real resident hook recorded as startResident records the one it spawns (its spool's
+    // `spawned` file: pid and start time); the look-alikes are not.
+    const resident = readPid(join(s.dir, 'resident'));
+    mkdirSync(join(s.home, 'resident', 'scene'), { recursive: true, mode: 0o700 });
+    writeFileSync(
+      join(s.home, 'resident', 'scene', 'spawned'),
+      `${resident} ${readProc(resident, bootNs())!.startTicks}\n`,
+      { mode: 0o600 },
+    );
+    // The store names `recwatch` as a watcher (as a watcher writes its own row).
+    const recwatch = readPid(join(s.dir, 'recwatch'));
+    const wdb = openStore(s.home, { create: false });
+    try {
+      wdb
+        .prepare(
+          "INSERT INTO watchers (workspace, instance, pid, pid_start, state, started_at, updated_at) VALUES (?, 'i', ?, ?, 'ready', ?, ?)",
+        )
+        .run(
+          workspace,
+          recwatch,
+          readProc(recwatch, bootNs())!.startTicks,
+          new Date().toISOString(),
+          new Date().toISOString(),
+        );
+    } finally {
+      wdb.close();
+    }
+    // The attack: every link now names Latch's entry (the processes run the agent's scripts).
+    for (const n of linked) {
+      const l = join(s.dir, 'link', `${n}.cjs`);
+      symlinkSync(entry, `${l}.new`);
+      renameSync(`${l}.new`, l);
+      assert.equal(realpathSync(l), realpathSync(entry));
+    }
+    const prehookNode = pidWhere(
+      (argv, env) => env?.get('LATCH_TEST_MARK') === s.mark && argv[1] === entry && argv.at(-1) === 'PreToolUse',
+    );
+    assert.ok(prehookNode, "the real PreToolUse hook's node runs");
     // An attempt of another workspace does not count for this one's orphans.
     // An unrelated orphan started after the window's end + 2 s.
     await new Promise((r) => setTimeout(r, 2150));
@@ -298,6 +372,7 @@ describe('containment at a trip (real processes)', { skip: !linux && 'Linux /pro
     );
     for (const c of r.candidates)
       console.log(`#   ${c.action} ${c.why}${c.attempt_id ? ` ${c.attempt_id}` : ''}: ${c.cmdline.slice(0, 90)}`);
+    for (const x of r.spared) console.log(`#   spared (${x.why}): ${x.pid} ${x.cmdline.slice(0, 90)}`);
     assert.deepEqual(r.errors, []);
     assert.equal(r.supported, true);
     assert.equal(r.agent?.pid, agent.pid, 'the agent is the nearest `codex` ancestor of the hook');
@@ -347,12 +422,43 @@ describe('containment at a trip (real processes)', { skip: !linux && 'Linux /pro
     const planted = readPid(join(s.dir, 'planted'));
     assert.equal(alive(planted), false, 'a hook look-alike running a latch.cjs that is not Latch is killed');
     assert.equal(by.get(planted)?.why, 'agent_descendant');
-    const resident = readPid(join(s.dir, 'resident'));
     const fakeresident = readPid(join(s.dir, 'fakeresident'));
-    assert.ok(alive(resident), "this Latch's resident hook survives another session's trip");
-    assert.ok(r.spared.some((x) => x.pid === resident && /resident hook/.test(x.why)));
+    assert.ok(alive(resident), "this Latch's resident hook (recorded by its spawner) survives another session's trip");
+    assert.ok(r.spared.some((x) => x.pid === resident && /resident hook \(recorded/.test(x.why)));
     assert.equal(alive(fakeresident), false, 'a resident hook with another NODE_OPTIONS is killed');
     assert.equal(by.get(fakeresident)?.why, 'orphan_of_attempt');
+    // Issue 29.1: Latch's shapes through a link re-pointed at latch.cjs are not spared.
+    const symresident = readPid(join(s.dir, 'symresident'));
+    assert.equal(alive(symresident), false, 'a resident-hook shape nobody recorded is killed');
+    assert.equal(by.get(symresident)?.why, 'orphan_of_attempt');
+    const symwatcher = readPid(join(s.dir, 'symwatcher'));
+    assert.equal(alive(symwatcher), false, 'a watcher shape the store does not name is killed');
+    assert.equal(by.get(symwatcher)?.why, 'orphan_of_attempt');
+    const symhook = readPid(join(s.dir, 'symhook'));
+    assert.equal(alive(symhook), false, "a hook's node form whose entry is a link is killed");
+    assert.equal(by.get(symhook)?.why, 'agent_descendant');
+    // A spared hook's descendants are candidates: the wrapper whose text names the link is a hook
+    // invocation (spared), the node it started is not.
+    const symwrapped = readPid(join(s.dir, 'symwrapped'));
+    const symwrappedNode = readPid(join(s.dir, 'agent-code', 'pre.cjs.pid'));
+    assert.ok(r.spared.some((x) => x.pid === symwrapped && /hook invocation/.test(x.why)));
+    assert.equal(
+      alive(symwrappedNode),
+      false,
+      "the node under a hook's wrapper, running the agent's script, is killed",
+    );
+    assert.equal(by.get(symwrappedNode)?.why, 'agent_descendant');
+    // The real fail-closed hook: its shells and its node are spared, none is a candidate.
+    const prehook = readPid(join(s.dir, 'prehook'));
+    assert.ok(alive(prehook) && alive(prehookNode!), 'the real PreToolUse hook and its node survive');
+    assert.ok(r.spared.some((x) => x.pid === prehookNode && /hook invocation/.test(x.why)));
+    assert.ok(!by.has(prehook) && !by.has(prehookNode!));
+    // A watcher the store names is spared; what it started is not.
+    const recwatchchild = readPid(join(s.dir, 'recwatchchild'));
+    assert.ok(alive(recwatch), 'a watcher the store names survives');
+    assert.ok(r.spared.some((x) => x.pid === recwatch && /watcher \(its row/.test(x.why)));
+    assert.equal(alive(recwatchchild), false, "a watcher's child is a candidate");
+    assert.equal(by.get(recwatchchild)?.why, 'orphan_of_attempt');
 
     // The record.
     const db = openStore(s.home, { create: false, readonly: true });
@@ -677,15 +783,13 @@ describe('hook invocations and agent processes', () => {
 describe('what containment spares is the executable its name says (real processes)', {
   skip: !linux && 'Linux /proc only',
 }, () => {
-  test('a binary copied to a file named node or sh, in the exact shape of a hook, a resident hook or a watcher, is not spared', async (t) => {
+  test('a binary copied to a file named node or sh, in the exact shape of a hook, is not spared; nor is a hook node whose entry is a link to Latch’s entry', async (t) => {
     const entry = join(ROOT, 'dist', 'latch.cjs');
     assert.ok(existsSync(entry), `${entry} is missing: run npm run build`);
     const entries = latchEntries();
     const dir = mkdtempSync(join(tmpdir(), 'latch-exe-'));
     const home = join(dir, 'state');
-    // A store and a git work tree: the real watcher stays (without them it leaves at once).
     openStore(home, { create: true }).close();
-    assert.equal(spawnSync('git', ['init', '-q', dir]).status, 0);
     const procs: ChildProcess[] = [];
     t.after(() => {
       for (const p of procs) killQuietly(p.pid!);
@@ -710,27 +814,23 @@ describe('what containment spares is the executable its name says (real processe
     const real = {
       shell: start('/bin/sh', ['-c', text]),
       node: start(process.execPath, [entry, 'hook', 'codex', '--event', 'Stop']),
-      resident: start(process.execPath, [entry, '__serve', 'claude']),
-      watcher: start(process.execPath, ['--max-semi-space-size=1', entry, '__watch', dir]),
     };
     const fake = {
       shell: start(join(dir, 'sh'), ['-c', text]),
       node: start(join(dir, 'node'), [entry, 'hook', 'codex', '--event', 'Stop']),
-      resident: start(join(dir, 'node'), [entry, '__serve', 'claude']),
-      watcher: start(join(dir, 'node'), ['--max-semi-space-size=1', entry, '__watch', dir]),
     };
+    // Latch's own node and entry, but the entry named through a link (one the agent could re-point).
+    symlinkSync(entry, join(dir, 'link.cjs'));
+    const linked = start(process.execPath, [join(dir, 'link.cjs'), 'hook', 'codex', '--event', 'Stop']);
     await new Promise((r) => setTimeout(r, 300));
     // The shapes match: the names alone would have spared the stand-ins.
     for (const pid of [fake.shell, fake.node])
       assert.equal(isHookInvocation(readlinkSync(`/proc/${pid}/exe`), readArgv(pid), entries), true);
     assert.equal(isHookProcess(real.shell, entries), true, 'a hook in its shell is spared');
     assert.equal(isHookProcess(real.node, entries), true, 'a hook as its node is spared');
-    assert.equal(isResidentHook(real.resident, entries), true, 'a resident hook is spared');
-    assert.equal(isLatchWatcher(real.watcher, entries), true, 'a watcher is spared');
     assert.equal(isHookProcess(fake.shell, entries), false, 'a stand-in named sh is not');
     assert.equal(isHookProcess(fake.node, entries), false, 'a stand-in named node is not');
-    assert.equal(isResidentHook(fake.resident, entries), false, 'a resident hook stand-in is not');
-    assert.equal(isLatchWatcher(fake.watcher, entries), false, 'a watcher stand-in is not');
+    assert.equal(isHookProcess(linked, entries), false, 'a hook node whose entry is a link is not');
     // A real shell /etc/shells does not list (a user's own build): spared only as the agent's $SHELL.
     const ownShell = join(dir, 'bash');
     copyFileSync(realpathSync('/bin/sh'), ownShell);
@@ -741,6 +841,20 @@ describe('what containment spares is the executable its name says (real processe
     assert.equal(isHookProcess(own, entries, ownShell), true, "the agent's own $SHELL is");
   });
 });
+
+/** The one process whose argv and environment satisfy `ok` (null: none, or more than one). */
+function pidWhere(ok: (argv: string[], env: Map<string, string> | null) => boolean): number | null {
+  const hits: number[] = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      if (ok(readArgv(Number(name)), environOf(Number(name)))) hits.push(Number(name));
+    } catch {
+      /* gone */
+    }
+  }
+  return hits.length === 1 ? hits[0]! : null;
+}
 
 function readArgv(pid: number): string[] {
   return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').slice(0, -1);

@@ -7,9 +7,10 @@
 //   - a process started inside such a window, before the change, that carries a session's mark (an
 //     environment value that is the id of a session the store knows: Codex's CODEX_THREAD_ID, Claude
 //     Code's CLAUDE_CODE_SESSION_ID, whatever the agent), still runs: a job a tool call left behind,
-//     which could have made the change later, outside every window. Latch's own watchers and resident
-//     hooks (`spare`), and this process's ancestors and descendants, are not jobs. An unmarked process
-//     started in a window is the user's as far as Latch can tell (as containment treats it).
+//     which could have made the change later, outside every window. Latch's own watchers (their
+//     store rows) and resident hooks (`spare`: the identities their spawning hooks recorded), and
+//     this process's ancestors and descendants, are not jobs. An unmarked process started in a
+//     window is the user's as far as Latch can tell (as containment treats it).
 // Otherwise no tool call ran and no job of one was alive when the file changed: the human made it.
 // What the agent can still do: a job that changes the file outside every window and exits at once, or
 // one that removed its mark, reads as the human's change. That buys it nothing: the change is still refused (every tracked call

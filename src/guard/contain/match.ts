@@ -1,6 +1,8 @@
 // Recognising processes by executable and argv: coding agents (and the nearest one among a pid's
 // ancestors), their sandboxes, the reapers orphans are reparented to, terminal multiplexers, job
-// schedulers; and what containment spares: Latch's own hook invocations and workspace watchers.
+// schedulers; and the one process containment spares by what it is: a hook invocation (its exact
+// command, run by the executable its name says). Watchers and resident hooks are spared by the
+// identity Latch recorded when it started them (scan.ts), never by their shape here.
 import { readFileSync, realpathSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { builtEntry, moduleDir } from '../../base/paths.js';
@@ -135,8 +137,12 @@ export function parseHookText(text: string): { event: string; node: string; entr
 /**
  * argv is exactly a hook invocation of Latch: `SHELL -c|-lc TEXT` where TEXT is the command text
  * setup writes for some agent, event, node and entry, or the node process itself (`NODE ENTRY hook
- * <agent> --event E`, when the shell exec'd it); the entry one of `entries` (latchEntries: this
- * Latch's own). A tool can run that very text with a latch.cjs of its own, and would be spared.
+ * <agent> --event E`, when the shell exec'd it, or the wrapper's child); the entry one of `entries`
+ * (latchEntries: this Latch's own). The node form's ENTRY must be one of `entries` exactly as written:
+ * never resolved through a symbolic link, which the agent could have pointed at its own script when
+ * the process started and at Latch's latch.cjs by the trip (the file a process runs is the one its
+ * path named at exec, not at the trip). The shell form's entry may be resolved: a spared shell runs
+ * only setup's fixed text, and what it starts (the node) is checked again, by this rule, as a candidate.
  */
 export function isHookInvocation(exe: string | null, argv: string[], entries: ReadonlySet<string>): boolean {
   if (
@@ -151,7 +157,8 @@ export function isHookInvocation(exe: string | null, argv: string[], entries: Re
   if (
     argv.length === 6 &&
     NODE_EXES.test(base(exe)) &&
-    isEntry(argv[1]!, entries) &&
+    argv[1]!.startsWith('/') &&
+    entries.has(argv[1]!) &&
     argv[2] === 'hook' &&
     /^[a-z]+$/.test(argv[3]!) &&
     argv[4] === '--event' &&
@@ -174,6 +181,27 @@ export function isHookProcess(pid: number, entries: ReadonlySet<string>, agentSh
   if (!isHookInvocation(exeOf(pid), argv, entries)) return false;
   if (argv.length !== 3) return exeIsOneOf(pid, [process.execPath]);
   return exeIsOneOf(pid, agentShell?.startsWith('/') ? [...systemShells(), agentShell] : systemShells());
+}
+
+/**
+ * `pid` is the next stage of the hook invocation whose argv is `parent` (a process isHookProcess
+ * spared, or a stage of one): the inner shell of the fail-closed wrapper (`/bin/sh -c SCRIPT`, exactly
+ * the script the parent's text wraps, run by a shell /etc/shells lists), or the hook's node in its
+ * exact node form (the entry as written: isHookInvocation). Anything else a hook runs is not the hook.
+ */
+export function isHookStage(parent: readonly string[], pid: number, entries: ReadonlySet<string>): boolean {
+  if (parent.length !== 3) return false;
+  const argv = argvOf(pid);
+  if (argv.length === 6) return isHookProcess(pid, entries);
+  const text = parent[2]!;
+  return (
+    argv.length === 3 &&
+    argv[0] === '/bin/sh' &&
+    argv[1] === '-c' &&
+    text.startsWith('/bin/sh -c ') &&
+    text === `/bin/sh -c ${shq(argv[2]!)}` &&
+    exeIsOneOf(pid, systemShells())
+  );
 }
 
 /** The executable of `pid` is one of `files`, by device and inode (it may have been replaced on disk since). */
@@ -226,12 +254,17 @@ export function sameDangerEnv(pid: number, agentPid: number): boolean {
   return HOOK_ENV_DANGER.every((k) => a.get(k) === h.get(k));
 }
 
-/** Realpaths of the Latch entries a watcher may run: dist/latch.cjs beside this process's entry. */
+/**
+ * This Latch's entries, as the paths Latch itself computes (dist/latch.cjs beside this bundle or from
+ * the sources; the path setup writes into a handler) and their real paths: never derived from a
+ * process under scan.
+ */
 export function latchEntries(): Set<string> {
   const out = new Set<string>();
-  // As src/watch/client.ts finds it: beside this bundle (dist/), or dist/ from the sources.
+  // As setup and src/watch/client.ts find it: beside this bundle (dist/), or dist/ from the sources.
   try {
     for (const p of [join(moduleDir, 'latch.cjs'), builtEntry()].filter((x): x is string => x !== null)) {
+      if (p.startsWith('/')) out.add(p);
       try {
         out.add(realpathSync(p));
       } catch {
@@ -261,50 +294,4 @@ export function latchEntries(): Set<string> {
     /* no entry */
   }
   return out;
-}
-
-/**
- * A Latch workspace watcher (src/watch/client.ts startWatcher): node --max-semi-space-size=1 ENTRY
- * __watch ROOT, ENTRY being this installation's latch.cjs, with the same code-changing environment
- * as this process. Spared even when its row is in another store (tests, a second LATCH_HOME).
- */
-export function isLatchWatcher(pid: number, entries: ReadonlySet<string>): boolean {
-  const argv = argvOf(pid);
-  return (
-    argv.length === 5 &&
-    argv[1] === '--max-semi-space-size=1' &&
-    argv[3] === '__watch' &&
-    runsLatch(pid, argv[2]!, entries)
-  );
-}
-
-/**
- * A resident hook (src/resident/start.ts): node ENTRY __serve AGENT, ENTRY being this installation's
- * latch.cjs, with the same code-changing environment as this process. It runs Latch's code only, and
- * answers no call of a held session; another session's trip must not kill it (the windows that make
- * an orphan a candidate are times, not workspaces).
- */
-export function isResidentHook(pid: number, entries: ReadonlySet<string>): boolean {
-  const argv = argvOf(pid);
-  return (
-    argv.length === 4 &&
-    argv[2] === '__serve' &&
-    /^[a-z][a-z0-9-]*$/.test(argv[3]!) &&
-    runsLatch(pid, argv[1]!, entries)
-  );
-}
-
-/**
- * `pid` is this process's node (the same file: a binary merely named node would not do) running
- * `entry`, one of this installation's, with the code-changing environment of this process.
- */
-function runsLatch(pid: number, entry: string, entries: ReadonlySet<string>): boolean {
-  if (!exeIsOneOf(pid, [process.execPath])) return false;
-  try {
-    if (!entries.has(realpathSync(entry))) return false;
-  } catch {
-    return false;
-  }
-  const env = environOf(pid);
-  return !!env && HOOK_ENV_DANGER.every((k) => env.get(k) === process.env[k]);
 }

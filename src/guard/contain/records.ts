@@ -1,6 +1,8 @@
 // The trip: contain, then record (each its own step; errors become data). Also what containment
 // would stop now for a session (`latch status`), and the record's one writer.
+import { dirname } from 'node:path';
 import type { Db } from '../../store/store.js';
+import { recordedResidents } from '../../resident/list.js';
 import { contain } from './kill.js';
 import { findAgent } from './match.js';
 import { bootNs, exeOf, nsOf, type Proc, procSupported, readProc } from './proc.js';
@@ -42,6 +44,7 @@ export function containAfterTrip(
       const input: ScanInput = {
         windows,
         watchers: watcherIds(db),
+        residents: recordedResidents(dirname(db.name)),
         marks: opts.marks ?? [],
         ...(opts.orphanFilter ? { orphanFilter: opts.orphanFilter } : {}),
       };
@@ -105,6 +108,7 @@ export function listForSession(
     return listCandidates({
       windows,
       watchers: watcherIds(db),
+      residents: recordedResidents(dirname(db.name)),
       marks: opts.marks ?? [],
       ...(agent ? { agent } : {}),
       ...(opts.orphanFilter ? { orphanFilter: opts.orphanFilter } : {}),

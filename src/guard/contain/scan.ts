@@ -6,8 +6,7 @@ import {
   type AgentInfo,
   findAgent,
   isHookProcess,
-  isLatchWatcher,
-  isResidentHook,
+  isHookStage,
   isReaperExe,
   latchEntries,
   sameDangerEnv,
@@ -93,8 +92,13 @@ export interface ScanInput {
   /** Process to start from (default: this process). Its ancestors are never candidates. */
   self?: number;
   windows: readonly AttemptWindow[];
-  /** `pid:start_ticks` of Latch's own watcher processes. */
+  /** `pid:start_ticks` of Latch's own watcher processes (the store's `watchers` rows). */
   watchers?: ReadonlySet<string>;
+  /**
+   * `pid:start_ticks` of Latch's resident hooks, as the hooks that spawned them recorded them in their
+   * spools (src/resident/list.ts recordedResidents). A resident hook is spared only by this.
+   */
+  residents?: ReadonlySet<string>;
   /** Override the agent (tests); default: findAgent(self). null = no agent. */
   agent?: AgentInfo | null;
   /** Tests only: which orphans may be candidates (concurrent tests' processes are not theirs to kill). */
@@ -136,9 +140,17 @@ export function scanOnce(
     const x = stackOwn.pop()!;
     for (const c of snap.children.get(x) ?? []) if (!own.has(c) && c !== agent?.pid) own.add(c), stackOwn.push(c);
   }
-  const isWatcher = (p: Proc) => input.watchers?.has(`${p.pid}:${p.startTicks}`) ?? false;
+  // Spared by an identity Latch recorded when it started the process (pid and start time, which no
+  // process can change), never by its argv or a path read now; what it started is scanned like the
+  // rest (a spared process's subtree is never spared with it).
+  const recorded = (p: Proc): string | null => {
+    const id = `${p.pid}:${p.startTicks}`;
+    if (input.watchers?.has(id)) return "Latch's workspace watcher (its row in the store)";
+    if (input.residents?.has(id)) return "Latch's resident hook (recorded by the hook that spawned it)";
+    return null;
+  };
   const eligible = (p: Proc) =>
-    p.uid === uid && !protectedPids.has(p.pid) && !own.has(p.pid) && p.ppid !== 2 && isLive(p) && !isWatcher(p);
+    p.uid === uid && !protectedPids.has(p.pid) && !own.has(p.pid) && p.ppid !== 2 && isLive(p);
   const found = new Map<number, Found>();
   let entries: Set<string> | null = null;
   const addTree = (root: Proc, why: Why, attempt: string | null) => {
@@ -146,15 +158,9 @@ export function scanOnce(
     while (stack.length) {
       const p = stack.pop()!;
       if (found.has(p.pid) || !eligible(p)) continue;
-      if (isLatchWatcher(p.pid, (entries ??= latchEntries()))) {
-        spared.set(p.pid, { pid: p.pid, cmdline: cmdlineText(argvOf(p.pid)), why: "Latch's workspace watcher" });
-        continue;
-      }
-      if (isResidentHook(p.pid, entries)) {
-        spared.set(p.pid, { pid: p.pid, cmdline: cmdlineText(argvOf(p.pid)), why: "Latch's resident hook" });
-        continue;
-      }
-      found.set(p.pid, { proc: p, why, attempt });
+      const keep = recorded(p);
+      if (keep) spared.set(p.pid, { pid: p.pid, cmdline: cmdlineText(argvOf(p.pid)), why: keep });
+      else found.set(p.pid, { proc: p, why, attempt });
       for (const c of snap.children.get(p.pid) ?? []) {
         const cp = snap.procs.get(c);
         if (cp) stack.push(cp);
@@ -171,7 +177,21 @@ export function scanOnce(
       if (!p || !eligible(p)) continue;
       const argv = argvOf(c);
       if (isHookProcess(c, (entries ??= latchEntries()), agentShell) && sameDangerEnv(c, agent.pid)) {
-        spared.set(c, { pid: c, cmdline: cmdlineText(argv), why: 'hook invocation (and its subtree)' });
+        // The hook itself answers the agent (a killed PreToolUse fails open in Codex): it is spared, with
+        // its own stages (the fail-closed wrapper's inner shell, the hook's node: isHookStage). Nothing
+        // else under it is: what a hook started is a candidate like any process of the agent. The hook
+        // running this containment is never here: it and its ancestors are protected, its descendants
+        // are this process's own.
+        const hookTree = (pid: number, hargv: string[]) => {
+          spared.set(pid, { pid, cmdline: cmdlineText(hargv), why: 'hook invocation (not its descendants)' });
+          for (const g of snap.children.get(pid) ?? []) {
+            const gp = snap.procs.get(g);
+            if (!gp || !eligible(gp)) continue;
+            if (isHookStage(hargv, g, entries!) && sameDangerEnv(g, agent.pid)) hookTree(g, argvOf(g));
+            else addTree(gp, 'agent_descendant', null);
+          }
+        };
+        hookTree(c, argv);
         continue;
       }
       if (!windowOf(input.windows, p.startNs)) {
@@ -230,7 +250,9 @@ export function scanOnce(
     const mine = inWindows.find((w) => ids.has(w.session_id));
     if (mine) addTree(p, 'orphan_of_attempt', mine.id);
     else if (during && input.windows.some((w) => ids.has(w.session_id))) addTree(p, 'orphan_during_containment', null);
-    else if (inWindows.length > 0 && !listed.has(p.pid))
+    // Latch's own (recorded) process without the mark is nobody's job to list: not the user's, and the
+    // tree of an orphan is the agent's only by its mark.
+    else if (inWindows.length > 0 && !listed.has(p.pid) && recorded(p) === null)
       listed.set(p.pid, { proc: p, why: 'orphan_unmarked', attempt: inWindows[0]!.id });
   }
   return { found, listed, snap };
