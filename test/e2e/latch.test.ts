@@ -233,7 +233,7 @@ test(
 );
 
 test(
-  'G2: a Latch handler removed from hooks.json after setup is a tamper: the session latches, tracked calls are denied',
+  'G2: a Latch handler removed from hooks.json outside any tool call (a human edit): tracked calls are denied, nothing latches',
   T,
   async (t) => {
     const env = await setupEnv([
@@ -249,12 +249,53 @@ test(
     assert.equal(r.code, 0, r.stderr);
     assert.equal(env.file('one.txt'), null, 'the write was denied');
     const s = env.statusJson().sessions[0]!;
+    assert.equal(s.state, 'mutable', 'no tool call ran when it changed: not latched');
+    const denial = outputsContaining(env, 'Latch blocked').find((x) => /hooks\.json/.test(x));
+    assert.ok(denial, 'the denial names the changed file');
+    assert.match(denial, /a human's edit/);
+  },
+);
+
+test(
+  "G3: a Latch handler removed while a tool call runs is the agent's possible doing: the session latches, its next write is denied",
+  T,
+  async (t) => {
+    const env = await setupEnv([
+      { items: [{ type: 'bash', cmd: 'sleep 4; echo one > one.txt' }] },
+      { items: [{ type: 'bash', cmd: 'echo two > two.txt' }] },
+      { items: [{ type: 'message', text: 'done' }] },
+    ]);
+    t.after(() => env.cleanup());
+    const hooksFile = join(env.codexHome, 'hooks.json');
+    const run = env.codex('task');
+    // Once the first call's attempt is open (its PreToolUse has run), the handler goes.
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      let open = 0;
+      if (existsSync(join(env.latchHome, 'latch.db'))) {
+        const db = new Database(join(env.latchHome, 'latch.db'), { readonly: true, fileMustExist: true });
+        try {
+          open = db.prepare(`SELECT COUNT(*) FROM attempts WHERE state = 'started'`).pluck().get() as number;
+        } catch {
+          open = 0;
+        } finally {
+          db.close();
+        }
+      }
+      if (open > 0) break;
+      assert.ok(Date.now() < deadline, 'the first call started');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const hooks = JSON.parse(readFileSync(hooksFile, 'utf8'));
+    delete hooks.hooks.PostCompact;
+    writeFileSync(hooksFile, JSON.stringify(hooks, null, 2));
+    const r = await run;
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(env.file('two.txt'), null, 'the next write was denied');
+    const s = env.statusJson().sessions[0]!;
     assert.equal(s.state, 'latched');
     assert.match(s.reason ?? '', /registration_changed/);
-    assert.ok(
-      outputsContaining(env, 'Latch blocked').some((x) => /hooks\.json/.test(x)),
-      'the denial names the changed file',
-    );
+    assert.ok(outputsContaining(env, 'Latch blocked').some((x) => /hooks\.json/.test(x) && !/a human's edit/.test(x)));
   },
 );
 
