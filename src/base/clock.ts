@@ -6,9 +6,10 @@
 // monotonic clock is anchored once per process to the edge of a Date.now() millisecond: the edge lies
 // after the monotonic reading taken before the last Date.now() that returned the old millisecond and
 // before the one taken after the first that returned the new one. That interval is a few hundred ns
-// unless the process was preempted there; an anchor is kept only when it is under ANCHOR_WIDTH_NS
-// (its midpoint is then within half of that), else the next edge is tried, and after a few edges the
-// clock falls back to `performance` (correct, only slower). It waits for an edge (half a millisecond
+// unless the process was preempted there; an anchor is kept once it is under ANCHOR_WIDTH_NS
+// (its midpoint is then within half of that), else the next edge is tried; after a few edges (or
+// 20 ms) the narrowest one seen is kept, and only when no edge was seen at all (a Date.now() that
+// never moves) does the clock fall back to `performance`. It waits for an edge (half a millisecond
 // on average), and only when a caller first asks.
 
 /** The widest interval an anchor may come from (its error is at most half of it). */
@@ -55,6 +56,10 @@ function anchor(): bigint {
   const start = process.hrtime.bigint();
   let before = start;
   let prev = Date.now();
+  // The narrowest edge seen, in case none is narrow enough before the time is up (a loaded machine
+  // deschedules the process for longer than the give-up time): half its width is still the error,
+  // far below what performance.timeOrigin can be off by after a slow start (31 ms seen here).
+  let best: { offset: bigint; width: bigint } | null = null;
   // Bounded by monotonic time too: a Date.now() that never moves (a frozen or mocked clock) must not
   // hold the hook in a loop its deadline cannot interrupt.
   for (let edges = 0; edges < ANCHOR_EDGES && before - start < ANCHOR_GIVE_UP_NS; ) {
@@ -63,13 +68,27 @@ function anchor(): bigint {
     const b = process.hrtime.bigint();
     if (ms !== prev) {
       // A wall clock set back is an edge too: only the interval's width decides.
-      if (b - before <= ANCHOR_WIDTH_NS) return BigInt(ms) * 1_000_000n - (before + b) / 2n;
+      const width = b - before;
+      const offset = BigInt(ms) * 1_000_000n - (before + b) / 2n;
+      if (width <= ANCHOR_WIDTH_NS) return ((anchorWidthNs = width), offset);
+      if (!best || width < best.width) best = { offset, width };
       edges++;
     }
     before = a;
     prev = ms;
   }
+  if (best) return ((anchorWidthNs = best.width), best.offset);
+  anchorWidthNs = null;
   return BigInt(Math.round((performance.timeOrigin + performance.now()) * 1e6)) - process.hrtime.bigint();
+}
+
+/** The width of the interval the anchor came from (its error is at most half of it); null: no edge was seen. */
+let anchorWidthNs: bigint | null = null;
+
+/** How far wallNs() may be from the wall clock, as the anchor knows it (null: it fell back to `performance`). */
+export function wallErrorNs(): bigint | null {
+  if (offset === null) offset = anchor();
+  return anchorWidthNs === null ? null : anchorWidthNs / 2n;
 }
 
 /**
