@@ -148,3 +148,24 @@ export function bash(sb: Sandbox, command: string, over: Record<string, unknown>
     ...over,
   });
 }
+
+/** A command's Io over a sandbox, capturing what it prints; a question through stdin fails the test. */
+export function captureIo(
+  sb: Sandbox,
+  over: { now?: string; interactive?: boolean } = {},
+): { io: import('../../src/commands/io.js').Io; out(): string; err(): string } {
+  let out = '';
+  let err = '';
+  const io = {
+    out: (t: string) => void (out += t),
+    err: (t: string) => void (err += t),
+    env: sb.env,
+    cwd: sb.work,
+    interactive: over.interactive ?? false,
+    ask: async (): Promise<string> => {
+      throw new Error('no question through stdin expected');
+    },
+    now: () => over.now ?? new Date().toISOString(),
+  };
+  return { io, out: () => out, err: () => err };
+}

@@ -8,7 +8,6 @@ import assert from 'node:assert/strict';
 import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Io } from '../../src/commands/io.js';
 import { report } from '../../src/commands/report/index.js';
 import { esc } from '../../src/commands/report/html.js';
 import { MD_LIST_CAP, mdCode, mdText } from '../../src/commands/report/markdown.js';
@@ -26,6 +25,7 @@ import {
   bash,
   payload,
   rolloutLine,
+  captureIo,
   sandbox,
   type Sandbox,
 } from '../helpers/workspace.js';
@@ -39,20 +39,7 @@ const WEIRD = 'we<ird>&"q\'.txt';
 const XSS_CMD = `echo '<script>window.__pwned = 1</script>' > '${WEIRD}' && echo "a&b" > notes.txt`;
 const DENIED_CMD = `cat notes.txt | tee copy.txt; echo "<img src=x onerror=window.__pwned=2>"`;
 
-function capture(sb: Sandbox, now?: string): { io: Io; out(): string; err(): string } {
-  let out = '';
-  let err = '';
-  const io: Io = {
-    out: (t) => void (out += t),
-    err: (t) => void (err += t),
-    env: sb.env,
-    cwd: sb.work,
-    interactive: false,
-    ask: async () => assert.fail('no question expected'),
-    now: () => now ?? new Date().toISOString(),
-  };
-  return { io, out: () => out, err: () => err };
-}
+const capture = (sb: Sandbox, now?: string) => captureIo(sb, { now });
 
 async function hook(sb: Sandbox, p: Record<string, unknown>) {
   const r = await runCodexHook(JSON.stringify(p), null, sb.env);

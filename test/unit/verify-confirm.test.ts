@@ -8,14 +8,21 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { chmodSync, copyFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Io } from '../../src/commands/io.js';
 import { verify, resume, type Confirmer } from '../../src/commands/verify.js';
 import { containAfterTrip, findAgent, procSupported } from '../../src/guard/contain.js';
 import { nowNs } from '../../src/ledger/ledger.js';
 import { openStore } from '../../src/store/store.js';
 import { runCodexHook } from '../../src/hook.js';
 import { assertFreshBuild, LATCH_BIN } from '../helpers/ledger.js';
-import { appendCompaction, appendModelTurn, bash, payload, sandbox, type Sandbox } from '../helpers/workspace.js';
+import {
+  appendCompaction,
+  appendModelTurn,
+  bash,
+  payload,
+  sandbox,
+  type Sandbox,
+  captureIo,
+} from '../helpers/workspace.js';
 
 const NODE = process.execPath;
 const linux = procSupported();
@@ -78,20 +85,7 @@ function fakeCodex(sb: Sandbox): string {
   return p;
 }
 
-function capture(sb: Sandbox): { io: Io; out(): string; err(): string } {
-  let out = '';
-  let err = '';
-  const io: Io = {
-    out: (t) => void (out += t),
-    err: (t) => void (err += t),
-    env: sb.env,
-    cwd: sb.work,
-    interactive: true,
-    ask: async () => assert.fail('verify must not ask through stdin'),
-    now: () => new Date().toISOString(),
-  };
-  return { io, out: () => out, err: () => err };
-}
+const capture = (sb: Sandbox) => captureIo(sb, { interactive: true });
 
 /** A terminal where the "human" types back what the prompt shows (or something else). */
 function terminal(answer: (prompt: string) => string): Confirmer & { prompts: string[] } {

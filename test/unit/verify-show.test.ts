@@ -9,7 +9,6 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { appendFileSync, existsSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
-import type { Io } from '../../src/commands/io.js';
 import { verify, type Confirmer } from '../../src/commands/verify.js';
 import { lineDelta, splitLines } from '../../src/checkpoint/diffstat.js';
 import { procSupported, sameProcess } from '../../src/guard/contain.js';
@@ -22,6 +21,7 @@ import {
   bash,
   payload,
   rolloutLine,
+  captureIo,
   sandbox,
   type Sandbox,
 } from '../helpers/workspace.js';
@@ -40,20 +40,7 @@ async function hook(sb: Sandbox, p: Record<string, unknown>) {
   return { ...r, denied: parsed?.hookSpecificOutput?.permissionDecision === 'deny' };
 }
 
-function capture(sb: Sandbox): { io: Io; out(): string; err(): string } {
-  let out = '';
-  let err = '';
-  const io: Io = {
-    out: (t) => void (out += t),
-    err: (t) => void (err += t),
-    env: sb.env,
-    cwd: sb.work,
-    interactive: false,
-    ask: async () => assert.fail('verify must not ask through stdin'),
-    now: () => new Date().toISOString(),
-  };
-  return { io, out: () => out, err: () => err };
-}
+const capture = (sb: Sandbox) => captureIo(sb);
 
 async function verifyJson(sb: Sandbox, opts: Parameters<typeof verify>[1]): Promise<{ code: number; report: Json }> {
   const c = capture(sb);
