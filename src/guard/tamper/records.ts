@@ -280,12 +280,20 @@ function acceptedAlarm(db: Db): Accepted | null {
     | { findings_json: string; at: string; origin_json: string | null }
     | undefined;
   if (!a) return null;
+  // Refused since the fingerprint was last recorded: the alarm's own time moves when a later hook
+  // finds the change under other stat identities (a file's identity trusted meanwhile), so it is not
+  // where the refusals start.
+  const since =
+    (db
+      .prepare(`SELECT MAX(recorded_at) FROM registrations WHERE kind IN ('user', 'project', 'install')`)
+      .pluck()
+      .get() as string | null) ?? a.at;
   const released = db
     .prepare(
       `SELECT DISTINCT s.workspace, s.session_id FROM denials d JOIN sessions s ON s.session_id = d.session_id
        WHERE d.at >= ? AND d.reasons_json LIKE ? AND s.state = 'mutable' ORDER BY s.workspace, s.session_id`,
     )
-    .all(a.at, `%"${TAMPER_CODE}"%`) as { workspace: string; session_id: string }[];
+    .all(since < a.at ? since : a.at, `%"${TAMPER_CODE}"%`) as { workspace: string; session_id: string }[];
   const latched = db
     .prepare(
       `SELECT workspace, session_id FROM sessions WHERE state <> 'mutable' AND state_reason LIKE ? ORDER BY workspace, session_id`,
