@@ -61,9 +61,10 @@
 //   proc.ts      process listing and identity from /proc
 //   match.ts     which process is what: agents, sandboxes, reapers; hook invocations (spared)
 //   windows.ts   attempt windows and Latch's watchers (their recorded identities), from the store
+//   cgroup.ts    the agent's cgroup of Latch's own: enroll at its first hook, freeze at the trip
 //   scan.ts      the candidate scan, the result types, listCandidates
 //   kill.ts      contain(): stop, rescan, kill
-//   records.ts   containAfterTrip, listForSession, recordContainment
+//   records.ts   containAfterTrip, enrollAgent, listForSession, recordContainment
 //   ancestry.ts  checkAncestry: who may confirm `latch verify` / `latch resume`
 //   jobs.ts      changeOrigin: could an agent have made a registration change (a window, a live job)
 export {
@@ -96,7 +97,7 @@ export {
   readProc,
   sameProcess,
 } from './contain/proc.js';
-export { containAfterTrip, listForSession, recordContainment } from './contain/records.js';
+export { containAfterTrip, enrollAgent, listForSession, recordContainment } from './contain/records.js';
 export { type ChangeOrigin, changeOrigin } from './contain/jobs.js';
 export { type Candidate, type ContainResult, listCandidates, type ScanInput, type Why } from './contain/scan.js';
 export { type AttemptWindow, attemptWindows, WINDOW_AFTER_NS, WINDOW_BEFORE_NS, windowOf } from './contain/windows.js';

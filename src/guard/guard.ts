@@ -10,7 +10,7 @@ import type { ResolvedPolicy } from '../session/policy.js';
 import { errorMessage, NotServedError } from '../base/errors.js';
 import { patchTouchesLatch } from './held.js';
 import { guardRegistration, TAMPER_CODE } from './tamper.js';
-import { changeOrigin, containAfterTrip } from './contain.js';
+import { changeOrigin, containAfterTrip, enrollAgent } from './contain.js';
 import { recordedResidents } from '../resident/list.js';
 import {
   getSession,
@@ -207,6 +207,9 @@ async function handleWithDb(
   const known = getSession(db, obs.sessionId);
   if (ctx.resident && !known) throw new NotServedError('a session seen for the first time');
   let row = known ?? (await createSession(ctx, db, obs, ev));
+  // The agent into a cgroup of Latch's own, at its first ordinary hook (a SessionStart comes first), so
+  // that a trip's containment can freeze every process it started since (src/guard/contain/cgroup.ts).
+  if (!ctx.resident && (ev.type === 'session_start' || ev.type === 'pre_tool')) enrollAgent();
   // Tamper evidence: Latch's registration (handlers, trust, feature flags), installed files and the
   // shell startup files against the fingerprint `latch setup` recorded (one lstat each; hashes only
   // when a stat changed). A change latches the workspace's sessions; a tracked call is denied.

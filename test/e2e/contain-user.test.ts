@@ -10,6 +10,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { cgroup2Mount, cgroupOf, mayMakeRoom } from '../../src/guard/contain/cgroup.js';
 import { BIG, setupEnv } from '../helpers/e2e.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -80,7 +81,11 @@ test('at the trip the agent’s orphan is killed; the user’s job started durin
   assert.ok(alive(userJob), 'the user’s job survived');
   const byPid = new Map(s.contained.map((p) => [p.pid, p]));
   assert.match(byPid.get(agentJob)?.action ?? '', /^(terminated|killed)$/, JSON.stringify(s.contained));
-  assert.equal(byPid.get(agentJob)?.why, 'orphan_of_attempt');
+  // Where Latch could put Codex into a cgroup of its own (its first hook: the cgroup is this user's),
+  // the orphan is known by its cgroup, which needs no mark; else by its mark.
+  const mount = cgroup2Mount();
+  const own = mount !== null && mayMakeRoom(mount, cgroupOf('self') ?? '/nonexistent') === null;
+  assert.equal(byPid.get(agentJob)?.why, own ? 'agent_cgroup' : 'orphan_of_attempt');
   assert.equal(byPid.get(userJob)?.action, 'listed', JSON.stringify(s.contained));
   assert.equal(byPid.get(userJob)?.why, 'orphan_unmarked');
   // The human reads which is which.

@@ -1,4 +1,5 @@
 // Temp workspaces, Latch homes and Codex-shaped payloads for unit tests (the acceptance tests use the real Codex).
+import { cgroup2Mount, cgroupOf, removeDeadGroups } from '../../src/guard/contain/cgroup.js';
 import { execFileSync } from 'node:child_process';
 import {
   appendFileSync,
@@ -60,6 +61,11 @@ export function sandbox(opts: { git?: boolean; store?: boolean } = {}): Sandbox 
  * removing the directories does not race with a watcher or a resident hook.
  */
 export function stopLatchProcesses(home: string, base?: string): void {
+  // The agents' cgroups Latch made (src/guard/contain/cgroup.ts) that are empty now: the test's agents
+  // ran in this process's cgroup.
+  const mount = cgroup2Mount();
+  const own = cgroupOf('self');
+  if (mount && own) removeDeadGroups(join(mount, own));
   let rows: { pid: number; pid_start: string }[] = [];
   if (existsSync(join(home, 'latch.db'))) {
     try {

@@ -5,6 +5,15 @@
 // still runs, and for anything forked meanwhile (one more scan). Each signal re-reads the process's
 // start time first (pid reuse); the remaining race between that read and kill(2) is microseconds
 // (Node has no pidfd).
+//
+// Where the agent is in a cgroup of Latch's own (src/guard/contain/cgroup.ts), the stopping and the
+// last kill happen while that group is frozen: first this process leaves it, then the group is frozen,
+// so no member can fork or exit while the candidates are read and stopped; it is thawed for the grace
+// (the stopped candidates stay stopped until SIGTERM and SIGCONT), frozen again for the last scan and
+// the SIGKILLs, and thawed. Whatever a candidate forked, at any speed, was born in the group and is in
+// its member list: a job that forks its successor and exits cannot outrun that.
+import { join } from 'node:path';
+import { leave, setFrozen } from './cgroup.js';
 import { type AgentInfo, findAgent } from './match.js';
 import { bootNs, procSelfPid, procSupported, sameProcess, wallNs } from './proc.js';
 import {
@@ -48,6 +57,7 @@ export function contain(input: ScanInput): ContainResult {
   const stopped = new Map<number, Found & { action: string }>();
   let agent: AgentInfo | null = null;
   let rounds = 0;
+  let frozen: string | null = null;
   const spared = new Map<number, { pid: number; cmdline: string; why: string }>();
   const result = (candidates: Candidate[], n: number): ContainResult => ({
     supported: true,
@@ -64,6 +74,9 @@ export function contain(input: ScanInput): ContainResult {
     const containStart = wallNs();
     agent = input.agent !== undefined ? input.agent : findAgent(input.self ?? procSelfPid(), boot);
     if (!agent) notes.push(NO_AGENT);
+    // The agent's cgroup, frozen while its members are read and stopped (null: scan /proc alone).
+    frozen = agent && input.group ? freezeGroup(input.group, notes) : null;
+    if (!frozen) input = { ...input, group: null };
     const listed = new Map<number, Found>();
     for (rounds = 1; rounds <= MAX_ROUNDS; rounds++) {
       const { found } = scanOnce(input, agent, boot, containStart, spared, listed);
@@ -78,6 +91,8 @@ export function contain(input: ScanInput): ContainResult {
       if (fresh === 0) break;
     }
     if (rounds > MAX_ROUNDS) notes.push(`new candidates still appeared after ${MAX_ROUNDS} rounds`);
+    // Thawed for the grace: the candidates are stopped, the agent and its hooks go on.
+    if (frozen) thaw(frozen, notes);
     // The stopped candidates as they are now (cmdline and exe read while they still exist).
     const ended = new Map<number, Candidate>();
     for (const f of stopped.values()) ended.set(f.proc.pid, toCandidate(f, f.action));
@@ -90,7 +105,9 @@ export function contain(input: ScanInput): ContainResult {
     }
     const end = monoMs() + GRACE_MS;
     while (terminated.some((f) => sameProcess(f.proc.pid, f.proc.startTicks)) && monoMs() < end) pause(10);
-    // What a handler forked meanwhile: found by one more scan, killed with the rest.
+    // What a handler forked meanwhile: found by one more scan (the group frozen again: complete), killed
+    // with the rest.
+    if (frozen && setFrozen(frozen, true) !== null) notes.push('the cgroup did not freeze again for the last scan');
     const { found: late } = scanOnce(input, agent, boot, containStart, spared, listed);
     for (const f of late.values()) {
       if (stopped.has(f.proc.pid)) continue;
@@ -108,11 +125,14 @@ export function contain(input: ScanInput): ContainResult {
       }
       candidates.push(c);
     }
+    if (frozen) thaw(frozen, notes);
+    frozen = null;
     // Orphans of a window without the session's mark: maybe the user's (a job started from another
     // shell while the agent's call ran). Listed for the human, never signalled.
     for (const f of listed.values()) if (!stopped.has(f.proc.pid)) candidates.push(toCandidate(f, 'listed'));
     return result(candidates, Math.min(rounds, MAX_ROUNDS));
   } catch (err) {
+    if (frozen) thaw(frozen, notes);
     // Whatever was stopped must not stay stopped half-way: kill it.
     const candidates: Candidate[] = [];
     for (const f of stopped.values()) {
@@ -131,4 +151,34 @@ export function contain(input: ScanInput): ContainResult {
     errors.push(String((err as Error)?.message ?? err));
     return result(candidates, rounds);
   }
+}
+
+/**
+ * Leaves the agent's group and freezes its `agent` part. Returns that part's directory, or null (with a
+ * note) when either fails: then containment scans /proc alone, as where no group exists.
+ */
+function freezeGroup(group: string, notes: string[]): string | null {
+  const left = leave(group, process.pid);
+  if (left) {
+    notes.push(`${left}: scanned without freezing`);
+    return null;
+  }
+  const part = join(group, 'agent');
+  const why = setFrozen(part, true);
+  if (why === null) return part;
+  if (why.startsWith('not frozen')) {
+    // A member in uninterruptible sleep holds the group back; the rest is frozen and stays so.
+    notes.push(`the agent's cgroup ${why}; contained with the rest frozen`);
+    return part;
+  }
+  notes.push(`${why}: scanned without freezing`);
+  return null;
+}
+
+function thaw(part: string, notes: string[]): void {
+  const why = setFrozen(part, false);
+  if (why)
+    notes.push(
+      `could not thaw the agent's cgroup (${why}): its processes stay frozen until \`echo 0 > ${part}/cgroup.freeze\``,
+    );
 }

@@ -4,6 +4,7 @@ import { dirname } from 'node:path';
 import type { Db } from '../../store/store.js';
 import { recordedResidents } from '../../resident/list.js';
 import { contain } from './kill.js';
+import { enroll, type Group, groupOf } from './cgroup.js';
 import { findAgent } from './match.js';
 import { bootNs, exeOf, nsOf, type Proc, procSupported, readProc } from './proc.js';
 import { type ContainResult, failed, listCandidates, type ScanInput, unsupported } from './scan.js';
@@ -56,6 +57,9 @@ export function containAfterTrip(
       // agent this file does not know) there is nobody to contain for sure: list, do not signal.
       const agent = findAgent();
       input.agent = agent;
+      // The agent's cgroup of Latch's own, where its first hook could make one (src/guard/contain/cgroup.ts).
+      const group = agent ? groupOf(agent) : null;
+      if (group && 'dir' in group) input.group = group.dir;
       if (mode === 'list' || !agent) {
         result = listCandidates(input);
         result.notes.push(
@@ -64,6 +68,7 @@ export function containAfterTrip(
             : "no agent process among the hook's ancestors: candidates recorded, nothing signalled",
         );
       } else result = contain(input);
+      if (group && 'none' in group) result.notes.push(`no cgroup to freeze (${group.none}): /proc scanned alone`);
     }
   } catch (err) {
     result = failed(t0, err);
@@ -176,5 +181,21 @@ export function recordContainment(
     return null;
   } catch (err) {
     return `recording the containment failed: ${String((err as Error)?.message ?? err)}`;
+  }
+}
+
+/**
+ * The hook's part in atomic containment (src/guard/contain/cgroup.ts): puts the agent that runs this
+ * hook into a cgroup of Latch's own, once, so that every process it starts later is born there. Where
+ * no agent runs this hook (by hand, a test in process), or the cgroup is not this user's: nothing.
+ * Never throws.
+ */
+export function enrollAgent(env: NodeJS.ProcessEnv = process.env): Group {
+  try {
+    if (!procSupported() || env.LATCH_CGROUP === 'off') return { none: 'off or unsupported' };
+    const agent = findAgent();
+    return agent ? enroll(agent, env) : { none: 'no agent among the ancestors' };
+  } catch (err) {
+    return { none: String((err as Error)?.message ?? err) };
   }
 }

@@ -26,9 +26,16 @@ import {
   snapshot,
 } from './proc.js';
 import { type AttemptWindow, windowOf } from './windows.js';
+import { members } from './cgroup.js';
+import { join } from 'node:path';
 import { monoMs } from '../../base/clock.js';
 
-export type Why = 'agent_descendant' | 'orphan_of_attempt' | 'orphan_during_containment' | 'orphan_unmarked';
+export type Why =
+  | 'agent_descendant'
+  | 'agent_cgroup'
+  | 'orphan_of_attempt'
+  | 'orphan_during_containment'
+  | 'orphan_unmarked';
 
 export interface Candidate {
   pid: number;
@@ -110,6 +117,12 @@ export interface ScanInput {
    * orphan is signalled.
    */
   marks?: readonly string[];
+  /**
+   * The agent's cgroup of Latch's own (src/guard/contain/cgroup.ts), where the agent is in one: every
+   * process in its `agent` part was born under the agent, so an orphan there is the agent's whatever
+   * its mark says (`agent_cgroup`). Read while the group is frozen, the list is complete.
+   */
+  group?: string | null;
 }
 
 export interface Found {
@@ -216,7 +229,23 @@ export function scanOnce(
     }
   }
 
-  // (c) orphans started inside an attempt window (or during this containment), with their trees
+  // (c) orphans in the agent's cgroup: born under the agent (membership is inherited at fork and kept
+  // through reparenting, setsid and a removed mark), with their trees. The agent's live descendants
+  // were placed by (b): its hooks and helpers stay spared.
+  if (input.group && agent) {
+    const underAgent = (p: Proc): boolean => {
+      for (let q: Proc | undefined = p, n = 0; q && n < 256; q = snap.procs.get(q.ppid), n++)
+        if (q.pid === agent.pid) return true;
+      return false;
+    };
+    for (const pid of members(join(input.group, 'agent'))) {
+      const p = snap.procs.get(pid);
+      if (!p || found.has(pid) || spared.has(pid) || !eligible(p) || underAgent(p)) continue;
+      addTree(p, 'agent_cgroup', null);
+    }
+  }
+
+  // (d) orphans started inside an attempt window (or during this containment), with their trees
   const reaper = new Map<number, boolean>();
   const isReaper = (pid: number): boolean => {
     if (pid === 1) return true;

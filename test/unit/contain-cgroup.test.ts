@@ -1,0 +1,117 @@
+// Atomic containment (issue 29.3): where the agent is in a cgroup of Latch's own, a job that forks its
+// successor and exits, for ever (its processes orphaned at once, so no /proc scan by ancestry follows
+// it), is contained; the agent, a recorded resident hook and a process of the user's are not touched.
+// Each scene runs in its own pid namespace (`unshare --pid --fork --mount-proc`, a reaping PID 1), so
+// nothing it starts or signals can reach the machine's other processes. The oracle: /proc inside the
+// namespace (who still runs) and the job's file (does it still grow).
+import { test, describe } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { cgroup2Mount, removeGroup, systemdManaged } from '../../src/guard/contain/cgroup.js';
+import { procSupported } from '../../src/guard/contain/proc.js';
+
+// PID 1 of the namespace: runs the scene and reaps every orphan (the job's hops), leaving with it.
+const INIT =
+  'my $pid = fork; if (!$pid) { exec @ARGV or die } while ((my $w = wait) != -1) { exit($? >> 8) if $w == $pid }';
+
+interface SceneReport {
+  group: string | null;
+  enrolled: { dir?: string; none?: string };
+  notes: string[];
+  errors: string[];
+  whys: string[];
+  hoppersLeft: number;
+  grewAfter: number;
+  hopsBefore: number;
+  agentAlive: boolean;
+  agentState: string | null;
+  frozen: string | null;
+  residentAlive: boolean;
+  userAlive: boolean;
+  error?: string;
+}
+
+function canRun(): string | null {
+  if (!procSupported()) return 'needs Linux /proc';
+  if (!cgroup2Mount()) return 'needs a cgroup v2 hierarchy';
+  const probe = spawnSync('unshare', ['--pid', '--fork', '--mount-proc', 'true'], { encoding: 'utf8' });
+  if (probe.status !== 0) return `needs unshare --pid (${(probe.stderr || String(probe.error)).trim()})`;
+  if (spawnSync('perl', ['-e', '1']).status !== 0) return 'needs perl';
+  return null;
+}
+const skip = canRun();
+
+function scene(mode: 'group' | 'scan'): SceneReport {
+  const dir = mkdtempSync(join(tmpdir(), 'latch-scene-'));
+  try {
+    const r = spawnSync(
+      'unshare',
+      [
+        '--pid',
+        '--fork',
+        '--mount-proc',
+        'perl',
+        '-e',
+        INIT,
+        process.execPath,
+        '--import',
+        'tsx',
+        'test/helpers/contain-scene.ts',
+        JSON.stringify({ mode, dir }),
+      ],
+      { encoding: 'utf8', timeout: 120_000 },
+    );
+    const line = r.stdout.trim().split('\n').pop() ?? '';
+    assert.ok(line.startsWith('{'), `the scene printed no report (exit ${r.status}): ${r.stdout}${r.stderr}`);
+    const report = JSON.parse(line) as SceneReport;
+    if (report.group) removeGroup(report.group);
+    assert.equal(report.error, undefined, report.error);
+    return report;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+describe('atomic containment in the agent’s cgroup', { skip: skip ?? false }, () => {
+  test('a job that forks its successor and exits, for ever, is contained; the agent, a recorded resident hook and the user’s process are not', () => {
+    const r = scene('group');
+    assert.ok(r.enrolled.dir, `the agent was not put into a cgroup: ${r.enrolled.none}`);
+    assert.ok(r.hopsBefore > 0, 'the job never ran');
+    assert.deepEqual(r.errors, []);
+    assert.ok(r.whys.includes('agent_cgroup'), `the job's orphans were not found by their cgroup: ${r.whys}`);
+    assert.equal(r.hoppersLeft, 0, `the job still runs: ${JSON.stringify(r)}`);
+    assert.equal(r.grewAfter, 0, 'the job still wrote after containment');
+    // The agent itself: alive, thawed, not stopped.
+    assert.ok(r.agentAlive);
+    assert.notEqual(r.agentState, 'T');
+    assert.equal(r.frozen, '0', "the agent's cgroup was left frozen");
+    assert.ok(r.residentAlive, 'a recorded resident hook (in the group, orphaned) was killed');
+    assert.ok(r.userAlive, "the user's own process was killed");
+  });
+
+  test('without the cgroup, scanning /proc alone (the control): what it leaves is reported, not asserted', (t) => {
+    // The same scene with the job's mark and an open window: the stop, rescan and kill loop can catch
+    // a hop only by luck. Not asserted (luck is not an oracle); the numbers show in the test's output.
+    const r = scene('scan');
+    t.diagnostic(`scan alone: ${r.hoppersLeft} hopper(s) left, ${r.grewAfter} bytes written after containment`);
+    assert.ok(r.agentAlive && r.residentAlive && r.userAlive, 'the control harmed what it must not');
+  });
+});
+
+describe('whose cgroup Latch may make room in', () => {
+  test('a systemd unit of the system manager is left alone; the user manager’s subtree and a plain cgroup are not', () => {
+    assert.match(systemdManaged('/user.slice/user-1000.slice/session-2.scope') ?? '', /session-2\.scope/);
+    assert.match(systemdManaged('/system.slice/ssh.service') ?? '', /ssh\.service/);
+    assert.equal(
+      systemdManaged(
+        '/user.slice/user-1000.slice/user@1000.service/app.slice/app-org.gnome.Terminal.slice/vte-spawn-1.scope',
+      ),
+      null,
+    );
+    assert.equal(systemdManaged('/'), null);
+    assert.equal(systemdManaged('/docker/3f2a'), null);
+  });
+});
