@@ -11,15 +11,15 @@
 // the trip runs it, and the scene reports, as one JSON line on stdout, what still runs and whether the
 // job's file still grows.
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
-import { join } from 'node:path';
-import { enroll, groupOf } from '../../src/guard/contain/cgroup.js';
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { cgroupOf, enroll, groupOf } from '../../src/guard/contain/cgroup.js';
 import { contain } from '../../src/guard/contain/kill.js';
 import { argvOf, bootNs, readProc } from '../../src/guard/contain/proc.js';
 import type { AttemptWindow } from '../../src/guard/contain/windows.js';
 import { wallNs } from '../../src/base/clock.js';
 
-const { mode, dir } = JSON.parse(process.argv[2]!) as { mode: 'group' | 'scan'; dir: string };
+const { mode, dir } = JSON.parse(process.argv[2]!) as { mode: 'group' | 'scan' | 'moved'; dir: string };
 const MARK = 'CODEX_THREAD_ID';
 const SESSION = 'scene-session';
 const hopLog = join(dir, 'hops');
@@ -54,7 +54,7 @@ async function main(): Promise<void> {
   await sleep(50);
   const agentProc = readProc(agentPid, boot)!;
   const info = { pid: agentPid, start_ticks: agentProc.startTicks, exe: '/bin/sh', cmdline: 'scene agent' };
-  const enrolled = mode === 'group' ? enroll(info) : { none: 'scan mode' };
+  const enrolled = mode === 'scan' ? { none: 'scan mode' } : enroll(info);
   agent.stdin!.write('go\n');
   // The user's own process, started outside the agent (the scene's PID 1 adopts it): never the agent's.
   spawnSync('sh', ['-c', "setsid perl -e 'sleep 300' scene-user &"], { stdio: 'ignore' });
@@ -64,6 +64,10 @@ async function main(): Promise<void> {
   const resident = withArgv('scene-resident');
   const residentProc = resident[0] ? readProc(resident[0], boot) : null;
   const windows: AttemptWindow[] = [{ id: 'a1', session_id: SESSION, from: t0, to: wallNs() + 60_000_000_000n }];
+  // 'moved': a job of the same user moves the agent out of its group (into the cgroup above), as its
+  // cgroup's delegation allows; the group, and what the agent started in it, stays.
+  if (mode === 'moved' && 'dir' in enrolled)
+    writeFileSync(join(dirname(enrolled.dir), 'cgroup.procs'), `${agentPid}\n`);
   const group = groupOf(info);
   const result = contain({
     agent: info,
@@ -79,6 +83,7 @@ async function main(): Promise<void> {
   if ('dir' in group) frozen = readFileSync(join(group.dir, 'agent', 'cgroup.freeze'), 'utf8').trim();
   const report = {
     group: 'dir' in group ? group.dir : null,
+    agentCgroup: cgroupOf(agentPid),
     enrolled,
     notes: result.notes,
     errors: result.errors,

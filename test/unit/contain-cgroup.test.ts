@@ -19,6 +19,7 @@ const INIT =
 
 interface SceneReport {
   group: string | null;
+  agentCgroup: string | null;
   enrolled: { dir?: string; none?: string };
   notes: string[];
   errors: string[];
@@ -44,7 +45,7 @@ function canRun(): string | null {
 }
 const skip = canRun();
 
-function scene(mode: 'group' | 'scan'): SceneReport {
+function scene(mode: 'group' | 'scan' | 'moved'): SceneReport {
   const dir = mkdtempSync(join(tmpdir(), 'latch-scene-'));
   try {
     const r = spawnSync(
@@ -90,6 +91,16 @@ describe('atomic containment in the agent’s cgroup', { skip: skip ?? false }, 
     assert.equal(r.frozen, '0', "the agent's cgroup was left frozen");
     assert.ok(r.residentAlive, 'a recorded resident hook (in the group, orphaned) was killed');
     assert.ok(r.userAlive, "the user's own process was killed");
+  });
+
+  test('an agent moved out of its group (by a job of the same user) still has its group frozen and its job contained', () => {
+    const r = scene('moved');
+    assert.ok(r.enrolled.dir, `the agent was not put into a cgroup: ${r.enrolled.none}`);
+    assert.ok(!r.agentCgroup?.endsWith('/agent'), `the scene did not move the agent: ${r.agentCgroup}`);
+    assert.equal(r.group, r.enrolled.dir, 'the group was not found beside the cgroup the agent is in now');
+    assert.equal(r.hoppersLeft, 0, `the job still runs: ${JSON.stringify(r)}`);
+    assert.equal(r.grewAfter, 0, 'the job still wrote after containment');
+    assert.ok(r.agentAlive && r.residentAlive && r.userAlive, 'containment harmed what it must not');
   });
 
   test('without the cgroup, scanning /proc alone (the control): what it leaves is reported, not asserted', (t) => {

@@ -15,7 +15,7 @@
 // delegation allows (docs/containment.md says so); the scan by ancestry and marks still runs beside it.
 //
 // Everything here returns null or a reason instead of throwing. LATCH_CGROUP=off turns it off.
-import { mkdirSync, readdirSync, readFileSync, rmdirSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AgentInfo } from './match.js';
 import { sameProcess } from './proc.js';
@@ -125,9 +125,17 @@ export function groupOf(agent: AgentInfo, env: NodeJS.ProcessEnv = process.env):
   const mount = cgroup2Mount();
   const cur = cgroupOf(agent.pid);
   if (!mount || cur === null) return { none: 'no cgroup v2 hierarchy' };
-  const tail = `/${groupName(agent)}/agent`;
-  if (!cur.endsWith(tail)) return { none: 'the agent is not in a cgroup of Latch' };
-  return { dir: join(mount, cur.slice(0, -'/agent'.length)) };
+  const name = groupName(agent);
+  const tail = `/${name}/agent`;
+  if (cur.endsWith(tail)) return { dir: join(mount, cur.slice(0, -'/agent'.length)) };
+  // Moved out of it (a job of the same user can write the agent's pid elsewhere): its group, which
+  // still holds what it started, is found beside one of the cgroups above it.
+  for (let up = cur; ; up = up.slice(0, up.lastIndexOf('/')) || '/') {
+    const dir = join(mount, up, name);
+    if (existsSync(join(dir, 'agent'))) return { dir };
+    if (up === '/' || up === '') break;
+  }
+  return { none: 'the agent is not in a cgroup of Latch' };
 }
 
 /**
