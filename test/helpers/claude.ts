@@ -84,6 +84,8 @@ export interface ClaudeOptions {
   mcp?: boolean;
   env?: Record<string, string>;
   timeoutMs?: number;
+  /** A command that runs Claude Code: spawned as `wrap[0] …wrap[1..] CLAUDE …args` (e.g. nsenter). */
+  wrap?: string[];
 }
 
 export interface ClaudeEnv {
@@ -218,7 +220,10 @@ export async function setupClaudeEnv(opts: SetupOptions = {}): Promise<ClaudeEnv
         args.push('--mcp-config', JSON.stringify(config), '--strict-mcp-config');
       }
       const t0 = Date.now();
-      const child = spawn(claudeBin.cmd, args, {
+      const [cmd, argv] = o.wrap?.length
+        ? [o.wrap[0]!, [...o.wrap.slice(1), claudeBin.cmd, ...args]]
+        : [claudeBin.cmd, args];
+      const child = spawn(cmd, argv, {
         cwd: work,
         env: { ...baseEnv, ...(o.env ?? {}) },
         stdio: ['ignore', 'pipe', 'pipe'],
