@@ -27,13 +27,20 @@ import { dirname, join } from 'node:path';
 import { itemText, startFakeModel } from '../../src/agents/codex/fake-model.js';
 import { runCodex, writeCodexConfig, writeHooksJson } from '../../src/agents/codex/driver.js';
 import { startClaudeFakeModel, toolResultsSeen } from '../../src/agents/claude/fake-model.js';
+import { wrapFailClosed } from '../../src/base/hook-text.js';
 import { CLAUDE_VERSION, claudeCommand } from '../helpers/claude.js';
 
 const CODEX_VERSION = '0.171.0';
 const T = { timeout: 240_000 };
 
 const CASES = ['selfkill', 'childkill', 'timeout', 'exit1', 'badjson', 'notjson', 'badschema', 'deny'] as const;
-type Case = (typeof CASES)[number];
+/**
+ * Latch's compensation, on Codex: the fail-closed wrapper Latch's setup puts around its PreToolUse hook
+ * (src/base/hook-text.ts), here around a tiny script. `wrapkill`: the script's node child is SIGKILLed
+ * inside the wrapper; `wrapperkill`: the wrapper's own shell is SIGKILLed.
+ */
+const WRAPPED = ['wrapkill', 'wrapperkill'] as const;
+type Case = (typeof CASES)[number] | (typeof WRAPPED)[number];
 /** Every case but the control: the hook failed. */
 const FAILURES = CASES.filter((c) => c !== 'deny');
 const cmdOf = (c: Case | 'outside') => (c === 'outside' ? 'echo x > ../outside.txt' : `echo x > w-${c}.txt`);
@@ -45,10 +52,11 @@ const shq = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
  * the others. Both append `<case> start` to the log before they act. Each is registered as
  * `exec /bin/sh SCRIPT`, so the process the agent spawned is the script's shell.
  */
-function writeHooks(dir: string): { log: string; hook: string; slow: string } {
+function writeHooks(dir: string): { log: string; hook: string; slow: string; wrapped: string } {
   const log = join(dir, 'hook.log');
   const hook = join(dir, 'hook.sh');
   const slow = join(dir, 'slow.sh');
+  const wrapped = join(dir, 'wrapped.sh');
   const node = shq(process.execPath);
   writeFileSync(
     hook,
@@ -92,9 +100,22 @@ function writeHooks(dir: string): { log: string; hook: string; slow: string } {
       '',
     ].join('\n'),
   );
-  chmodSync(hook, 0o755);
-  chmodSync(slow, 0o755);
-  return { log, hook, slow };
+  writeFileSync(
+    wrapped,
+    [
+      '#!/bin/sh',
+      'payload=$(cat)',
+      `log=${shq(log)}`,
+      'case "$payload" in',
+      `  *w-wrapkill.txt*) echo "wrapkill start" >> "$log"; ${node} -e 'process.kill(process.pid, "SIGKILL")'; st=$?; echo "wrapkill status $st" >> "$log"; exit $st ;;`,
+      '  *w-wrapperkill.txt*) echo "wrapperkill start" >> "$log"; kill -9 $PPID; exit 0 ;;',
+      'esac',
+      'exit 0',
+      '',
+    ].join('\n'),
+  );
+  for (const f of [hook, slow, wrapped]) chmodSync(f, 0o755);
+  return { log, hook, slow, wrapped };
 }
 
 interface Scene {
@@ -116,6 +137,8 @@ interface Scene {
   outsideRan?: boolean;
   code: number | null;
   stderr: string;
+  /** How long the agent ran. */
+  ms?: number;
 }
 
 const readLog = (log: string): string[] =>
@@ -155,7 +178,10 @@ function cleanup(base: string): void {
   if (!process.env.KEEP) rmSync(base, { recursive: true, force: true, maxRetries: 5 });
 }
 
-async function codexScene(sandboxMode: 'danger-full-access' | 'workspace-write'): Promise<Scene> {
+async function codexScene(
+  sandboxMode: 'danger-full-access' | 'workspace-write',
+  opts: { wrapped?: boolean; cases?: readonly Case[] } = {},
+): Promise<Scene> {
   // Outside the temp directory, as users' homes are: Codex 0.171.0 refuses to create its sandbox
   // helper under /tmp, and workspace-write then fails every command.
   const root = join(homedir(), '.cache', 'latch-e2e');
@@ -163,9 +189,11 @@ async function codexScene(sandboxMode: 'danger-full-access' | 'workspace-write')
   const base = mkdtempSync(join(root, 'hookfail-codex-'));
   const codexHome = join(base, 'codex-home');
   const work = join(base, 'work');
+  const home = join(base, 'home');
   mkdirSync(work, { recursive: true });
+  mkdirSync(home, { recursive: true });
   const h = writeHooks(base);
-  const cases = CASES;
+  const cases: readonly Case[] = [...(opts.cases ?? CASES), ...(opts.wrapped ? WRAPPED : [])];
   // Each case, then a command writing outside the workspace (what the sandbox mode allows), then "done".
   const steps = [...cases, 'outside' as const].map((c) => ({ items: [{ type: 'bash' as const, cmd: cmdOf(c) }] }));
   const fake = await startFakeModel({ steps });
@@ -178,15 +206,27 @@ async function codexScene(sandboxMode: 'danger-full-access' | 'workspace-write')
           hooks: [
             { type: 'command', command: `exec /bin/sh ${shq(h.hook)}`, timeout: 60 },
             { type: 'command', command: `exec /bin/sh ${shq(h.slow)}`, timeout: 2 },
+            ...(opts.wrapped
+              ? [
+                  {
+                    type: 'command',
+                    command: wrapFailClosed(`/bin/sh ${shq(h.wrapped)}`, 'codex', h.wrapped),
+                    timeout: 60,
+                  },
+                ]
+              : []),
           ],
         },
       ],
     });
+    const t0 = Date.now();
     const run = await runCodex({
       codexHome,
       cwd: work,
       prompt: 'write the files',
-      env: { PYENV_REHASH_TIMEOUT: '2' },
+      // Codex runs every hook and command as `$SHELL -lc`: a home of its own keeps the machine's login
+      // files (a `pyenv init` takes seconds on a busy machine) out of the 2 s the timeout case has.
+      env: { HOME: home, PYENV_REHASH_TIMEOUT: '2' },
       timeoutMs: 180_000,
     });
     assert.equal(run.timedOut, false, `codex timed out\n${run.stderr.slice(-3000)}`);
@@ -208,6 +248,7 @@ async function codexScene(sandboxMode: 'danger-full-access' | 'workspace-write')
       outsideRan: existsSync(join(dirname(work), 'outside.txt')),
       code: run.code,
       stderr: run.stderr,
+      ms: Date.now() - t0,
     };
   } finally {
     await fake.close();
@@ -278,6 +319,7 @@ async function claudeScene(opts: { onFailure?: 'block'; cases: readonly Case[] }
     // As root, --dangerously-skip-permissions refuses to start unless it is told it runs in a sandbox.
     if (process.getuid?.() === 0) env.IS_SANDBOX = '1';
     const bin = claudeCommand();
+    const t0 = Date.now();
     const child = spawn(
       bin.cmd,
       [...bin.args, '-p', 'write the files', '--output-format', 'json', '--dangerously-skip-permissions'],
@@ -323,7 +365,8 @@ async function claudeScene(opts: { onFailure?: 'block'; cases: readonly Case[] }
         }));
     }
     const log = readLog(h.log);
-    return { cases, saw, isError, attachments, log, ...finish(base, work, log, cases), code, stderr };
+    const ms = Date.now() - t0;
+    return { cases, saw, isError, attachments, log, ...finish(base, work, log, cases), code, stderr, ms };
   } finally {
     await fake.close();
     cleanup(base);
@@ -336,8 +379,11 @@ const quiet = <X>(p: Promise<X>): Promise<X> => {
   return p;
 };
 const scenes = {
-  codex: quiet(codexScene('danger-full-access')),
-  codexWorkspaceWrite: quiet(codexScene('workspace-write')),
+  codex: quiet(codexScene('danger-full-access', { wrapped: true })),
+  // The sandbox bounds the command, not the hook: one case of each kind is enough to show it.
+  codexWorkspaceWrite: quiet(
+    codexScene('workspace-write', { cases: ['selfkill', 'timeout', 'exit1', 'badjson', 'deny'] }),
+  ),
   claude: quiet(claudeScene({ cases: CASES })),
   // onFailure "block" turns a slow hook into a denial, so the timeout case gets a run of its own: a
   // stall of the other cases' slow.sh (it exits at once, but the machine may be busy) would block them.
@@ -351,6 +397,7 @@ function assertHooksActed(s: Scene, what: string): void {
   for (const c of s.cases) assert.match(log, new RegExp(`^${c} start`, 'm'), `${what}: the ${c} hook ran\n${log}`);
   if (s.cases.includes('selfkill')) assert.doesNotMatch(log, /selfkill survived/, `${what}: the hook died`);
   if (s.cases.includes('childkill')) assert.match(log, /^childkill status 137$/m, `${what}: node died of SIGKILL`);
+  if (s.cases.includes('wrapkill')) assert.match(log, /^wrapkill status 137$/m, `${what}: node died of SIGKILL`);
   if (s.cases.includes('timeout')) {
     // The agent killed the hook's shell, and its child with it: neither got past the sleep.
     assert.doesNotMatch(log, /timeout parent finished/, `${what}: the hook was stopped at its timeout`);
@@ -362,7 +409,7 @@ function assertHooksActed(s: Scene, what: string): void {
 function assertCodexFailsOpen(s: Scene, what: string): void {
   assert.equal(s.code, 0, `${what}: codex exit\n${s.stderr.slice(-3000)}`);
   assertHooksActed(s, what);
-  for (const c of FAILURES) {
+  for (const c of FAILURES.filter((f) => s.cases.includes(f))) {
     assert.equal(s.ran[c], true, `${what}: the ${c} call ran (fails open)`);
     // The model gets the command's ordinary result: nothing says a hook failed.
     assert.match(s.saw[c] ?? '', /Process exited with code 0/, `${what}: ${c}: ${s.saw[c]}`);
@@ -385,8 +432,17 @@ test(
     const s = await scenes.codex;
     assertCodexFailsOpen(s, 'danger-full-access');
     assert.equal(s.outsideRan, true, 'danger-full-access: a write outside the workspace runs');
+    // Latch's wrapper turns the killed node into a denial; nothing turns a killed wrapper into one.
+    assert.equal(s.ran.wrapkill, false, 'the wrapper denied the call whose hook node was SIGKILLed');
+    // The reason is the hook's whole stderr: the shell's own "Killed" line, then the wrapper's sentence.
+    assert.match(
+      s.saw.wrapkill ?? '',
+      /^Command blocked by PreToolUse hook: (Killed\n)?Latch could not check this call \(hook exited 137\); blocking it\. Run: latch doctor\. Command: echo x > w-wrapkill\.txt$/,
+    );
+    assert.equal(s.ran.wrapperkill, true, 'a SIGKILLed wrapper shell lets the call run');
+    assert.match(s.saw.wrapperkill ?? '', /Process exited with code 0/);
     t.diagnostic(
-      `timeout case: the call ran ${s.timeoutWaitMs} ms after the hook started (timeout 2 s, hook sleeps 10 s)`,
+      `codex ran ${s.ms} ms; timeout case: the call ran ${s.timeoutWaitMs} ms after the hook started (timeout 2 s, hook sleeps 10 s)`,
     );
   },
 );
@@ -399,7 +455,7 @@ test(
     // The hooks wrote their log outside the workspace and outside /tmp: they are not sandboxed.
     assertCodexFailsOpen(s, 'workspace-write');
     assert.equal(s.outsideRan, false, 'workspace-write: the sandbox is in force (a write outside the workspace fails)');
-    t.diagnostic(`timeout case: the call ran ${s.timeoutWaitMs} ms after the hook started`);
+    t.diagnostic(`codex ran ${s.ms} ms; timeout case: the call ran ${s.timeoutWaitMs} ms after the hook started`);
   },
 );
 
@@ -442,7 +498,7 @@ test(
       /^PreToolUse:Bash hook error: \[exec \/bin\/sh '[^']*hook\.sh'\]: denied by the test hook/,
     );
     t.diagnostic(
-      `timeout case: the call ran ${s.timeoutWaitMs} ms after the hook started (timeout 2 s, hook sleeps 10 s)`,
+      `claude ran ${s.ms} ms; timeout case: the call ran ${s.timeoutWaitMs} ms after the hook started (timeout 2 s, hook sleeps 10 s)`,
     );
   },
 );
