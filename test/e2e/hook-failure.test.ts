@@ -139,6 +139,8 @@ interface Scene {
   stderr: string;
   /** How long the agent ran. */
   ms?: number;
+  /** Every text the model was sent (Codex: input items; Claude Code: system, messages, tool results). */
+  modelTexts?: string[];
 }
 
 const readLog = (log: string): string[] =>
@@ -246,6 +248,7 @@ async function codexScene(
       log,
       ...finish(base, work, log, cases),
       outsideRan: existsSync(join(dirname(work), 'outside.txt')),
+      modelTexts: input.map(itemText),
       code: run.code,
       stderr: run.stderr,
       ms: Date.now() - t0,
@@ -366,7 +369,8 @@ async function claudeScene(opts: { onFailure?: 'block'; cases: readonly Case[] }
     }
     const log = readLog(h.log);
     const ms = Date.now() - t0;
-    return { cases, saw, isError, attachments, log, ...finish(base, work, log, cases), code, stderr, ms };
+    const modelTexts = fake.requests.flatMap((r) => [...r.systemTexts, ...r.messageTexts]);
+    return { cases, saw, isError, attachments, log, ...finish(base, work, log, cases), code, stderr, ms, modelTexts };
   } finally {
     await fake.close();
     cleanup(base);
@@ -390,6 +394,16 @@ const scenes = {
   claudeBlock: quiet(claudeScene({ onFailure: 'block', cases: CASES.filter((c) => c !== 'timeout') })),
   claudeBlockTimeout: quiet(claudeScene({ onFailure: 'block', cases: ['timeout'] })),
 };
+
+/** What the failing hooks wrote (stderr, stdout) or what an agent would say of them, as the model might see it. */
+const FAILURE_TEXT =
+  /hook exploded|half a deny|this is not JSON|"maybe"|non-blocking|validation failed|No stderr output/i;
+
+/** The model was told nothing of the failed hooks: no request carried their output or a word about them. */
+function assertModelToldNothing(s: Scene, what: string): void {
+  const told = (s.modelTexts ?? []).filter((x) => FAILURE_TEXT.test(x));
+  assert.deepEqual(told, [], `${what}: the model saw the hooks' failures`);
+}
 
 /** Every hook ran and did what its case says (so "the call ran" is the agent's doing, not a hook that never started). */
 function assertHooksActed(s: Scene, what: string): void {
@@ -421,6 +435,7 @@ function assertCodexFailsOpen(s: Scene, what: string): void {
     /hook exploded|half a deny|this is not JSON|w-(selfkill|childkill|timeout|exit1|badjson|notjson|badschema)\.txt/,
     s.stderr.slice(-3000),
   );
+  assertModelToldNothing(s, what);
   assert.equal(s.ran.deny, false, `${what}: the control was denied`);
   assert.equal(s.saw.deny, `Command blocked by PreToolUse hook: denied by the test hook. Command: ${cmdOf('deny')}`);
 }
@@ -472,6 +487,8 @@ test(
       // The model gets the command's ordinary result.
       assert.equal(s.saw[c], '(Bash completed with no output)', `claude: ${c}`);
     }
+    // Nor anywhere else: the failures are in the transcript (below), not in what the model is sent.
+    assertModelToldNothing(s, 'claude');
     // What the transcript records about hook.sh's (or slow.sh's) run for each call.
     const att = (c: Case, script = 'hook.sh') => s.attachments[c]?.find((a) => a.script === script);
     // A hook killed by a signal is recorded as exit code 1.
