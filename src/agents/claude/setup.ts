@@ -6,8 +6,10 @@
 // Claude Code 2.1.332 runs a command handler as `/bin/sh -c <command>` with the payload on stdin, and
 // lets the tool call through (fails open) when a PreToolUse hook exits 1, dies, prints no JSON, is
 // missing or times out; exit 2 blocks. So the PreToolUse command is wrapped (any exit other than 0/2
-// becomes exit 2), and its handler says `"onFailure": "block"` (2.1.332: a failure to start, a
-// timeout, an exit other than 0/2, invalid JSON count as exit 2) for what no wrapper can catch.
+// becomes exit 2), and its handler says `"onFailure": "block"` (2.1.332: a failure to start, a kill,
+// a timeout, an exit other than 0/2, JSON that fails the schema count as exit 2) for what no wrapper
+// can catch. Stdout that is not JSON at all (even a deny cut short) is plain text to Claude Code, a
+// success, with or without onFailure (measured: docs/hook-failures.md).
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
