@@ -1,6 +1,7 @@
 // The ledger steps of the guard (src/ledger/ledger.ts holds the attempts and their table): a tracked
 // call's Start, its Close at PostToolUse, the full observations, and the recovery barrier.
-import type { SessionRow } from '../session/records.js';
+import { mayMutate } from '../session/authority.js';
+import { type SessionRow, transition } from '../session/records.js';
 import { immediate, type Db } from '../store/store.js';
 import { summarizeCall, type Decision, type Observation, type Reason, type ToolCall } from './events.js';
 import {
@@ -63,6 +64,32 @@ export function admitStart(db: Db, row: SessionRow, obs: Observation, call: Tool
   const stale = staleInLane(db, laneOf(row.session_id, obs.agentId), obs.turnId);
   if (stale.length > 0) abandonAttempts(db, { ids: stale }, 'a later turn started in the same lane', now);
   return startAttempt(db, startOf(row, obs, call, call.toolUseId, summarizeCall(call)), now).attempt.started_ns;
+}
+
+export const UNCHECKED_CODE = 'unchecked_call';
+
+/**
+ * A tracked call's PostToolUse with no Start on record, in a session the store knew before this hook:
+ * the call ran, but its PreToolUse never completed (killed by a signal, past its timeout, or failed:
+ * both agents then run the call, docs/hook-failures.md). Latch could not check it, so a session that
+ * may mutate is latched until a human verifies (code `unchecked_call`), whatever the policy. Returns
+ * the human's notice, or null. Runs inside the caller's transaction.
+ */
+export function latchUncheckedCall(db: Db, row: SessionRow, call: ToolCall, now: string): string | null {
+  if (!call.toolUseId || getAttempt(db, attemptId(row.session_id, call.toolUseId))) return null;
+  const what = summarizeCall(call);
+  const reason = `${UNCHECKED_CODE}: a call ran without Latch's check (${what}): its PreToolUse hook did not complete (killed, past its timeout, or failed), and the agent runs the call then; a human runs \`latch verify\``;
+  if (!mayMutate(row.state))
+    return `Latch: a call of this held session ran without Latch's check (${what}): its PreToolUse hook did not complete. Run \`latch verify\` to see what changed.`;
+  transition(
+    db,
+    row,
+    'inherit:latched',
+    { code: UNCHECKED_CODE, tool_use_id: call.toolUseId, call: what },
+    reason,
+    now,
+  );
+  return `Latch: this session is latched: a call ran without Latch's check (${what}); its PreToolUse hook did not complete. Run \`latch verify\`.`;
 }
 
 /** PostToolUse: started -> closing (durable), then one observation attributes the changes, -> closed. */

@@ -28,7 +28,7 @@ import type { Agent } from '../agents/agent.js';
 import { abandonAtTurnEnd, awaitFileClock, hasBaseline, orphanedClosings, settleEnds } from '../ledger/ledger.js';
 import { EMPTY_SCAN, type ScanResult } from '../session/transcript.js';
 import { loadObserver, loadSlow, type Slow } from './load.js';
-import { admitStart, closeAttempt, observe, recoverOrphans } from './attempts.js';
+import { admitStart, closeAttempt, latchUncheckedCall, observe, recoverOrphans } from './attempts.js';
 import {
   applyTranscript,
   countHookObservations,
@@ -323,6 +323,8 @@ async function handleWithDb(
   let startedNs: string | null = null;
   /** Compactions this event tripped into a held state: their leftover processes are contained. */
   const contained: number[] = [];
+  /** This PostToolUse latched the session for a call that ran unchecked: contained too. */
+  let uncheckedTrip = false;
   // Phase 2: apply everything under one write lock. Every step is idempotent against a concurrent hook
   // (compactions are keyed by per-source counters that only grow).
   const decision = immediate<Decision>(db, () => {
@@ -349,6 +351,16 @@ async function handleWithDb(
         if (typeof admitted !== 'string') return admitted;
         startedNs = admitted;
         return d;
+      }
+      case 'post_tool': {
+        // A call of a session the store knew ran with no Start: its PreToolUse never completed.
+        const call = ev.call;
+        const wasMutable = mayMutate(row.state);
+        const notice =
+          known && call.kind !== null && call.kind !== 'network' ? latchUncheckedCall(db, row, call, now) : null;
+        // What the agent left running may be what killed the hook: contained as at a trip.
+        if (wasMutable && !mayMutate(row.state)) uncheckedTrip = true;
+        return { verdict: 'observe', reasons: [], message: null, state: row.state, ...(notice ? { notice } : {}) };
       }
       case 'turn_end': {
         // The calls of the agent whose turn ended (a sub-agent's go at its SubagentStop), all at SessionEnd.
@@ -417,6 +429,12 @@ async function handleWithDb(
   // session's mark (ctx.agent.sessionMarks); any other orphan of a window is listed for the human.
   for (const seq of contained)
     containAfterTrip(db, row.session_id, seq, {
+      workspace: row.workspace,
+      now: ctx.now(),
+      marks: ctx.agent.sessionMarks,
+    });
+  if (uncheckedTrip)
+    containAfterTrip(db, row.session_id, row.transcript_compactions, {
       workspace: row.workspace,
       now: ctx.now(),
       marks: ctx.agent.sessionMarks,

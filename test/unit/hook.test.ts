@@ -527,3 +527,47 @@ test('a payload field Latch does not know changes nothing: still denied while la
   assert.ok(r.denied);
   assert.match(r.reason, /latched/);
 });
+
+test('a PostToolUse with no Start in a session the store knew (its PreToolUse never completed) latches, with a notice; a first PostToolUse of an unknown session and a checked call do not', async (t) => {
+  const sb = sandbox();
+  t.after(sb.cleanup);
+  const post = (id: string, command: string) =>
+    hook(sb, payload('post-tool-use-bash', sb, { tool_use_id: id, tool_input: { command } }));
+  // Latch installed mid-call: the session's first hook is the PostToolUse. Nothing to hold against it.
+  await post('call_first', 'echo a > a.txt');
+  assert.equal(counts(sb).state, 'mutable');
+  // A call Latch checked: its Start is on record.
+  assert.equal((await hook(sb, bash(sb, 'echo b > b.txt', { tool_use_id: 'call_checked' }))).stdout, null);
+  await post('call_checked', 'echo b > b.txt');
+  assert.equal(counts(sb).state, 'mutable');
+  // A call whose PreToolUse never completed (killed, timed out: the agent runs it anyway).
+  const r = await post('call_unchecked', 'echo c > c.txt');
+  assert.equal(counts(sb).state, 'latched');
+  assert.match(JSON.stringify(r.parsed), /latched: a call ran without Latch's check \(/);
+  const db = openStore(sb.home, { create: false });
+  try {
+    const row = db.prepare("SELECT state_reason FROM sessions WHERE session_id = 'S'").get() as {
+      state_reason: string;
+    };
+    assert.match(row.state_reason, /^unchecked_call: /);
+    const tr = db.prepare("SELECT event, evidence_json FROM transitions WHERE session_id = 'S'").all() as {
+      event: string;
+      evidence_json: string;
+    }[];
+    assert.equal(tr.length, 1);
+    assert.equal(tr[0]!.event, 'inherit:latched');
+    assert.equal(JSON.parse(tr[0]!.evidence_json).tool_use_id, 'call_unchecked');
+    // The unchecked call is still recorded, untimed.
+    const a = db.prepare("SELECT started_ns FROM attempts WHERE id = 'S/call_unchecked'").get() as {
+      started_ns: string;
+    };
+    assert.equal(a.started_ns, '0');
+  } finally {
+    db.close();
+  }
+  // The next write is checked and denied; another unchecked call of the held session only tells.
+  assert.equal((await hook(sb, bash(sb, 'echo d > d.txt', { tool_use_id: 'call_d' }))).denied, true);
+  const again = await post('call_unchecked_2', 'echo e > e.txt');
+  assert.match(JSON.stringify(again.parsed), /this held session ran without Latch's check/);
+  assert.equal(counts(sb).state, 'latched');
+});
