@@ -84,7 +84,7 @@ export async function handle(ctx: GuardContext, obs: Observation, event: LatchEv
   if (ev.type === 'pre_tool') {
     const early = preToolShortcut(ctx, obs, ev.call);
     if (early) {
-      if (early.verdict === 'deny') recordEarlyDenial(ctx, obs, ev.call, early);
+      if (early.verdict === 'deny') await recordEarlyDenial(ctx, obs, ev, early);
       return early;
     }
   }
@@ -104,15 +104,20 @@ export async function handle(ctx: GuardContext, obs: Observation, event: LatchEv
 
 /**
  * A denial the shortcut made without the store is recorded like any other (status, report and the
- * rollout cross-check count it), for a session the store already knows. Best effort: the call is
- * denied whether or not the record lands.
+ * rollout cross-check count it); a session the store has not seen yet is created first, as its first
+ * hook would have. Best effort: the call is denied whether or not the record lands.
  */
-function recordEarlyDenial(ctx: GuardContext, obs: Observation, call: ToolCall, d: Decision): void {
+async function recordEarlyDenial(
+  ctx: GuardContext,
+  obs: Observation,
+  ev: LatchEvent & { type: 'pre_tool' },
+  d: Decision,
+): Promise<void> {
   try {
     const db = ctx.openDb();
     try {
-      const row = getSession(db, obs.sessionId);
-      if (row) immediate(db, () => recordToolDenial(db, row, obs, call, d.reasons, ctx.now()));
+      const row = getSession(db, obs.sessionId) ?? (await createSession(ctx, db, obs, ev));
+      immediate(db, () => recordToolDenial(db, row, obs, ev.call, d.reasons, ctx.now()));
     } finally {
       release(ctx, db);
     }

@@ -571,3 +571,25 @@ test('a PostToolUse with no Start in a session the store knew (its PreToolUse ne
   assert.match(JSON.stringify(again.parsed), /this held session ran without Latch's check/);
   assert.equal(counts(sb).state, 'latched');
 });
+
+test('an early denial (a command that touches Latch) of a session the store never saw is recorded, with the session', async (t) => {
+  const sb = sandbox();
+  t.after(sb.cleanup);
+  const r = await hook(sb, bash(sb, `rm -rf ${sb.home}/latch.db`, { tool_use_id: 'call_first' }));
+  assert.equal(r.denied, true);
+  assert.match(r.reason, /Latch’s own state or registration/);
+  const db = openStore(sb.home, { create: false });
+  try {
+    const s = db.prepare("SELECT state FROM sessions WHERE session_id = 'S'").get() as { state: string } | undefined;
+    assert.equal(s?.state, 'mutable', 'the session was not created');
+    const d = db.prepare("SELECT tool_use_id, reasons_json FROM denials WHERE session_id = 'S'").all() as {
+      tool_use_id: string;
+      reasons_json: string;
+    }[];
+    assert.equal(d.length, 1);
+    assert.equal(d[0]!.tool_use_id, 'call_first');
+    assert.match(d[0]!.reasons_json, /touches_latch/);
+  } finally {
+    db.close();
+  }
+});
