@@ -7,6 +7,7 @@ import { processIo, type Io } from './commands/io.js';
 import { packageRoot } from './base/paths.js';
 import type { AgentCommandOptions, AgentCommands } from './agents/agent.js';
 import { AGENT_NAMES, isAgentName, loadAgent } from './agents/index.js';
+import { removeDeadGroupsHere } from './guard/contain/cgroup.js';
 
 // The agents' commands parts (light: each loads its module on first use), exported by the commands'
 // bundle as src/slow.ts exports their slow parts: where the hook bundle does not carry an agent's
@@ -84,7 +85,11 @@ export const COMMANDS: Record<string, Command> = {
     options: { ...homeOpts, ...jsonOpt, 'dry-run': { type: 'boolean' } },
     positionals: true,
     async run(io, v, p) {
-      return (await setupAgent(p, v, 'uninstall')).uninstall(io, setupOptions(v));
+      const code = await (await setupAgent(p, v, 'uninstall')).uninstall(io, setupOptions(v));
+      // The empty cgroups Latch made for agents that have exited, in this shell's cgroup
+      // (src/guard/contain/cgroup.ts): nothing of Latch's stays behind there.
+      if (!v['dry-run']) removeDeadGroupsHere();
+      return code;
     },
   },
   doctor: {

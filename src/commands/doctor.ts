@@ -5,6 +5,7 @@
 // and what the agents' checks run, they run on throwaway copies. `--repair` is the one exception: it
 // only acts on the store, and only on one found corrupt (src/store/repair.ts).
 import { existsSync, lstatSync, type Stats } from 'node:fs';
+import { join } from 'node:path';
 import type { AgentDoctor, AgentName } from '../agents/agent.js';
 import { AGENT_NAMES, loadAgent } from '../agents/index.js';
 import { errorMessage, EXIT } from '../base/errors.js';
@@ -16,6 +17,8 @@ import { homeOf, json, type Io } from './io.js';
 import type { Check, CheckStatus } from './shared/checks.js';
 import { listWatchers, type WatcherJson } from './shared/watchers.js';
 import { residentHooks } from '../resident/list.js';
+import { cgroup2Mount, cgroupOf, frozenGroups, mayMakeRoom } from '../guard/contain/cgroup.js';
+import { procSupported } from '../guard/contain/proc.js';
 
 export type { Check, CheckStatus } from './shared/checks.js';
 export type { RepairResult } from '../store/repair.js';
@@ -199,6 +202,65 @@ function checkResident(io: Io): Check {
 }
 
 // ---------------------------------------------------------------------------------------------
+// containment: whether an agent started from here gets a cgroup of Latch's own (src/guard/contain/cgroup.ts)
+
+/** How long a frozen agent group may be a containment at work before the doctor calls it stuck. */
+const FROZEN_GRACE_MS = 3000;
+
+export function checkContainment(io: Io): Check {
+  const name = 'containment';
+  if (!procSupported())
+    return {
+      name,
+      status: 'warn',
+      detail: `not available on ${process.platform}: processes left by an agent are not stopped at a trip`,
+    };
+  if (io.env.LATCH_CGROUP === 'off')
+    return {
+      name,
+      status: 'warn',
+      detail:
+        'LATCH_CGROUP=off: at a trip /proc is scanned alone; a job that forks its successor and exits, for ever, can outrun it',
+    };
+  const mount = cgroup2Mount();
+  const own = cgroupOf('self');
+  if (!mount || own === null)
+    return {
+      name,
+      status: 'warn',
+      detail:
+        'no cgroup v2 hierarchy: at a trip /proc is scanned alone; a job that forks its successor and exits, for ever, can outrun it',
+    };
+  const here = join(mount, own);
+  // A group left frozen (a containment that died half-way) holds its agent still: say how to thaw it.
+  let stuck = frozenGroups(here);
+  for (let waited = 0; stuck.length > 0 && waited < FROZEN_GRACE_MS; waited += 100) {
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 100);
+    stuck = frozenGroups(here);
+  }
+  if (stuck.length > 0)
+    return {
+      name,
+      status: 'fail',
+      detail: `an agent's cgroup is still frozen (a containment stopped half-way): ${stuck.join(', ')}; its agent does not run`,
+      fix: stuck.map((d) => `echo 0 > ${join(d, 'cgroup.freeze')}`).join('; '),
+    };
+  const refused = mayMakeRoom(mount, own);
+  if (refused)
+    return {
+      name,
+      status: 'warn',
+      detail: `an agent started from this shell gets no cgroup of Latch's own (${refused}): at a trip /proc is scanned alone; a job that forks its successor and exits, for ever, can outrun it`,
+      fix: 'start the agent in a cgroup of your own, e.g. `systemd-run --user --scope codex`',
+    };
+  return {
+    name,
+    status: 'ok',
+    detail: `atomic: an agent started from this shell is moved into a cgroup of Latch's own at its first hook (${join(here, 'latch-<pid>-<start>')}), frozen at a trip while its processes are stopped`,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
 // workspace watchers (a Close stats only what they journaled; without one, every file)
 
 function checkWatchers(io: Io): Check {
@@ -286,6 +348,7 @@ export async function runChecks(io: Io, opts: DoctorOptions): Promise<Check[]> {
   checks.push(store);
   checks.push(checkWatchers(io));
   checks.push(checkResident(io));
+  checks.push(checkContainment(io));
   checks.push(...(await lead.afterShared()));
   for (const p of others) {
     checks.push(...(await p.checks()));

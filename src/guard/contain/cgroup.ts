@@ -241,3 +241,31 @@ export function empty(dir: string): boolean {
     return true;
   }
 }
+
+/** The `agent` parts of Latch's groups in `parent` that are frozen now (a containment running, or one that died). */
+export function frozenGroups(parent: string): string[] {
+  const out: string[] = [];
+  let names: string[];
+  try {
+    names = readdirSync(parent);
+  } catch {
+    return out;
+  }
+  for (const n of names) {
+    if (!NAME.test(n)) continue;
+    try {
+      if (readFileSync(join(parent, n, 'agent', 'cgroup.freeze'), 'utf8').trim() === '1')
+        out.push(join(parent, n, 'agent'));
+    } catch {
+      /* removed meanwhile */
+    }
+  }
+  return out;
+}
+
+/** removeDeadGroups in this process's own cgroup (`latch uninstall`: where the agents it ran were). */
+export function removeDeadGroupsHere(): void {
+  const mount = cgroup2Mount();
+  const own = cgroupOf('self');
+  if (mount && own !== null) removeDeadGroups(join(mount, own));
+}
