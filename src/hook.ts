@@ -58,6 +58,10 @@ export async function runHook(
     // The resident hook's "not mine": its client runs this hook in a process of its own instead.
     if (isLatchError(err, 'E_NOT_SERVED')) throw err;
     return failure(describeFailure(err));
+  } finally {
+    // The deadline is this hook's: a process that goes on (the resident hook, a test running hooks in
+    // process) must not find it stale later, when git or a tree walk would fail at once.
+    setDeadline(null);
   }
 }
 

@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { chmodSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { runCodexHook } from '../../src/hook.js';
+import { remainingMs } from '../../src/base/deadline.js';
 import { openStore } from '../../src/store/store.js';
 import { dbPath } from '../../src/base/paths.js';
 import { assertValidReply } from '../helpers/schemas.js';
@@ -592,4 +593,12 @@ test('an early denial (a command that touches Latch) of a session the store neve
   } finally {
     db.close();
   }
+});
+
+test('a hook run in process leaves no deadline behind (a later git call of the same process would fail at once)', async (t) => {
+  const sb = sandbox();
+  t.after(sb.cleanup);
+  await hook(sb, payload('session-start-startup', sb));
+  await hook(sb, bash(sb, 'echo a > a.txt', { tool_use_id: 'call_a' }));
+  assert.equal(remainingMs(), undefined);
 });
