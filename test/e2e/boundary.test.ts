@@ -125,7 +125,17 @@ test('boundary: armed traps do nothing after the trip; reads run sandboxed; a pr
     // The jobs were armed (the agent could still run them), then the trip stopped them.
     assert.ok(existsSync(marks('sh-started')), 'the setsid job started while mutable');
     assert.ok(existsSync(marks('py-started')), 'the double-forked job started while mutable');
-    await sleep(12_000);
+    // Each job sleeps 8 s before it tries `latch verify`. One the trip killed cannot try: nothing to
+    // wait for. One still alive is given until its output appears (the verify ran) or 30 s pass.
+    const contained = (
+      env.statusJson().sessions[0] as unknown as { contained: { cmdline: string; action: string }[] }
+    ).contained.filter((p) => /^(killed|terminated)$/.test(p.action));
+    const killed = (needle: string) => contained.some((p) => p.cmdline.includes(needle));
+    const pending = [
+      ...(killed('sh-started') ? [] : [verifyOut]),
+      ...(killed('py-started') ? [] : [marks('py-job.txt')]),
+    ];
+    for (let i = 0; i < 300 && pending.some((f) => !existsSync(f)); i++) await sleep(100);
     assert.equal(env.statusJson().sessions[0]!.state, 'latched');
     for (const f of [verifyOut, marks('py-job.txt'), marks('py-err.txt')]) {
       const out = existsSync(f) ? readFileSync(f, 'utf8') : '(the job did not run: stopped at the trip)';
