@@ -1,13 +1,12 @@
 // The command surface, declared in one place. Each command lazy-loads its module.
-import { dirname, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { resolve } from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { ExitError, EXIT, isLatchError } from './base/errors.js';
 import { processIo, type Io } from './commands/io.js';
-import { packageRoot } from './base/paths.js';
 import type { AgentCommandOptions, AgentCommands } from './agents/agent.js';
 import { AGENT_NAMES, isAgentName, loadAgent } from './agents/index.js';
 import { removeDeadGroupsHere } from './guard/contain/cgroup.js';
+import { addonHint } from './store/addon.js';
 
 // The agents' commands parts (light: each loads its module on first use), exported by the commands'
 // bundle as src/slow.ts exports their slow parts: where the hook bundle does not carry an agent's
@@ -415,20 +414,6 @@ export async function cliMain(argv: string[], io: Io = processIo()): Promise<num
     }
     return unexpected(io, name, err);
   }
-}
-
-/**
- * The store needs better-sqlite3's native addon, which its install script builds (or downloads):
- * missing when the package was installed with scripts off, stale after a change of Node.
- */
-function addonHint(message: string): string {
-  if (!/better_sqlite3\.node|better-sqlite3|NODE_MODULE_VERSION|invalid ELF header|dlopen/i.test(message)) return '';
-  const pkg = packageRoot() ?? resolve(dirname(fileURLToPath(import.meta.url)), '..');
-  return (
-    `Latch keeps its state in SQLite through better-sqlite3, whose native addon was not built for this Node (${process.version}, ABI ${process.versions.modules}). ` +
-    `Build it: \`npm rebuild better-sqlite3\` in ${pkg} (it compiles when no prebuilt addon can be downloaded: needs python3, make and a C++ compiler), ` +
-    `or reinstall Latch with install scripts allowed (\`npm install -g agent-latch --allow-scripts=better-sqlite3\`).\n`
-  );
 }
 
 /**

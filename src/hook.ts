@@ -8,6 +8,7 @@ import { handle } from './guard/guard.js';
 import { errorMessage, isLatchError } from './base/errors.js';
 import { latchHome } from './base/paths.js';
 import { hookDeadlineMs, setDeadline } from './base/deadline.js';
+import { isAddonProblem, thisNode } from './store/addon.js';
 import { isoTime } from './base/clock.js';
 import { type Db, openStore } from './store/store.js';
 import { takeHandoff } from './resident/handoff.js';
@@ -67,7 +68,10 @@ export async function runHook(
 
 function describeFailure(err: unknown): string {
   if (isLatchError(err, 'E_DEADLINE')) return `Latch ${err.message}`;
-  if (isLatchError(err, 'E_STORE')) return `the Latch state store is unusable: ${err.message}`;
+  if (isLatchError(err, 'E_STORE'))
+    return isAddonProblem(err.message)
+      ? `the Latch state store cannot open: its SQLite addon was not built for this Node (${thisNode()}; a Node upgrade?)`
+      : `the Latch state store is unusable: ${err.message}`;
   if (isLatchError(err, 'E_CONFIG')) return `the Latch configuration is invalid: ${err.message}`;
   const code = (err as { code?: unknown }).code;
   if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED')

@@ -12,6 +12,7 @@ import { errorMessage, EXIT } from '../base/errors.js';
 import { dbPath } from '../base/paths.js';
 import { inspectStore, type RepairRecord } from '../store/health.js';
 import { repairStore } from '../store/repair.js';
+import { addonFix, isAddonProblem, thisNode } from '../store/addon.js';
 import { openStore, SCHEMA_VERSION } from '../store/store.js';
 import { homeOf, json, type Io } from './io.js';
 import type { Check, CheckStatus } from './shared/checks.js';
@@ -140,6 +141,13 @@ function checkStore(io: Io, setupCmd: string): Check {
           fix: `find the process holding ${file} (fuser -v ${file}), then run \`latch doctor\` again`,
         };
       case 'unreadable':
+        if (isAddonProblem(found.problem))
+          return {
+            name,
+            status: 'fail',
+            detail: `${file}: cannot open it: better-sqlite3's native addon was not built for this Node (${thisNode()}; a Node upgrade?) (every tracked tool call is denied)`,
+            fix: addonFix(),
+          };
         return {
           name,
           status: 'fail',
