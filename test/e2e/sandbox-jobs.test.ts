@@ -23,9 +23,8 @@
 // `allowUnsandboxedCommands` is left at its default, ends nothing.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomInt } from 'node:crypto';
-import { chmodSync, existsSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { resolveCodexBin, runCodex } from '../../src/agents/codex/driver.js';
@@ -34,6 +33,7 @@ import { setupEnv } from '../helpers/e2e.js';
 import { setupClaudeEnv } from '../helpers/claude.js';
 import { say, use } from '../helpers/claude-script.js';
 import { procStat } from '../../src/base/proc.js';
+import { Box, nsOf } from '../helpers/pidbox.js';
 
 const T = { timeout: 240_000 };
 const BASE = join(homedir(), '.cache', 'latch-e2e');
@@ -45,79 +45,6 @@ const bwrap = existsSync('/usr/bin/bwrap') && existsSync('/usr/bin/socat');
 const root = process.getuid?.() === 0;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const nsOf = (pid: number | 'self'): string | null => {
-  try {
-    return readlinkSync(`/proc/${pid}/ns/pid`);
-  } catch {
-    return null;
-  }
-};
-
-/** A pid namespace the test owns: `unshare --pid --fork --mount-proc --kill-child sleep 600`. */
-class Box {
-  private constructor(
-    readonly unshare: ChildProcess,
-    /** The namespace's init (a `sleep`), as the machine's namespace numbers it. */
-    readonly init: number,
-    readonly ns: string,
-  ) {}
-
-  static async open(): Promise<Box> {
-    const u = spawn('unshare', ['--pid', '--fork', '--mount-proc', '--kill-child', 'sleep', '600'], {
-      stdio: 'ignore',
-    });
-    for (let i = 0; i < 200; i++) {
-      const kids = (() => {
-        try {
-          return readFileSync(`/proc/${u.pid}/task/${u.pid}/children`, 'utf8').trim();
-        } catch {
-          return '';
-        }
-      })();
-      const init = Number(kids.split(' ')[0]);
-      const ns = init > 0 ? nsOf(init) : null;
-      if (ns && ns !== nsOf('self')) return new Box(u, init, ns);
-      await sleep(50);
-    }
-    u.kill('SIGKILL');
-    throw new Error('unshare --pid gave no namespace');
-  }
-
-  /**
-   * A command prefix that runs a program inside the box (pid and mount namespace), in `cwd`. (The
-   * directory is entered after the switch: a cwd opened before it, as `nsenter --wd=DIR` does, is
-   * unreachable in the new mount namespace, and Codex fails on it.)
-   */
-  wrap(cwd: string): string[] {
-    return [
-      'nsenter',
-      `--target=${this.init}`,
-      '--pid',
-      '--mount',
-      '--',
-      '/bin/sh',
-      '-c',
-      'cd -- "$0" && exec "$@"',
-      cwd,
-    ];
-  }
-
-  /** The process is in the box: it, or one of its ancestors, runs in the box's pid namespace. */
-  holds(pid: number): boolean {
-    for (let p: number | undefined = pid, n = 0; p && p > 1 && n < 64; n++) {
-      if (nsOf(p) === this.ns) return true;
-      p = procStat(p)?.ppid;
-    }
-    return false;
-  }
-
-  /** Ends the box: the unshare dies, its child (the namespace's init) with it, and with the init every
-   * process of the namespace and of the namespaces nested in it. */
-  async close(): Promise<void> {
-    this.unshare.kill('SIGKILL');
-    for (let i = 0; i < 200 && ![undefined, 'Z', 'X'].includes(procStat(this.init)?.state); i++) await sleep(50);
-  }
-}
 
 interface Job {
   form: Form;
