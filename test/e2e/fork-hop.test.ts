@@ -8,7 +8,7 @@
 // so a job that survives ends with the test, never on the machine.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { chmodSync, existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { resolveCodexBin, runCodex } from '../../src/agents/codex/driver.js';
 import { cgroup2Mount, cgroupOf, mayMakeRoom } from '../../src/guard/contain/cgroup.js';
@@ -52,11 +52,7 @@ async function run(cgroup: 'on' | 'off'): Promise<Outcome> {
       { items: [{ type: 'message', text: 'done' }] },
     ]);
     // `codex exec` in the box: a launcher script, as runCodex runs a non-.js codexBin itself.
-    const wrapper = join(env.base, 'codex-in-box');
-    const quote = (a: string) => `'${a.replaceAll("'", `'\\''`)}'`;
-    const argv = [...box.wrap(env.work), process.execPath, resolveCodexBin()];
-    writeFileSync(wrapper, `#!/bin/sh\nexec ${argv.map(quote).join(' ')} "$@"\n`);
-    chmodSync(wrapper, 0o755);
+    const wrapper = box.launcher(join(env.base, 'codex-in-box'), env.work, [process.execPath, resolveCodexBin()]);
     const r = await runCodex({
       codexBin: wrapper,
       codexHome: env.codexHome,

@@ -24,7 +24,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomInt } from 'node:crypto';
-import { chmodSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { resolveCodexBin, runCodex } from '../../src/agents/codex/driver.js';
@@ -262,11 +262,7 @@ async function measureCodex(mode: 'workspace-write' | 'read-only' | 'danger-full
     );
     scene = new Scene(box, nonce, env.base, 1);
     // `codex exec` in the box: a launcher script, as runCodex runs a non-.js codexBin itself.
-    const wrapper = join(env.base, 'codex-in-box');
-    const quote = (a: string) => `'${a.replaceAll("'", `'\\''`)}'`;
-    const argv = [...box.wrap(env.work), process.execPath, resolveCodexBin()];
-    writeFileSync(wrapper, `#!/bin/sh\nexec ${argv.map(quote).join(' ')} "$@"\n`);
-    chmodSync(wrapper, 0o755);
+    const wrapper = box.launcher(join(env.base, 'codex-in-box'), env.work, [process.execPath, resolveCodexBin()]);
     const stop = scene.watch();
     const r = await runCodex({
       codexBin: wrapper,

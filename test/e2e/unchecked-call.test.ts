@@ -10,15 +10,9 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setupEnv } from '../helpers/e2e.js';
+import { isAlive } from '../../src/ledger/ledger.js';
 
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
+const alive = (pid: number) => isAlive({ pid, start: 'unknown' });
 
 // Kills a process whose command line names the PreToolUse event and whose environment holds this
 // test's Latch home, and nothing else (a hook of any other test or user has another home).

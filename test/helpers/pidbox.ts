@@ -1,7 +1,7 @@
 // A pid namespace a test owns (`unshare --pid --fork --mount-proc --kill-child sleep 600`), for agents
 // and jobs that must not reach the machine's other processes: closing it ends every process in it.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync, readlinkSync } from 'node:fs';
+import { chmodSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import { procStat } from '../../src/base/proc.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -62,6 +62,17 @@ class Box {
       'cd -- "$0" && exec "$@"',
       cwd,
     ];
+  }
+
+  /**
+   * A launcher script at `file` that runs `program args… "$@"` in the box, in `cwd` (for drivers that
+   * take an executable, as runCodex takes codexBin).
+   */
+  launcher(file: string, cwd: string, program: string[]): string {
+    const quote = (a: string) => `'${a.replaceAll("'", `'\\''`)}'`;
+    writeFileSync(file, `#!/bin/sh\nexec ${[...this.wrap(cwd), ...program].map(quote).join(' ')} "$@"\n`);
+    chmodSync(file, 0o755);
+    return file;
   }
 
   /** The process is in the box: it, or one of its ancestors, runs in the box's pid namespace. */

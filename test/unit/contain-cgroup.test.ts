@@ -6,7 +6,7 @@
 // namespace (who still runs) and the job's file (does it still grow).
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,7 +15,6 @@ import {
   cgroupOf,
   empty,
   enroll,
-  groupName,
   mayMakeRoom,
   removeGroup,
   setFrozen,
@@ -142,6 +141,18 @@ describe('whose cgroup Latch may make room in', () => {
   });
 });
 
+/** A stand-in agent of the test's own (`sleep 300`), moved into a group of its own. */
+function standIn(): { agent: ChildProcess; g: { dir: string } } {
+  const agent = spawn('sleep', ['300'], { stdio: 'ignore' });
+  const start = readProc(agent.pid!, bootNs())!.startTicks;
+  const g = enroll({ pid: agent.pid!, start_ticks: start, exe: '/bin/sleep', cmdline: 'sleep 300' });
+  if (!('dir' in g)) {
+    agent.kill('SIGKILL');
+    assert.fail(`the stand-in agent got no group: ${g.none}`);
+  }
+  return { agent, g };
+}
+
 describe('latch doctor: containment', () => {
   const io = (env: NodeJS.ProcessEnv) => ({
     out: () => {},
@@ -172,17 +183,13 @@ describe('latch doctor: containment', () => {
     const own = cgroupOf('self')!;
     if (mayMakeRoom(mount, own) !== null) return t.skip('this cgroup is not this user’s to divide');
     // A stand-in agent of the test's own, in a group of its own, frozen as a dead containment leaves it.
-    const agent = spawn('sleep', ['300'], { stdio: 'ignore' });
+    const { agent, g } = standIn();
     t.after(() => {
-      const dir = join(mount, own, groupName({ pid: agent.pid!, start_ticks: start }));
-      setFrozen(join(dir, 'agent'), false);
+      setFrozen(join(g.dir, 'agent'), false);
       agent.kill('SIGKILL');
-      for (let i = 0; i < 50 && !empty(dir); i++) spawnSync('sleep', ['0.02']);
-      removeGroup(dir);
+      for (let i = 0; i < 50 && !empty(g.dir); i++) spawnSync('sleep', ['0.02']);
+      removeGroup(g.dir);
     });
-    const start = readProc(agent.pid!, bootNs())!.startTicks;
-    const g = enroll({ pid: agent.pid!, start_ticks: start, exe: '/bin/sleep', cmdline: 'sleep 300' });
-    assert.ok('dir' in g, JSON.stringify(g));
     assert.equal(setFrozen(join(g.dir, 'agent'), true), null);
     const c = checkContainment(io({}));
     assert.equal(c.status, 'fail', c.detail);
@@ -201,10 +208,7 @@ test('latch uninstall removes the empty groups of agents that have exited, in it
   const mount = cgroup2Mount()!;
   const own = cgroupOf('self')!;
   if (mayMakeRoom(mount, own) !== null) return t.skip('this cgroup is not this user’s to divide');
-  const agent = spawn('sleep', ['300'], { stdio: 'ignore' });
-  const start = readProc(agent.pid!, bootNs())!.startTicks;
-  const g = enroll({ pid: agent.pid!, start_ticks: start, exe: '/bin/sleep', cmdline: 'sleep 300' });
-  assert.ok('dir' in g, JSON.stringify(g));
+  const { agent, g } = standIn();
   const home = mkdtempSync(join(tmpdir(), 'latch-uninstall-'));
   t.after(() => {
     removeGroup(g.dir);
