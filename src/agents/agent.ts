@@ -75,6 +75,23 @@ export interface AgentSlow {
 /** What continuity needs of an agent: its slow parts, loaded. */
 export type AgentParts = AgentSlow;
 
+/**
+ * Which processes are the agent, and which are its sandbox: what containment (the nearest agent among
+ * a hook's ancestors) and `latch verify`'s ancestry check recognise. Plain data, in a module of the
+ * agent's own that imports nothing else (`src/agents/<name>/processes.ts`): the registry lists every
+ * agent's without loading the agent (src/agents/index.ts).
+ */
+export interface AgentProcesses {
+  /** Executable basenames (of /proc/PID/exe) that are the agent. */
+  readonly exes: readonly RegExp[];
+  /** Whole executable paths that are the agent (a native build installed under a versions directory). */
+  readonly exePaths: readonly RegExp[];
+  /** Scripts that make a node or bun process the agent (its first argument that is not an option). */
+  readonly scripts: readonly RegExp[];
+  /** Executable basenames of the sandboxes the agent runs its commands in. */
+  readonly sandboxes: readonly RegExp[];
+}
+
 /** What `latch setup|uninstall <agent>` and `latch doctor` hand an agent. */
 export interface AgentCommandOptions {
   /** --project DIR: the project's configuration instead of the user's. */
@@ -140,6 +157,8 @@ export interface Agent {
    * running when it started: a process without the mark is listed, never killed.
    */
   readonly sessionMarks: readonly string[];
+  /** Which processes are the agent and its sandbox (the same object the registry lists: `agentProcesses()`). */
+  readonly processes: AgentProcesses;
   /** The agent's read-only sandbox (probed once per binary; `spawn` runs the probe). */
   readSandbox(latchHome: string, env: NodeJS.ProcessEnv, spawn: Spawn): ReadSandbox;
   /** Is `text` a read Latch rewrote (so a transcript's command is recognised as a held read)? */

@@ -6,8 +6,8 @@
 //
 // Candidates (same real uid as this process only):
 //   agent_descendant       every descendant of the agent process (the nearest ancestor of this hook
-//                          whose executable is codex / claude / node running codex.js or claude's
-//                          cli.js), except: this process, its ancestors and descendants; the hook
+//                          that is a registered agent's: see "Which process is an agent" below),
+//                          except: this process, its ancestors and descendants; the hook
 //                          invocations (direct children of the agent whose argv is exactly Latch's
 //                          hook command, see isHookInvocation) and their own stages (the wrapper's
 //                          inner shell, the hook's node: isHookStage), but not what they started;
@@ -22,11 +22,17 @@
 //   orphan_during_containment  an orphan that appeared while containment ran (a candidate forked and
 //                          exited between two scans), carrying the mark of a session with a window.
 // An orphan is the agent's only when it carries the session's mark: the environment variable the agent
-// sets to the session's id in every process its tool calls start (Agent.sessionMarks: Codex
-// CODEX_THREAD_ID, Claude Code CLAUDE_CODE_SESSION_ID), with the id of a session whose call was running
-// when it started. An orphan of a window without the mark (a job the user started from another shell,
+// sets to the session's id in every process its tool calls start (Agent.sessionMarks), with the id of
+// a session whose call was running when it started. An orphan of a window without the mark (a job the user started from another shell,
 // or one whose mark the agent removed) is `orphan_unmarked`: listed for the human in `latch status` and
 // `latch verify`, never signalled.
+// Which process is an agent, and which its sandbox, is each agent's own fact (Agent.processes: the
+// executables, native build paths and node/bun scripts that are the agent, its sandboxes' executables),
+// supplied as data by src/agents/<name>/processes.ts. The registry (src/agents/index.ts), which the
+// hook and the commands load (src/hook.ts, src/cli.ts), hands all registered agents' facts to contain/match.ts (useAgentProcesses) without
+// loading any agent; nothing under src/guard/ names an agent's binary or script. Asked before a
+// registry did that, match.ts throws: verify's ancestry check refuses, a trip records the failure.
+// Tests may add a fake agent's facts (registerTestAgentProcesses; test/unit/fake-agent.test.ts).
 // Never signalled: PID 1, this process, its ancestors, processes of another uid, zombies, kernel
 // threads, the agent itself.
 //
@@ -42,7 +48,7 @@
 //     hook writes that about itself;
 //   - a hook invocation, which Latch does not start (the agent does): by its exact command, run by
 //     the executable its name says, with the agent's code-changing environment (isHookProcess). It
-//     must answer the agent (a killed PreToolUse fails open in Codex). Its node form's entry must be
+//     must answer the agent (a killed PreToolUse may fail open: docs/hook-failures.md). Its node form's entry must be
 //     one of this Latch's entries exactly as written (no realpath through a link the agent can
 //     re-point).
 // A spared process's subtree is never spared with it: what a watcher, a resident hook or a hook
@@ -59,7 +65,8 @@
 //
 // The parts (src/guard/contain/, imported in this order, none imports a later one):
 //   proc.ts      process listing and identity from /proc
-//   match.ts     which process is what: agents, sandboxes, reapers; hook invocations (spared)
+//   match.ts     which process is what: agents and sandboxes (the registry's facts), reapers;
+//                hook invocations (spared)
 //   windows.ts   attempt windows and Latch's watchers (their recorded identities), from the store
 //   cgroup.ts    the agent's cgroup of Latch's own: enroll at its first hook, freeze at the trip
 //   scan.ts      the candidate scan, the result types, listCandidates

@@ -28,6 +28,8 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { randomUUID } from 'node:crypto';
 import { hookCommand } from '../../src/agents/codex/setup.js';
+// The registry hands containment every agent's process facts (a fake `codex` is Codex's).
+import '../../src/agents/index.js';
 import {
   attemptWindows,
   contain,

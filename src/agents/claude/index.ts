@@ -5,6 +5,7 @@ import type { Agent } from '../agent.js';
 import { claudeDeny, claudeReply, parseClaudePayload } from './hooks.js';
 import { claudeReadSandbox, isClaudeRewrittenRead, prepareClaudeHeldRead } from './sandbox.js';
 import { classifyTool } from './tools.js';
+import { claudeProcesses } from './processes.js';
 import {
   claudeInheritedEnd,
   claudeRegistrationPaths,
@@ -24,6 +25,7 @@ export const claude: Agent = {
   classifyTool,
   // Seen in every Bash command of a real 2.1.332 session: CLAUDE_CODE_SESSION_ID = the hook's session_id.
   sessionMarks: ['CLAUDE_CODE_SESSION_ID'],
+  processes: claudeProcesses,
   registrationPaths: claudeRegistrationPaths,
   readSandbox: (latchHome, env, spawn) => claudeReadSandbox(latchHome, env, spawn),
   isRewrittenRead: isClaudeRewrittenRead,

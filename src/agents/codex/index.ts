@@ -12,6 +12,7 @@ import { isReplay } from '../../guard/replay.js';
 import { bwrapSandbox } from '../shared/bwrap.js';
 import { isWrapped, readOnlyArgv, readOnlySandbox, wrapReadOnly } from './sandbox.js';
 import { classifyTool } from './tools.js';
+import { codexProcesses } from './processes.js';
 
 export const codex: Agent = {
   name: 'codex',
@@ -25,6 +26,7 @@ export const codex: Agent = {
   classifyTool,
   // Seen in every command of a real 0.171.0 session: CODEX_THREAD_ID = CODEX_SESSION_ID = the hook's session_id.
   sessionMarks: ['CODEX_THREAD_ID', 'CODEX_SESSION_ID'],
+  processes: codexProcesses,
   registrationPaths(env, cwd) {
     const codexHome = resolve(env.CODEX_HOME || join(env.HOME || homedir(), '.codex'));
     return [

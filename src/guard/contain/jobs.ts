@@ -5,8 +5,8 @@
 //   - the file's ctime (which no process can set back) lies inside an attempt window of any session
 //     of any workspace (a tool call was running: src/guard/contain/windows.ts), or
 //   - a process started inside such a window, before the change, that carries a session's mark (an
-//     environment value that is the id of a session the store knows: Codex's CODEX_THREAD_ID, Claude
-//     Code's CLAUDE_CODE_SESSION_ID, whatever the agent), still runs: a job a tool call left behind,
+//     environment value that is the id of a session the store knows, in any variable an agent names
+//     as its mark: Agent.sessionMarks), still runs: a job a tool call left behind,
 //     which could have made the change later, outside every window. Latch's own watchers (their
 //     store rows) and resident hooks (`spare`: the identities their spawning hooks recorded), and
 //     this process's ancestors and descendants, are not jobs. An unmarked process started in a

@@ -3,24 +3,21 @@
 // schedulers; and the one process containment spares by what it is: a hook invocation (its exact
 // command, run by the executable its name says). Watchers and resident hooks are spared by the
 // identity Latch recorded when it started them (scan.ts), never by their shape here.
+//
+// Which processes are an agent or its sandbox is each agent's to say (Agent.processes, data in
+// src/agents/<name>/processes.ts). The registry (src/agents/index.ts) hands every registered agent's
+// facts to this module when it loads (useAgentProcesses): the core imports no agent. Before that,
+// nothing here knows any agent, and asking is an error (never "not an agent"): `latch verify`'s
+// ancestry check refuses, containment records the failure.
 import { readFileSync, realpathSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import type { AgentProcesses } from '../../agents/agent.js';
 import { builtEntry, moduleDir } from '../../base/paths.js';
 import { shq, withoutEntryGuard, wrapFailClosed } from '../../base/hook-text.js';
 import { ancestry, argvOf, baseName as base, bootNs, cmdlineText, environOf, exeOf, procSelfPid } from './proc.js';
 
-/** Executable basenames that are a coding agent. */
-const AGENT_EXES = [/^codex$/, /^codex-(x86_64|aarch64)-[\w-]+$/, /^claude$/, /^claude\.exe$/];
-/** Scripts that make a node/bun process an agent (argv[1]). */
-const AGENT_SCRIPTS = [
-  /(^|\/)@openai\/codex\/bin\/codex\.js$/,
-  /(^|\/)codex\.js$/,
-  /(^|\/)@anthropic-ai\/claude-code\/cli\.js$/,
-  /(^|\/)claude$/,
-];
+/** Runtimes that run an agent's script (argv[1]), and a hook's entry. */
 const NODE_EXES = /^(node|nodejs|bun)$/;
-/** Sandboxes an agent runs its commands in. */
-const SANDBOX_EXES = /^(bwrap|codex-linux-sandbox|codex-sandbox)$/;
 /** Processes orphans are reparented to (besides PID 1). */
 const REAPER_EXES = /^(systemd|init|tini|tini-static|dumb-init|catatonit|s6-svscan|runsvdir)$/;
 /** Terminal multiplexer servers: a child started in an attempt window came from a tool call. */
@@ -51,20 +48,39 @@ export interface AgentInfo {
   cmdline: string;
 }
 
-/** Is this process a coding agent (Codex, Claude Code)? */
-export function isAgentProcess(exe: string | null, argv: string[]): boolean {
-  const b = base(exe);
-  if (AGENT_EXES.some((r) => r.test(b))) return true;
-  if (exe && /\/claude\/versions\/[^/]+$/.test(exe)) return true; // Claude Code's native installer
-  if (NODE_EXES.test(b)) {
-    const script = argv.slice(1).find((a) => !a.startsWith('-'));
-    if (script && AGENT_SCRIPTS.some((r) => r.test(script))) return true;
-  }
-  return false;
+let registered: (() => readonly AgentProcesses[]) | null = null;
+
+/**
+ * Where the agents' process facts come from: the registry's list (src/agents/index.ts calls this when
+ * it loads, with every registered agent's, tests' extra ones included).
+ */
+export function useAgentProcesses(source: () => readonly AgentProcesses[]): void {
+  registered = source;
 }
 
+/** Every registered agent's process facts; throws when no registry gave any (no agent known). */
+function registeredProcesses(): readonly AgentProcesses[] {
+  const list = registered?.() ?? [];
+  if (list.length === 0) throw new Error('no agent process facts: load the agent registry (src/agents/index.ts) first');
+  return list;
+}
+
+/** Is this process a coding agent (any registered agent: Agent.processes)? */
+export function isAgentProcess(exe: string | null, argv: string[]): boolean {
+  const b = base(exe);
+  const script = NODE_EXES.test(b) ? argv.slice(1).find((a) => !a.startsWith('-')) : undefined;
+  return registeredProcesses().some(
+    (p) =>
+      p.exes.some((r) => r.test(b)) ||
+      (exe !== null && p.exePaths.some((r) => r.test(exe))) ||
+      (script !== undefined && p.scripts.some((r) => r.test(script))),
+  );
+}
+
+/** Is this process an agent's sandbox (any registered agent's: Agent.processes)? */
 export function isSandboxProcess(exe: string | null): boolean {
-  return SANDBOX_EXES.test(base(exe));
+  const b = base(exe);
+  return registeredProcesses().some((p) => p.sandboxes.some((r) => r.test(b)));
 }
 
 /** A process orphans are reparented to (besides PID 1: systemd, tini, ...). */
@@ -172,7 +188,7 @@ export function isHookInvocation(exe: string | null, argv: string[], entries: Re
 /**
  * A process containment may spare as a hook invocation: its argv is one (isHookInvocation), and its
  * executable is the file that name says. A shell form's is a shell /etc/shells lists, or the agent's
- * own $SHELL (`agentShell`: Codex runs its hooks with it); the node form's is this process's own node
+ * own $SHELL (`agentShell`: an agent may run its hooks with it); the node form's is this process's own node
  * (setup writes one absolute node into every handler). A name alone is not enough: any binary copied
  * to a file named `node` or `sh` would pass.
  */

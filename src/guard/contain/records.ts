@@ -50,8 +50,8 @@ export function containAfterTrip(
         ...(opts.orphanFilter ? { orphanFilter: opts.orphanFilter } : {}),
       };
       // LATCH_CONTAIN=list (tests sharing a uid with other work, or a human who wants to see first):
-      // record the candidates without signalling them. The hook's environment is Codex's, which the
-      // agent's tool calls cannot change.
+      // record the candidates without signalling them. The hook's environment is the agent's own, which
+      // the agent's tool calls cannot change.
       const mode = opts.mode ?? process.env.LATCH_CONTAIN;
       // Without an agent among the hook's ancestors (a hook run by hand or in-process by a test, an
       // agent this file does not know) there is nobody to contain for sure: list, do not signal.

@@ -190,7 +190,7 @@ export function scanOnce(
       if (!p || !eligible(p)) continue;
       const argv = argvOf(c);
       if (isHookProcess(c, (entries ??= latchEntries()), agentShell) && sameDangerEnv(c, agent.pid)) {
-        // The hook itself answers the agent (a killed PreToolUse fails open in Codex): it is spared, with
+        // The hook itself answers the agent (a killed PreToolUse may fail open: docs/hook-failures.md): it is spared, with
         // its own stages (the fail-closed wrapper's inner shell, the hook's node: isHookStage). Nothing
         // else under it is: what a hook started is a candidate like any process of the agent. The hook
         // running this containment is never here: it and its ancestors are protected, its descendants
