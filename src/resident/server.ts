@@ -345,7 +345,7 @@ function parseRequest(text: string): { identity: string; input: string } | null 
 
 /**
  * The agent among the starting hook's ancestors (SPOOL.agents): the nearest that still runs as
- * listed and is an agent process (Codex, Claude Code).
+ * listed and is an agent process (a registered agent's: Agent.processes).
  */
 function agentOf(text: string | null): { pid: number; start: string } | null {
   for (const line of (text ?? '').split('\n').slice(0, 32)) {
