@@ -8,9 +8,9 @@
 // One agent run per configuration, each making one Bash call per case (`echo x > w-<case>.txt`, so the
 // file says whether the call ran) and ending with a call the hook denies with exit 2 (the control: the
 // hook is still in force after the failures). The runs go concurrently: they mostly wait.
+import { runBounded } from '../../src/base/bounded.js';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import {
   chmodSync,
   existsSync,
@@ -323,29 +323,11 @@ async function claudeScene(opts: { onFailure?: 'block'; cases: readonly Case[] }
     if (process.getuid?.() === 0) env.IS_SANDBOX = '1';
     const bin = claudeCommand();
     const t0 = Date.now();
-    const child = spawn(
+    const { code, timedOut, stdout, stderr } = await runBounded(
       bin.cmd,
       [...bin.args, '-p', 'write the files', '--output-format', 'json', '--dangerously-skip-permissions'],
-      { cwd: work, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true },
+      { cwd: work, env, timeoutMs: 180_000 },
     );
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      try {
-        process.kill(-child.pid!, 'SIGKILL');
-      } catch {
-        child.kill('SIGKILL');
-      }
-    }, 180_000);
-    const code = await new Promise<number | null>((res, rej) => {
-      child.once('error', rej);
-      child.once('close', (c) => res(c));
-    });
-    clearTimeout(timer);
     assert.equal(timedOut, false, `claude timed out\n${stderr.slice(-3000)}\n${stdout.slice(-3000)}`);
     const results = toolResultsSeen(fake.requests);
     const atts = hookAttachments(configDir);

@@ -141,6 +141,12 @@ describe('whose cgroup Latch may make room in', () => {
   });
 });
 
+/** May Latch make groups in this process's cgroup (where the stand-in agents below start)? */
+function dividable(): boolean {
+  const mount = cgroup2Mount();
+  return mount !== null && mayMakeRoom(mount, cgroupOf('self') ?? '/nonexistent') === null;
+}
+
 /** A stand-in agent of the test's own (`sleep 300`), moved into a group of its own. */
 function standIn(): { agent: ChildProcess; g: { dir: string } } {
   const agent = spawn('sleep', ['300'], { stdio: 'ignore' });
@@ -170,18 +176,14 @@ describe('latch doctor: containment', () => {
       /LATCH_CGROUP=off: at a trip \/proc is scanned alone/,
     );
     const c = checkContainment(io({}));
-    const mount = cgroup2Mount();
-    const own = mount !== null && mayMakeRoom(mount, cgroupOf('self') ?? '/nonexistent') === null;
-    if (own) assert.deepEqual([c.status, /^atomic: /.test(c.detail)], ['ok', true], c.detail);
+    if (dividable()) assert.deepEqual([c.status, /^atomic: /.test(c.detail)], ['ok', true], c.detail);
     else assert.equal(c.status, 'warn', c.detail);
   });
 
   test('an agent group left frozen (a containment that died half-way) fails, with the line that thaws it', {
     skip: skip ?? false,
   }, (t) => {
-    const mount = cgroup2Mount()!;
-    const own = cgroupOf('self')!;
-    if (mayMakeRoom(mount, own) !== null) return t.skip('this cgroup is not this user’s to divide');
+    if (!dividable()) return t.skip('this cgroup is not this user’s to divide');
     // A stand-in agent of the test's own, in a group of its own, frozen as a dead containment leaves it.
     const { agent, g } = standIn();
     t.after(() => {
@@ -205,9 +207,7 @@ describe('latch doctor: containment', () => {
 test('latch uninstall removes the empty groups of agents that have exited, in its own cgroup', {
   skip: skip ?? false,
 }, (t) => {
-  const mount = cgroup2Mount()!;
-  const own = cgroupOf('self')!;
-  if (mayMakeRoom(mount, own) !== null) return t.skip('this cgroup is not this user’s to divide');
+  if (!dividable()) return t.skip('this cgroup is not this user’s to divide');
   const { agent, g } = standIn();
   const home = mkdtempSync(join(tmpdir(), 'latch-uninstall-'));
   t.after(() => {
