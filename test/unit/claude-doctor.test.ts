@@ -130,6 +130,7 @@ describe('latch doctor led by Claude Code: after the shared checks', () => {
       'store',
       'watchers',
       'resident hooks',
+      'containment',
       READS,
       'registration',
     ]);

@@ -699,6 +699,7 @@ describe('latch doctor: Claude Code', () => {
       'store',
       'watchers',
       'resident hooks',
+      'containment',
       'claude reads while held',
       'registration',
     ]);
