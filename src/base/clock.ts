@@ -107,3 +107,10 @@ function pad(n: number, width: number): string {
   const s = String(n);
   return s.length >= width ? s : '0'.repeat(width - s.length) + s;
 }
+
+let sleeper: Int32Array | undefined;
+
+/** Blocks this thread for `ms` (a synchronous poll's wait: containment, the doctor). */
+export function sleepSync(ms: number): void {
+  Atomics.wait((sleeper ??= new Int32Array(new SharedArrayBuffer(4))), 0, 0, ms);
+}

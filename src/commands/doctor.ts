@@ -20,6 +20,7 @@ import { listWatchers, type WatcherJson } from './shared/watchers.js';
 import { residentHooks } from '../resident/list.js';
 import { cgroup2Mount, cgroupOf, frozenGroups, mayMakeRoom } from '../guard/contain/cgroup.js';
 import { procSupported } from '../guard/contain/proc.js';
+import { sleepSync } from '../base/clock.js';
 
 export type { Check, CheckStatus } from './shared/checks.js';
 export type { RepairResult } from '../store/repair.js';
@@ -243,7 +244,7 @@ export function checkContainment(io: Io): Check {
   // A group left frozen (a containment that died half-way) holds its agent still: say how to thaw it.
   let stuck = frozenGroups(here);
   for (let waited = 0; stuck.length > 0 && waited < FROZEN_GRACE_MS; waited += 100) {
-    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 100);
+    sleepSync(100);
     stuck = frozenGroups(here);
   }
   if (stuck.length > 0)

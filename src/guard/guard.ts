@@ -214,7 +214,9 @@ async function handleWithDb(
   let row = known ?? (await createSession(ctx, db, obs, ev));
   // The agent into a cgroup of Latch's own, at its first ordinary hook (a SessionStart comes first), so
   // that a trip's containment can freeze every process it started since (src/guard/contain/cgroup.ts).
-  if (!ctx.resident && (ev.type === 'session_start' || ev.type === 'pre_tool')) enrollAgent();
+  // A PreToolUse only looks when this hook was not born in such a group (one read of its own cgroup).
+  if (!ctx.resident && (ev.type === 'session_start' || ev.type === 'pre_tool'))
+    enrollAgent({ unlessBornInGroup: ev.type === 'pre_tool' });
   // Tamper evidence: Latch's registration (handlers, trust, feature flags), installed files and the
   // shell startup files against the fingerprint `latch setup` recorded (one lstat each; hashes only
   // when a stat changed). A change latches the workspace's sessions; a tracked call is denied.

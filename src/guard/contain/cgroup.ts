@@ -19,6 +19,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, statSync, 
 import { join } from 'node:path';
 import type { AgentInfo } from './match.js';
 import { sameProcess } from './proc.js';
+import { sleepSync } from '../../base/clock.js';
 
 /** The agent's group directory (absolute, under the cgroup2 mount), or why there is none. */
 export type Group = { dir: string } | { none: string };
@@ -191,10 +192,6 @@ export function members(dir: string): number[] {
   return out;
 }
 
-function pause(ms: number): void {
-  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
-}
-
 /**
  * Freezes (or thaws) a cgroup and waits, up to `waitMs`, until the kernel says it is (cgroup.events
  * `frozen 1`). A frozen member cannot run, fork or exit; SIGKILL still ends it. Returns null, or why it
@@ -215,7 +212,7 @@ export function setFrozen(dir: string, frozen: boolean, waitMs = 1000): string |
       return `cgroup.events: ${(err as NodeJS.ErrnoException).code ?? String(err)}`;
     }
     if (Date.now() >= end) return `not frozen after ${waitMs} ms`;
-    pause(1);
+    sleepSync(1);
   }
 }
 

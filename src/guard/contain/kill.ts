@@ -26,15 +26,11 @@ import {
   toCandidate,
   unsupported,
 } from './scan.js';
-import { monoMs } from '../../base/clock.js';
+import { monoMs, sleepSync } from '../../base/clock.js';
 
 const MAX_ROUNDS = 8;
 /** How long a stopped candidate may run its exit handlers after SIGTERM before SIGKILL. */
 const GRACE_MS = 500;
-
-function pause(ms: number): void {
-  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
-}
 
 function signal(pid: number, startTicks: string, sig: NodeJS.Signals): 'ok' | 'gone' | string {
   if (pid <= 1 || pid === process.pid || pid === procSelfPid()) return 'refused';
@@ -104,7 +100,7 @@ export function contain(input: ScanInput): ContainResult {
       signal(f.proc.pid, f.proc.startTicks, 'SIGCONT');
     }
     const end = monoMs() + GRACE_MS;
-    while (terminated.some((f) => sameProcess(f.proc.pid, f.proc.startTicks)) && monoMs() < end) pause(10);
+    while (terminated.some((f) => sameProcess(f.proc.pid, f.proc.startTicks)) && monoMs() < end) sleepSync(10);
     // What a handler forked meanwhile: found by one more scan (the group frozen again: complete), killed
     // with the rest.
     if (frozen && setFrozen(frozen, true) !== null) notes.push('the cgroup did not freeze again for the last scan');

@@ -4,7 +4,7 @@ import { dirname } from 'node:path';
 import type { Db } from '../../store/store.js';
 import { recordedResidents } from '../../resident/list.js';
 import { contain } from './kill.js';
-import { enroll, type Group, groupOf } from './cgroup.js';
+import { cgroupOf, enroll, type Group, groupOf } from './cgroup.js';
 import { findAgent } from './match.js';
 import { bootNs, exeOf, nsOf, type Proc, procSupported, readProc } from './proc.js';
 import { type ContainResult, failed, listCandidates, type ScanInput, unsupported } from './scan.js';
@@ -190,9 +190,11 @@ export function recordContainment(
  * no agent runs this hook (by hand, a test in process), or the cgroup is not this user's: nothing.
  * Never throws.
  */
-export function enrollAgent(env: NodeJS.ProcessEnv = process.env): Group {
+export function enrollAgent(opts: { unlessBornInGroup?: boolean } = {}, env: NodeJS.ProcessEnv = process.env): Group {
   try {
     if (!procSupported() || env.LATCH_CGROUP === 'off') return { none: 'off or unsupported' };
+    // A later hook of an enrolled agent was born in its group: one read says so, no ancestry walk.
+    if (opts.unlessBornInGroup && /\/latch-\d+-\d+\/agent$/.test(cgroupOf('self') ?? '')) return { none: 'enrolled' };
     const agent = findAgent();
     return agent ? enroll(agent, env) : { none: 'no agent among the ancestors' };
   } catch (err) {
