@@ -104,7 +104,15 @@ export {
   readProc,
   sameProcess,
 } from './contain/proc.js';
-export { containAfterTrip, enrollAgent, listForSession, recordContainment } from './contain/records.js';
+export {
+  containAfterTrip,
+  enrollAgent,
+  listForSession,
+  liveSessionAgent,
+  recordContainment,
+  recordedSessionAgent,
+  recordSessionAgent,
+} from './contain/records.js';
 export { type ChangeOrigin, changeOrigin } from './contain/jobs.js';
 export { type Candidate, type ContainResult, listCandidates, type ScanInput, type Why } from './contain/scan.js';
 export { type AttemptWindow, attemptWindows, WINDOW_AFTER_NS, WINDOW_BEFORE_NS, windowOf } from './contain/windows.js';

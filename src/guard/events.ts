@@ -57,7 +57,13 @@ export type LatchEvent =
   | { type: 'post_compact'; trigger: string | null }
   | { type: 'pre_tool'; call: ToolCall }
   | { type: 'post_tool'; call: ToolCall }
-  | { type: 'turn_end'; kind: TurnEnd };
+  | { type: 'turn_end'; kind: TurnEnd }
+  /**
+   * Not a hook: a Latch process beside the agent (the workspace watcher, src/watch/sentry.ts) looks at a
+   * known session's transcript and announcements out of band, so that a compaction is counted, tripped
+   * and contained even when every hook of the agent is killed (issue 29.2). No agent sends it.
+   */
+  | { type: 'probe' };
 
 export interface Reason {
   code: string;

@@ -10,7 +10,7 @@ import type { ResolvedPolicy } from '../session/policy.js';
 import { errorMessage, NotServedError } from '../base/errors.js';
 import { patchTouchesLatch } from './held.js';
 import { guardRegistration, TAMPER_CODE } from './tamper.js';
-import { changeOrigin, containAfterTrip, enrollAgent } from './contain.js';
+import { changeOrigin, containAfterTrip, enrollAgent, recordedSessionAgent, recordSessionAgent } from './contain.js';
 import { recordedResidents } from '../resident/list.js';
 import {
   getSession,
@@ -100,6 +100,34 @@ export async function handle(ctx: GuardContext, obs: Observation, event: LatchEv
     if (replay !== null) return { ...d, updatedInput: { ...input, command: replay } };
   }
   return d;
+}
+
+/**
+ * The out-of-band look (issue 29.2, src/watch/sentry.ts): what the session's next hook would count of
+ * its transcript and its pending announcements, counted now by a Latch process that is not the agent's
+ * hook, so that a compaction trips and is contained even when a job of the agent kills every hook.
+ * Counting only: no session is created, no agent enrolled, no registration checked, no ledger step.
+ * Containment starts from the agent process the session's hooks recorded (session_agents). Throws on
+ * internal errors (the caller logs and tries again).
+ */
+export async function probeSession(ctx: GuardContext, sessionId: string): Promise<Decision> {
+  const db = ctx.openDb();
+  try {
+    const row = getSession(db, sessionId);
+    if (!row) return { verdict: 'observe', reasons: [], message: null, state: null };
+    const obs: Observation = {
+      sessionId,
+      turnId: null,
+      cwd: row.cwd,
+      transcriptPath: row.transcript_path,
+      model: row.model,
+      permissionMode: row.permission_mode,
+      agentId: null,
+    };
+    return await handleWithDb(ctx, db, obs, { type: 'probe' }, null);
+  } finally {
+    release(ctx, db);
+  }
 }
 
 /**
@@ -211,25 +239,36 @@ async function handleWithDb(
 ): Promise<Decision> {
   const known = getSession(db, obs.sessionId);
   if (ctx.resident && !known) throw new NotServedError('a session seen for the first time');
+  // An out-of-band look counts what a known session's transcript shows; it creates nothing.
+  const probing = ev.type === 'probe';
+  if (probing && !known) return { verdict: 'observe', reasons: [], message: null, state: null };
   let row = known ?? (await createSession(ctx, db, obs, ev));
   // The agent into a cgroup of Latch's own, at its first ordinary hook (a SessionStart comes first), so
-  // that a trip's containment can freeze every process it started since (src/guard/contain/cgroup.ts).
-  // A PreToolUse only looks when this hook was not born in such a group (one read of its own cgroup).
-  if (!ctx.resident && (ev.type === 'session_start' || ev.type === 'pre_tool'))
-    enrollAgent({ unlessBornInGroup: ev.type === 'pre_tool' });
+  // that a trip's containment can freeze every process it started since (src/guard/contain/cgroup.ts),
+  // and its identity recorded for the session (a containment run by the watcher starts from it).
+  // A PreToolUse of a session whose agent is recorded only looks when this hook was not born in such
+  // a group (one read of its own cgroup).
+  if (!ctx.resident && (ev.type === 'session_start' || ev.type === 'pre_tool')) {
+    const look = ev.type === 'session_start' || recordedSessionAgent(db, row.session_id) === undefined;
+    const { agent } = enrollAgent({ unlessBornInGroup: !look }, ctx.env);
+    if (agent) recordSessionAgent(db, row.session_id, agent, ctx.now());
+  }
   // Tamper evidence: Latch's registration (handlers, trust, feature flags), installed files and the
   // shell startup files against the fingerprint `latch setup` recorded (one lstat each; hashes only
   // when a stat changed). A change latches the workspace's sessions; a tracked call is denied.
   // A change no tool call (nor a job of one) could have made is the human's: it latches nothing.
-  const reg = guardRegistration(db, row.workspace, ctx.now(), {
-    resident: ctx.resident === true,
-    originOf: (paths) => changeOrigin(db, paths, { spare: recordedResidents(ctx.home) }),
-  });
-  if (reg.latched.length > 0) row = getSession(db, obs.sessionId)!;
+  // (An out-of-band look leaves that to the hooks: it has no call to deny and no human to tell.)
+  const reg = probing
+    ? null
+    : guardRegistration(db, row.workspace, ctx.now(), {
+        resident: ctx.resident === true,
+        originOf: (paths) => changeOrigin(db, paths, { spare: recordedResidents(ctx.home) }),
+      });
+  if (reg && reg.latched.length > 0) row = getSession(db, obs.sessionId)!;
   // The hook that finds the change tells the human at once, whatever its event: a handler switched
   // off (Codex's /hooks) is otherwise seen only at the next denied call, if ever.
-  const tamperNotice = reg.latched.length > 0 || reg.fresh ? registrationNotice(reg.reasons) : undefined;
-  if (ev.type === 'pre_tool' && ev.call.kind !== null && (reg.status === 'tampered' || reg.status === 'error')) {
+  const tamperNotice = reg && (reg.latched.length > 0 || reg.fresh) ? registrationNotice(reg.reasons) : undefined;
+  if (reg && ev.type === 'pre_tool' && ev.call.kind !== null && (reg.status === 'tampered' || reg.status === 'error')) {
     const call = ev.call;
     immediate(db, () => recordToolDenial(db, row, obs, call, reg.reasons, ctx.now()));
     const d = denyDecision(reg.reasons, row.state);
@@ -249,6 +288,10 @@ async function handleWithDb(
     ownAnnouncement,
   );
   const tracked = ev.type === 'pre_tool' && ev.call.kind !== null;
+  // An out-of-band look with nothing to count takes no write lock (it runs at every transcript change;
+  // the session's hooks save the scan's position as they go).
+  if (probing && newTranscript.length === 0 && pending.list.length === 0)
+    return { verdict: 'observe', reasons: [], message: null, state: row.state };
   if (ctx.resident) {
     const why = notServed(db, row, scan, pending, newTranscript.length, needEvidence || mayTrip);
     if (why) throw new NotServedError(why);
@@ -439,6 +482,7 @@ async function handleWithDb(
       workspace: row.workspace,
       now: ctx.now(),
       marks: ctx.agent.sessionMarks,
+      recordedAgent: probing,
     });
   if (uncheckedTrip)
     containAfterTrip(db, row.session_id, row.transcript_compactions, {

@@ -426,4 +426,18 @@ export const MIGRATIONS: readonly string[] = [
     changes       INTEGER NOT NULL         -- how many differences were accepted
   );
   `,
+  `
+  -- The agent process a session's hooks last ran under (src/guard/contain/records.ts enrollAgent): its
+  -- pid and start time (/proc stat field 22), written by the hook from its own ancestry at SessionStart
+  -- and at a PreToolUse that looked. A Latch process that is not the agent's hook (the watcher's
+  -- out-of-band trip, src/watch/sentry.ts) contains that process's jobs by it, when it still runs.
+  CREATE TABLE session_agents (
+    session_id  TEXT PRIMARY KEY,
+    pid         INTEGER NOT NULL,
+    start_ticks TEXT NOT NULL,
+    exe         TEXT,
+    cmdline     TEXT NOT NULL,
+    recorded_at TEXT NOT NULL
+  ) WITHOUT ROWID;
+  `,
 ];

@@ -21,7 +21,11 @@
 // the kernel drops events and neither libuv nor Node report it; the full scans at each turn's end,
 // checkpoint and verify then find such changes (timed by ctime like every change).
 //
-// It exits when idle (LATCH_WATCH_IDLE_MS, default 30 min without a sync), when the root or the store
+// Beside the journal it keeps the sentry (sentry.ts): an eye on the transcripts of the workspace's
+// mutable sessions, which counts and trips a compaction when the agent's hooks are killed.
+//
+// It exits when idle (LATCH_WATCH_IDLE_MS, default 30 min without a sync while no session of the
+// workspace has a running agent), when the root or the store
 // goes away (checked every 5 s), when another instance has taken over its row, and on SIGTERM/SIGINT.
 //
 // The pieces: lease.ts (the watchers row: claim, ready, release), intake.ts (the fs.watch handles and
@@ -47,6 +51,8 @@ import { FAILED } from './client.js';
 import { TreeWatch } from './intake.js';
 import { Journal } from './journal.js';
 import { Lease, now } from './lease.js';
+import { Sentry } from './sentry.js';
+import { isAlive } from '../ledger/ledger.js';
 
 export type { JournalKind } from './journal.js';
 
@@ -87,6 +93,8 @@ class Watcher {
   private readonly cookies: string;
   private readonly journal: Journal;
   private readonly tree: TreeWatch;
+  /** The out-of-band look at the workspace's sessions (src/watch/sentry.ts); null: LATCH_SENTRY=off. */
+  private readonly sentry: Sentry | null;
   private lastSync: number;
   private finished = false;
   private timer: NodeJS.Timeout | undefined;
@@ -105,6 +113,8 @@ class Watcher {
     this.journal = new Journal(lease);
     this.tree = new TreeWatch(this.root, maxDirs, this.journal, () => this.stop(0, this.tooMany()));
     this.lastSync = Date.now();
+    this.sentry =
+      process.env.LATCH_SENTRY === 'off' ? null : new Sentry(home, this.root, (pid, start) => isAlive({ pid, start }));
   }
 
   private tooMany(): { unavailable: string } {
@@ -147,6 +157,7 @@ class Watcher {
         return undefined;
       }
       this.lease.ready(this.tree.size);
+      this.sentry?.refresh();
     } catch {
       this.stop(1);
       return undefined;
@@ -185,7 +196,11 @@ class Watcher {
 
   private housekeeping(rootSt: Stats, storeFile: string): void {
     const st = lstatSync(this.root, { throwIfNoEntry: false });
-    let done = !st || st.ino !== rootSt.ino || !existsSync(storeFile) || Date.now() - this.lastSync > this.idleMs;
+    // Idle: no sync for idleMs, and no session of the workspace whose agent runs (the sentry keeps an
+    // eye on those however long their hooks stay silent).
+    this.sentry?.refresh();
+    const idle = Date.now() - this.lastSync > this.idleMs && !this.sentry?.watching();
+    let done = !st || st.ino !== rootSt.ino || !existsSync(storeFile) || idle;
     // A config or global excludes file changed: see TreeWatch.checkConfigs.
     if (!done) this.tree.checkConfigs();
     try {
@@ -201,6 +216,7 @@ class Watcher {
     this.finished = true;
     clearInterval(this.timer);
     this.cookieWatch?.close();
+    this.sentry?.close();
     this.tree.close();
     this.lease.release(state);
     rmSync(this.cookies, { recursive: true, force: true });

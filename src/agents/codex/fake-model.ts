@@ -17,6 +17,8 @@ export interface FakeStep {
   items: FakeItem[];
   /** Reported usage.input_tokens; above `model_auto_compact_token_limit` it triggers auto-compaction. */
   inputTokens?: number;
+  /** How long the model "thinks" before it answers (ms; default 0): a real model takes seconds. */
+  delayMs?: number;
 }
 
 export interface RecordedRequest {
@@ -175,6 +177,7 @@ export async function startFakeModel(opts: FakeModelOptions): Promise<FakeModel>
       return sendSse(res, [message(`fake-model error: ${String(err)}`)], 50);
     }
     if (!step) return sendSse(res, [message('done')], 50);
+    if (step.delayMs) await new Promise((r) => setTimeout(r, step.delayMs));
     sendSse(res, step.items.map(toOutputItem), step.inputTokens ?? 100);
   };
 

@@ -5,8 +5,8 @@ import type { Db } from '../../store/store.js';
 import { recordedResidents } from '../../resident/list.js';
 import { contain } from './kill.js';
 import { cgroupOf, enroll, type Group, groupOf } from './cgroup.js';
-import { findAgent } from './match.js';
-import { bootNs, exeOf, nsOf, type Proc, procSupported, readProc } from './proc.js';
+import { type AgentInfo, findAgent } from './match.js';
+import { bootNs, exeOf, nsOf, type Proc, procSupported, readProc, sameProcess } from './proc.js';
 import { type ContainResult, failed, listCandidates, type ScanInput, unsupported } from './scan.js';
 import { attemptWindows, watcherIds } from './windows.js';
 import { monoMs } from '../../base/clock.js';
@@ -27,6 +27,11 @@ export function containAfterTrip(
     mode?: string;
     /** The agent's session marks (Agent.sessionMarks): without them no orphan is signalled. */
     marks?: readonly string[];
+    /**
+     * Contain around the agent its hooks recorded for the session (session_agents), not the one among
+     * this process's ancestors: the caller is not the agent's hook (the watcher's out-of-band trip).
+     */
+    recordedAgent?: boolean;
   } = {},
 ): ContainResult {
   const t0 = monoMs();
@@ -55,7 +60,7 @@ export function containAfterTrip(
       const mode = opts.mode ?? process.env.LATCH_CONTAIN;
       // Without an agent among the hook's ancestors (a hook run by hand or in-process by a test, an
       // agent this file does not know) there is nobody to contain for sure: list, do not signal.
-      const agent = findAgent();
+      const agent = opts.recordedAgent ? liveSessionAgent(db, sessionId) : findAgent();
       input.agent = agent;
       // The agent's cgroup of Latch's own, where its first hook could make one (src/guard/contain/cgroup.ts).
       const group = agent ? groupOf(agent) : null;
@@ -65,7 +70,9 @@ export function containAfterTrip(
         result.notes.push(
           mode === 'list'
             ? 'LATCH_CONTAIN=list: candidates recorded, nothing signalled'
-            : "no agent process among the hook's ancestors: candidates recorded, nothing signalled",
+            : opts.recordedAgent
+              ? "the session's recorded agent process no longer runs: candidates recorded, nothing signalled"
+              : "no agent process among the hook's ancestors: candidates recorded, nothing signalled",
         );
       } else result = contain(input);
       if (group && 'none' in group) result.notes.push(`no cgroup to freeze (${group.none}): /proc scanned alone`);
@@ -187,17 +194,67 @@ export function recordContainment(
 /**
  * The hook's part in atomic containment (src/guard/contain/cgroup.ts): puts the agent that runs this
  * hook into a cgroup of Latch's own, once, so that every process it starts later is born there. Where
- * no agent runs this hook (by hand, a test in process), or the cgroup is not this user's: nothing.
- * Never throws.
+ * no agent runs this hook (by hand, a test in process), or the cgroup is not this user's: no group.
+ * Returns the agent found among this hook's ancestors too (null when it did not look: `unlessBornInGroup`
+ * and a hook born in such a group). Never throws.
  */
-export function enrollAgent(opts: { unlessBornInGroup?: boolean } = {}, env: NodeJS.ProcessEnv = process.env): Group {
+export function enrollAgent(
+  opts: { unlessBornInGroup?: boolean } = {},
+  env: NodeJS.ProcessEnv = process.env,
+): { group: Group; agent: AgentInfo | null } {
+  let agent: AgentInfo | null = null;
   try {
-    if (!procSupported() || env.LATCH_CGROUP === 'off') return { none: 'off or unsupported' };
-    // A later hook of an enrolled agent was born in its group: one read says so, no ancestry walk.
-    if (opts.unlessBornInGroup && /\/latch-\d+-\d+\/agent$/.test(cgroupOf('self') ?? '')) return { none: 'enrolled' };
-    const agent = findAgent();
-    return agent ? enroll(agent, env) : { none: 'no agent among the ancestors' };
+    if (!procSupported()) return { group: { none: 'unsupported' }, agent };
+    // A later hook whose agent is recorded looks only where it may have to enroll it: not when turned
+    // off, not when born in the agent's group (one read says so, no ancestry walk).
+    if (opts.unlessBornInGroup && env.LATCH_CGROUP === 'off') return { group: { none: 'LATCH_CGROUP=off' }, agent };
+    if (opts.unlessBornInGroup && /\/latch-\d+-\d+\/agent$/.test(cgroupOf('self') ?? ''))
+      return { group: { none: 'enrolled' }, agent };
+    agent = findAgent();
+    if (env.LATCH_CGROUP === 'off') return { group: { none: 'LATCH_CGROUP=off' }, agent };
+    return { group: agent ? enroll(agent, env) : { none: 'no agent among the ancestors' }, agent };
   } catch (err) {
-    return { none: String((err as Error)?.message ?? err) };
+    return { group: { none: String((err as Error)?.message ?? err) }, agent };
   }
+}
+
+/**
+ * Records the agent process a session's hook runs under (session_agents), when it is not the one
+ * recorded: from the hook's own ancestry, never from anything the agent's jobs can name. Own
+ * transaction; errors are returned, never thrown (the hook goes on without it).
+ */
+export function recordSessionAgent(db: Db, sessionId: string, agent: AgentInfo, now: string): string | null {
+  try {
+    const cur = recordedSessionAgent(db, sessionId);
+    if (cur && cur.pid === agent.pid && cur.start_ticks === agent.start_ticks) return null;
+    db.exec('BEGIN IMMEDIATE');
+    try {
+      db.prepare(
+        `INSERT INTO session_agents (session_id, pid, start_ticks, exe, cmdline, recorded_at) VALUES (?, ?, ?, ?, ?, ?)
+         ON CONFLICT(session_id) DO UPDATE SET pid = excluded.pid, start_ticks = excluded.start_ticks,
+           exe = excluded.exe, cmdline = excluded.cmdline, recorded_at = excluded.recorded_at`,
+      ).run(sessionId, agent.pid, agent.start_ticks, agent.exe, agent.cmdline, now);
+      db.exec('COMMIT');
+    } catch (err) {
+      if (db.inTransaction) db.exec('ROLLBACK');
+      throw err;
+    }
+    return null;
+  } catch (err) {
+    return `recording the session's agent failed: ${String((err as Error)?.message ?? err)}`;
+  }
+}
+
+/** The agent process recorded for a session, whether or not it still runs. */
+export function recordedSessionAgent(db: Db, sessionId: string): AgentInfo | undefined {
+  const r = db
+    .prepare('SELECT pid, start_ticks, exe, cmdline FROM session_agents WHERE session_id = ?')
+    .get(sessionId) as { pid: number; start_ticks: string; exe: string | null; cmdline: string } | undefined;
+  return r ? { pid: r.pid, start_ticks: r.start_ticks, exe: r.exe, cmdline: r.cmdline } : undefined;
+}
+
+/** The session's recorded agent when that very process (pid and start time) still runs, else null. */
+export function liveSessionAgent(db: Db, sessionId: string): AgentInfo | null {
+  const a = recordedSessionAgent(db, sessionId);
+  return a && sameProcess(a.pid, a.start_ticks) ? a : null;
 }

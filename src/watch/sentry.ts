@@ -1,0 +1,214 @@
+// The watcher's sentry (issue 29.2): a compaction is seen even when every hook of the agent is killed.
+//
+// Codex and Claude Code run a tool call whose PreToolUse hook was killed by a signal (docs/hook-failures.md),
+// so a job the agent left running while it could still write, one that kills each Latch hook as it
+// appears, would let the agent write on after a compaction: no hook completes to count it. The
+// workspace watcher is a Latch process of its own (started by a hook, recorded in the store, spared by
+// containment by that record), so it keeps an eye on the transcript of every mutable session of its
+// workspace whose agent still runs, and on the compaction announcements the hooks write before anything
+// else (src/session/announce.ts). When one grows, it runs the guard's out-of-band look (probeSession in
+// src/guard/guard.ts): the same counting a hook does, the same trip, and the containment, started from
+// the agent process the session's hooks recorded (session_agents) and its cgroup. The trip is then in
+// the store: the next hook that completes denies.
+//
+// What it does not cover: a job that kills the watcher too (it is the user's process, as the agent is:
+// the managed install of issue 26 is what puts Latch out of the agent's reach), a workspace too big to
+// watch (the watcher gives up above LATCH_WATCH_MAX_DIRS), LATCH_WATCH=off, and a session whose agent
+// its hooks never recorded (it is not watched). LATCH_SENTRY=off turns it off.
+import { existsSync, type FSWatcher, readdirSync, statSync, watch } from 'node:fs';
+import type { AgentName } from '../agents/agent.js';
+import { isoTime } from '../base/clock.js';
+import { errorMessage } from '../base/errors.js';
+import { announcedDir, sessionKey } from '../session/announce.js';
+import { openStore, type Db } from '../store/store.js';
+
+/** How soon after a change the look runs (a transcript grows by several writes at a time). */
+const SETTLE_MS = 25;
+
+interface Watched {
+  path: string;
+  agent: string;
+  handle: FSWatcher | null;
+}
+
+interface Row {
+  session_id: string;
+  agent: string;
+  transcript_path: string;
+  transcript_offset: number;
+  pid: number;
+  start_ticks: string;
+}
+
+export class Sentry {
+  private readonly sessions = new Map<string, Watched>();
+  private announced: FSWatcher | null = null;
+  private db: Db | null = null;
+  private timer: NodeJS.Timeout | undefined;
+  private running = false;
+  private again = false;
+  private closed = false;
+  /** The last error of a look (`latch watch` could show it; tests read it). */
+  lastError: string | null = null;
+  /** How many looks ran (tests). */
+  looks = 0;
+
+  constructor(
+    private readonly home: string,
+    private readonly root: string,
+    private readonly isLive: (pid: number, start: string) => boolean,
+  ) {}
+
+  /** Does a session of this workspace need the watcher to stay (its agent runs)? */
+  watching(): boolean {
+    return this.sessions.size > 0;
+  }
+
+  /**
+   * The mutable sessions of the workspace whose recorded agent runs: each transcript watched, the rest
+   * let go. Called at the watcher's start and at each housekeeping turn; a look follows when any
+   * transcript or announcement may hold something new.
+   */
+  refresh(): void {
+    if (this.closed) return;
+    let rows: Row[];
+    try {
+      rows = this.store()
+        .prepare(
+          `SELECT s.session_id, s.agent, s.transcript_path, s.transcript_offset, a.pid, a.start_ticks
+             FROM sessions s JOIN session_agents a ON a.session_id = s.session_id
+            WHERE s.workspace = ? AND s.state = 'mutable' AND s.transcript_path IS NOT NULL`,
+        )
+        .all(this.root) as Row[];
+    } catch (err) {
+      this.lastError = `listing the sessions: ${errorMessage(err)}`;
+      return;
+    }
+    const keep = new Set<string>();
+    let pending = false;
+    for (const r of rows) {
+      if (!this.isLive(r.pid, r.start_ticks)) continue;
+      keep.add(r.session_id);
+      const cur = this.sessions.get(r.session_id);
+      if (!cur || cur.path !== r.transcript_path || !cur.handle) {
+        cur?.handle?.close();
+        this.sessions.set(r.session_id, {
+          path: r.transcript_path,
+          agent: r.agent,
+          handle: this.watchFile(r.transcript_path),
+        });
+      }
+      pending ||= sizeOf(r.transcript_path) !== r.transcript_offset;
+    }
+    for (const [id, w] of this.sessions)
+      if (!keep.has(id)) {
+        w.handle?.close();
+        this.sessions.delete(id);
+      }
+    if (this.sessions.size > 0 && !this.announced) this.announced = this.watchFile(announcedDir(this.home));
+    if (this.sessions.size === 0 && this.announced) {
+      this.announced.close();
+      this.announced = null;
+    }
+    if (pending || this.announcementsWait()) this.kick();
+  }
+
+  close(): void {
+    this.closed = true;
+    clearTimeout(this.timer);
+    for (const w of this.sessions.values()) w.handle?.close();
+    this.sessions.clear();
+    this.announced?.close();
+    this.announced = null;
+    try {
+      this.db?.close();
+    } catch {
+      /* closed */
+    }
+    this.db = null;
+  }
+
+  private store(): Db {
+    this.db ??= openStore(this.home, { create: false, busyTimeoutMs: 2000 });
+    return this.db;
+  }
+
+  private watchFile(path: string): FSWatcher | null {
+    if (!existsSync(path)) return null;
+    try {
+      const w = watch(path, { persistent: false }, () => this.kick());
+      w.on('error', () => {
+        w.close();
+        for (const s of this.sessions.values()) if (s.handle === w) s.handle = null;
+        if (this.announced === w) this.announced = null;
+      });
+      return w;
+    } catch {
+      return null;
+    }
+  }
+
+  private announcementsWait(): boolean {
+    let names: string[];
+    try {
+      names = readdirSync(announcedDir(this.home));
+    } catch {
+      return false;
+    }
+    for (const id of this.sessions.keys()) {
+      const prefix = `${sessionKey(id)}.`;
+      if (names.some((n) => n.startsWith(prefix))) return true;
+    }
+    return false;
+  }
+
+  /** A look soon; one at a time, and one more after it when asked meanwhile. */
+  kick(): void {
+    if (this.closed) return;
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => void this.look(), SETTLE_MS);
+  }
+
+  private async look(): Promise<void> {
+    if (this.closed || this.running) return;
+    this.running = true;
+    this.again = false;
+    try {
+      const [{ probeSession }, { loadAgent }] = await Promise.all([
+        import('../guard/guard.js'),
+        import('../agents/index.js'),
+      ]);
+      for (const [id, w] of [...this.sessions]) {
+        if (this.closed) break;
+        const agent = await loadAgent(w.agent as AgentName);
+        if (!agent) continue;
+        this.looks++;
+        const db = this.store();
+        const d = await probeSession({ home: this.home, openDb: () => db, closeDb: () => {}, now: isoTime, agent }, id);
+        // Latched or paused: nothing more for the watcher to see in that session.
+        if (d.state !== null && d.state !== 'mutable') {
+          w.handle?.close();
+          this.sessions.delete(id);
+        }
+      }
+      this.lastError = null;
+    } catch (err) {
+      this.lastError = errorMessage(err);
+    } finally {
+      this.running = false;
+    }
+    if (this.again && !this.closed) this.kick();
+  }
+}
+
+function sizeOf(path: string): number {
+  try {
+    return statSync(path).size;
+  } catch {
+    return -1;
+  }
+}
