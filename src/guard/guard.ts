@@ -250,8 +250,8 @@ async function handleWithDb(
   // a group (one read of its own cgroup).
   if (!ctx.resident && (ev.type === 'session_start' || ev.type === 'pre_tool')) {
     const look = ev.type === 'session_start' || recordedSessionAgent(db, row.session_id) === undefined;
-    const { agent } = enrollAgent({ unlessBornInGroup: !look }, ctx.env);
-    if (agent) recordSessionAgent(db, row.session_id, agent, ctx.now());
+    const { agent, group } = enrollAgent({ unlessBornInGroup: !look }, ctx.env);
+    if (agent) recordSessionAgent(db, row.session_id, agent, ctx.now(), 'dir' in group ? group.dir : null);
   }
   // Tamper evidence: Latch's registration (handlers, trust, feature flags), installed files and the
   // shell startup files against the fingerprint `latch setup` recorded (one lstat each; hashes only

@@ -431,12 +431,15 @@ export const MIGRATIONS: readonly string[] = [
   -- pid and start time (/proc stat field 22), written by the hook from its own ancestry at SessionStart
   -- and at a PreToolUse that looked. A Latch process that is not the agent's hook (the watcher's
   -- out-of-band trip, src/watch/sentry.ts) contains that process's jobs by it, when it still runs.
+  -- cgroup: the group Latch made for that agent (src/guard/contain/cgroup.ts), as the enrolling hook
+  -- made or found it: a trip freezes that one, not one found by name (a job can plant a decoy).
   CREATE TABLE session_agents (
     session_id  TEXT PRIMARY KEY,
     pid         INTEGER NOT NULL,
     start_ticks TEXT NOT NULL,
     exe         TEXT,
     cmdline     TEXT NOT NULL,
+    cgroup      TEXT,
     recorded_at TEXT NOT NULL
   ) WITHOUT ROWID;
   `,

@@ -10,16 +10,22 @@
 // from the agent; and, outside the agent, a user's own detached process. Then containment runs as
 // the trip runs it, and the scene reports, as one JSON line on stdout, what still runs and whether the
 // job's file still grows.
+//
+// 'moved': a job moves the agent out of its group first. 'decoy' and 'decoy-search': a job moves the
+// agent into a cgroup of its own (`<parent>/decoy/in`) beside an empty directory of the group's name
+// (`<parent>/decoy/latch-<pid>-<start>`); containment then looks the group up with the one the
+// enrolling hook recorded ('decoy', as containAfterTrip does) or by name alone ('decoy-search').
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import { cgroupOf, enroll, groupOf } from '../../src/guard/contain/cgroup.js';
 import { contain } from '../../src/guard/contain/kill.js';
 import { argvOf, bootNs, readProc } from '../../src/guard/contain/proc.js';
 import type { AttemptWindow } from '../../src/guard/contain/windows.js';
 import { wallNs } from '../../src/base/clock.js';
 
-const { mode, dir } = JSON.parse(process.argv[2]!) as { mode: 'group' | 'scan' | 'moved'; dir: string };
+type Mode = 'group' | 'scan' | 'moved' | 'decoy' | 'decoy-search';
+const { mode, dir } = JSON.parse(process.argv[2]!) as { mode: Mode; dir: string };
 const MARK = 'CODEX_THREAD_ID';
 const SESSION = 'scene-session';
 const hopLog = join(dir, 'hops');
@@ -68,7 +74,18 @@ async function main(): Promise<void> {
   // cgroup's delegation allows; the group, and what the agent started in it, stays.
   if (mode === 'moved' && 'dir' in enrolled)
     writeFileSync(join(dirname(enrolled.dir), 'cgroup.procs'), `${agentPid}\n`);
-  const group = groupOf(info);
+  // The decoy: made (and later removed) by this scene, as a job of the same user could.
+  const decoy = 'dir' in enrolled ? join(dirname(enrolled.dir), 'decoy') : null;
+  const made: string[] = [];
+  if ((mode === 'decoy' || mode === 'decoy-search') && 'dir' in enrolled && decoy) {
+    const fake = join(decoy, basename(enrolled.dir));
+    for (const d of [decoy, fake, join(fake, 'agent'), join(decoy, 'in')]) {
+      mkdirSync(d);
+      made.unshift(d);
+    }
+    writeFileSync(join(decoy, 'in', 'cgroup.procs'), `${agentPid}\n`);
+  }
+  const group = groupOf(info, process.env, mode === 'decoy' && 'dir' in enrolled ? enrolled.dir : null);
   const result = contain({
     agent: info,
     windows,
@@ -83,6 +100,7 @@ async function main(): Promise<void> {
   if ('dir' in group) frozen = readFileSync(join(group.dir, 'agent', 'cgroup.freeze'), 'utf8').trim();
   const report = {
     group: 'dir' in group ? group.dir : null,
+    made,
     agentCgroup: cgroupOf(agentPid),
     enrolled,
     notes: result.notes,

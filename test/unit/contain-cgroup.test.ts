@@ -7,7 +7,7 @@
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -40,6 +40,8 @@ interface SceneReport {
   agentAlive: boolean;
   agentState: string | null;
   frozen: string | null;
+  /** Cgroup directories the scene made (a decoy), innermost first: removed after it. */
+  made?: string[];
   residentAlive: boolean;
   userAlive: boolean;
   error?: string;
@@ -55,7 +57,7 @@ function canRun(): string | null {
 }
 const skip = canRun();
 
-function scene(mode: 'group' | 'scan' | 'moved'): SceneReport {
+function scene(mode: 'group' | 'scan' | 'moved' | 'decoy' | 'decoy-search'): SceneReport {
   const dir = mkdtempSync(join(tmpdir(), 'latch-scene-'));
   try {
     const r = spawnSync(
@@ -82,6 +84,15 @@ function scene(mode: 'group' | 'scan' | 'moved'): SceneReport {
       // The namespace's processes end with its PID 1; the group empties a moment later.
       for (let i = 0; i < 100 && !empty(report.group); i++) spawnSync('sleep', ['0.02']);
       removeGroup(report.group);
+    }
+    for (const d of report.made ?? []) {
+      for (let i = 0; i < 100 && existsSync(d); i++) {
+        try {
+          rmdirSync(d);
+        } catch {
+          spawnSync('sleep', ['0.02']);
+        }
+      }
     }
     assert.equal(report.error, undefined, report.error);
     return report;
@@ -114,6 +125,25 @@ describe('atomic containment in the agent’s cgroup', { skip: skip ?? false }, 
     assert.equal(r.group, r.enrolled.dir, 'the group was not found beside the cgroup the agent is in now');
     assert.equal(r.hoppersLeft, 0, `the job still runs: ${JSON.stringify(r)}`);
     assert.equal(r.grewAfter, 0, 'the job still wrote after containment');
+    assert.ok(r.agentAlive && r.residentAlive && r.userAlive, 'containment harmed what it must not');
+  });
+
+  test('a decoy: the agent moved beside an empty directory of its group’s name; the group its hook recorded is frozen, not the decoy', () => {
+    const r = scene('decoy');
+    assert.ok(r.enrolled.dir, `the agent was not put into a cgroup: ${r.enrolled.none}`);
+    assert.ok(r.agentCgroup?.endsWith('/decoy/in'), `the scene did not move the agent: ${r.agentCgroup}`);
+    assert.equal(r.group, r.enrolled.dir, 'the decoy was taken for the group');
+    assert.ok(r.whys.includes('agent_cgroup'), `the job's orphans were not found by their cgroup: ${r.whys}`);
+    assert.equal(r.hoppersLeft, 0, `the job still runs: ${JSON.stringify(r)}`);
+    assert.equal(r.grewAfter, 0, 'the job still wrote after containment');
+    assert.ok(r.agentAlive && r.residentAlive && r.userAlive, 'containment harmed what it must not');
+  });
+
+  test('the decoy, looked up by name alone (the control): the decoy is what the search finds', () => {
+    const r = scene('decoy-search');
+    assert.ok(r.enrolled.dir, `the agent was not put into a cgroup: ${r.enrolled.none}`);
+    assert.notEqual(r.group, r.enrolled.dir);
+    assert.match(r.group ?? '', /\/decoy\/latch-\d+-\d+$/);
     assert.ok(r.agentAlive && r.residentAlive && r.userAlive, 'containment harmed what it must not');
   });
 

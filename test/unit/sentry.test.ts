@@ -144,10 +144,10 @@ describe('probeSession: the out-of-band look', { skip: !linux && 'Linux /proc on
     withDb(sb, (db) => {
       const a = { pid: 100, start_ticks: '5', exe: '/usr/bin/node', cmdline: 'node codex' };
       assert.equal(recordSessionAgent(db, 'S', a, isoTime()), null);
-      assert.deepEqual(recordedSessionAgent(db, 'S'), a);
+      assert.deepEqual(recordedSessionAgent(db, 'S'), { ...a, cgroup: null });
       const b = { ...a, pid: 200, start_ticks: '9' };
-      recordSessionAgent(db, 'S', b, isoTime());
-      assert.deepEqual(recordedSessionAgent(db, 'S'), b);
+      recordSessionAgent(db, 'S', b, isoTime(), '/sys/fs/cgroup/x/latch-200-9');
+      assert.deepEqual(recordedSessionAgent(db, 'S'), { ...b, cgroup: '/sys/fs/cgroup/x/latch-200-9' });
       assert.equal((db.prepare('SELECT COUNT(*) AS n FROM session_agents').get() as { n: number }).n, 1);
     });
   });

@@ -16,7 +16,7 @@
 //
 // Everything here returns null or a reason instead of throwing. LATCH_CGROUP=off turns it off.
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, statSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import type { AgentInfo } from './match.js';
 import { sameProcess } from './proc.js';
 import { sleepSync } from '../../base/clock.js';
@@ -120,13 +120,20 @@ export function systemdManaged(path: string): string | null {
   return unit ? `the agent's cgroup is systemd's (${unit}), not delegated` : null;
 }
 
-/** The agent's group, where it has one and is still in it, else why not. */
-export function groupOf(agent: AgentInfo, env: NodeJS.ProcessEnv = process.env): Group {
+/**
+ * The agent's group, else why not. `recorded`: the group the enrolling hook made or found for this agent
+ * (session_agents.cgroup), which is taken as it is while it exists: a job of the same user can move the
+ * agent and plant a directory of the right name above its new cgroup (a decoy, empty), which the search
+ * below would find first. Without one: the cgroup the agent is in, else its group beside one of the
+ * cgroups above it.
+ */
+export function groupOf(agent: AgentInfo, env: NodeJS.ProcessEnv = process.env, recorded: string | null = null): Group {
   if (env.LATCH_CGROUP === 'off') return { none: 'LATCH_CGROUP=off' };
+  const name = groupName(agent);
+  if (recorded && basename(recorded) === name && existsSync(join(recorded, 'agent'))) return { dir: recorded };
   const mount = cgroup2Mount();
   const cur = cgroupOf(agent.pid);
   if (!mount || cur === null) return { none: 'no cgroup v2 hierarchy' };
-  const name = groupName(agent);
   const tail = `/${name}/agent`;
   if (cur.endsWith(tail)) return { dir: join(mount, cur.slice(0, -'/agent'.length)) };
   // Moved out of it (a job of the same user can write the agent's pid elsewhere): its group, which

@@ -63,7 +63,7 @@ export function containAfterTrip(
       const agent = opts.recordedAgent ? liveSessionAgent(db, sessionId) : findAgent();
       input.agent = agent;
       // The agent's cgroup of Latch's own, where its first hook could make one (src/guard/contain/cgroup.ts).
-      const group = agent ? groupOf(agent) : null;
+      const group = agent ? groupOf(agent, process.env, recordedGroup(db, sessionId, agent)) : null;
       if (group && 'dir' in group) input.group = group.dir;
       if (mode === 'list' || !agent) {
         result = listCandidates(input);
@@ -223,17 +223,23 @@ export function enrollAgent(
  * recorded: from the hook's own ancestry, never from anything the agent's jobs can name. Own
  * transaction; errors are returned, never thrown (the hook goes on without it).
  */
-export function recordSessionAgent(db: Db, sessionId: string, agent: AgentInfo, now: string): string | null {
+export function recordSessionAgent(
+  db: Db,
+  sessionId: string,
+  agent: AgentInfo,
+  now: string,
+  cgroup: string | null = null,
+): string | null {
   try {
     const cur = recordedSessionAgent(db, sessionId);
-    if (cur && cur.pid === agent.pid && cur.start_ticks === agent.start_ticks) return null;
+    if (cur && cur.pid === agent.pid && cur.start_ticks === agent.start_ticks && cur.cgroup === cgroup) return null;
     db.exec('BEGIN IMMEDIATE');
     try {
       db.prepare(
-        `INSERT INTO session_agents (session_id, pid, start_ticks, exe, cmdline, recorded_at) VALUES (?, ?, ?, ?, ?, ?)
+        `INSERT INTO session_agents (session_id, pid, start_ticks, exe, cmdline, cgroup, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT(session_id) DO UPDATE SET pid = excluded.pid, start_ticks = excluded.start_ticks,
-           exe = excluded.exe, cmdline = excluded.cmdline, recorded_at = excluded.recorded_at`,
-      ).run(sessionId, agent.pid, agent.start_ticks, agent.exe, agent.cmdline, now);
+           exe = excluded.exe, cmdline = excluded.cmdline, cgroup = excluded.cgroup, recorded_at = excluded.recorded_at`,
+      ).run(sessionId, agent.pid, agent.start_ticks, agent.exe, agent.cmdline, cgroup, now);
       db.exec('COMMIT');
     } catch (err) {
       if (db.inTransaction) db.exec('ROLLBACK');
@@ -245,16 +251,30 @@ export function recordSessionAgent(db: Db, sessionId: string, agent: AgentInfo, 
   }
 }
 
-/** The agent process recorded for a session, whether or not it still runs. */
-export function recordedSessionAgent(db: Db, sessionId: string): AgentInfo | undefined {
+/** The agent process recorded for a session (and the group Latch made for it), whether or not it still runs. */
+export function recordedSessionAgent(db: Db, sessionId: string): (AgentInfo & { cgroup: string | null }) | undefined {
   const r = db
-    .prepare('SELECT pid, start_ticks, exe, cmdline FROM session_agents WHERE session_id = ?')
-    .get(sessionId) as { pid: number; start_ticks: string; exe: string | null; cmdline: string } | undefined;
-  return r ? { pid: r.pid, start_ticks: r.start_ticks, exe: r.exe, cmdline: r.cmdline } : undefined;
+    .prepare('SELECT pid, start_ticks, exe, cmdline, cgroup FROM session_agents WHERE session_id = ?')
+    .get(sessionId) as
+    | { pid: number; start_ticks: string; exe: string | null; cmdline: string; cgroup: string | null }
+    | undefined;
+  return r ? { pid: r.pid, start_ticks: r.start_ticks, exe: r.exe, cmdline: r.cmdline, cgroup: r.cgroup } : undefined;
+}
+
+/** The group recorded for the session's agent, when `agent` is that very process. */
+function recordedGroup(db: Db, sessionId: string, agent: AgentInfo): string | null {
+  try {
+    const a = recordedSessionAgent(db, sessionId);
+    return a && a.pid === agent.pid && a.start_ticks === agent.start_ticks ? a.cgroup : null;
+  } catch {
+    return null;
+  }
 }
 
 /** The session's recorded agent when that very process (pid and start time) still runs, else null. */
 export function liveSessionAgent(db: Db, sessionId: string): AgentInfo | null {
   const a = recordedSessionAgent(db, sessionId);
-  return a && sameProcess(a.pid, a.start_ticks) ? a : null;
+  return a && sameProcess(a.pid, a.start_ticks)
+    ? { pid: a.pid, start_ticks: a.start_ticks, exe: a.exe, cmdline: a.cmdline }
+    : null;
 }
