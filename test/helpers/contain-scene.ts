@@ -24,8 +24,8 @@ import { argvOf, bootNs, readProc } from '../../src/guard/contain/proc.js';
 import type { AttemptWindow } from '../../src/guard/contain/windows.js';
 import { wallNs } from '../../src/base/clock.js';
 
-type Mode = 'group' | 'scan' | 'moved' | 'decoy' | 'decoy-search';
-const { mode, dir } = JSON.parse(process.argv[2]!) as { mode: Mode; dir: string };
+type Mode = 'group' | 'scan' | 'moved' | 'decoy' | 'decoy-search' | 'leader';
+const { mode, dir, leader } = JSON.parse(process.argv[2]!) as { mode: Mode; dir: string; leader?: string };
 const MARK = 'CODEX_THREAD_ID';
 const SESSION = 'scene-session';
 const hopLog = join(dir, 'hops');
@@ -47,7 +47,12 @@ async function main(): Promise<void> {
   const t0 = wallNs();
   // The stand-in agent waits for a line on stdin (so that it is enrolled before it starts anything),
   // then starts the job, a detached resident stand-in, and waits.
-  const hopper = `perl -e '$SIG{TERM}="IGNORE"; open(my $f, ">>", $ARGV[0]) or die; while (1) { my $p = fork(); exit 0 if $p; exit 1 unless defined $p; syswrite($f, "x"); }' ${hopLog} scene-hopper`;
+  // 'leader': the job is a program whose main thread calls the exit syscall while a second thread
+  // appends to the file (its leader shows state Z, its cmdline is empty), detached from the agent.
+  const hopper =
+    mode === 'leader'
+      ? `setsid ${leader} ${hopLog}`
+      : `perl -e '$SIG{TERM}="IGNORE"; open(my $f, ">>", $ARGV[0]) or die; while (1) { my $p = fork(); exit 0 if $p; exit 1 unless defined $p; syswrite($f, "x"); }' ${hopLog} scene-hopper`;
   const agent = spawn(
     'sh',
     ['-c', `read go; (${hopper} &); (setsid perl -e 'sleep 300' scene-resident &); exec sleep 300.25`],
@@ -60,12 +65,12 @@ async function main(): Promise<void> {
   await sleep(50);
   const agentProc = readProc(agentPid, boot)!;
   const info = { pid: agentPid, start_ticks: agentProc.startTicks, exe: '/bin/sh', cmdline: 'scene agent' };
-  const enrolled = mode === 'scan' ? { none: 'scan mode' } : enroll(info);
+  const enrolled = mode === 'scan' || mode === 'leader' ? { none: `${mode} mode` } : enroll(info);
   agent.stdin!.write('go\n');
   // The user's own process, started outside the agent (the scene's PID 1 adopts it): never the agent's.
   spawnSync('sh', ['-c', "setsid perl -e 'sleep 300' scene-user &"], { stdio: 'ignore' });
   // Let the job hop for a while: by the trip its first processes are long gone.
-  for (let i = 0; i < 100 && size() < 2000; i++) await sleep(20);
+  for (let i = 0; i < 100 && size() < (mode === 'leader' ? 10 : 2000); i++) await sleep(20);
   await sleep(200);
   const resident = withArgv('scene-resident');
   const residentProc = resident[0] ? readProc(resident[0], boot) : null;

@@ -7,7 +7,7 @@
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -47,6 +47,14 @@ interface SceneReport {
   error?: string;
 }
 
+function canRunUnshare(): string | null {
+  if (!procSupported()) return 'needs Linux /proc';
+  const probe = spawnSync('unshare', ['--pid', '--fork', '--mount-proc', 'true'], { encoding: 'utf8' });
+  if (probe.status !== 0) return `needs unshare --pid (${(probe.stderr || String(probe.error)).trim()})`;
+  if (spawnSync('perl', ['-e', '1']).status !== 0) return 'needs perl';
+  return null;
+}
+
 function canRun(): string | null {
   if (!procSupported()) return 'needs Linux /proc';
   if (!cgroup2Mount()) return 'needs a cgroup v2 hierarchy';
@@ -57,7 +65,9 @@ function canRun(): string | null {
 }
 const skip = canRun();
 
-function scene(mode: 'group' | 'scan' | 'moved' | 'decoy' | 'decoy-search'): SceneReport {
+type SceneMode = 'group' | 'scan' | 'moved' | 'decoy' | 'decoy-search' | 'leader';
+
+function scene(mode: SceneMode, leader?: string): SceneReport {
   const dir = mkdtempSync(join(tmpdir(), 'latch-scene-'));
   try {
     const r = spawnSync(
@@ -73,7 +83,7 @@ function scene(mode: 'group' | 'scan' | 'moved' | 'decoy' | 'decoy-search'): Sce
         '--import',
         'tsx',
         'test/helpers/contain-scene.ts',
-        JSON.stringify({ mode, dir }),
+        JSON.stringify({ mode, dir, leader }),
       ],
       { encoding: 'utf8', timeout: 120_000 },
     );
@@ -153,6 +163,41 @@ describe('atomic containment in the agent’s cgroup', { skip: skip ?? false }, 
     const r = scene('scan');
     t.diagnostic(`scan alone: ${r.hoppersLeft} hopper(s) left, ${r.grewAfter} bytes written after containment`);
     assert.ok(r.agentAlive && r.residentAlive && r.userAlive, 'the control harmed what it must not');
+  });
+});
+
+// Attack 3 of issue 29: a thread-group leader that exits while a second thread runs shows state Z (and
+// an empty cmdline) in /proc; a scan that skipped Z, or a signal path that took Z for dead, let the
+// thread write on. Scanned by /proc alone (no cgroup), in the scene's own pid namespace.
+const LEADER_C = `#include <pthread.h>
+#include <stdio.h>
+#include <unistd.h>
+#include <sys/syscall.h>
+static const char *path;
+static void *run(void *a) { (void)a; for (;;) { FILE *f = fopen(path, "a"); if (f) { fputs("x", f); fclose(f); } usleep(5000); } return 0; }
+int main(int argc, char **argv) { (void)argc; path = argv[1]; pthread_t t; pthread_create(&t, 0, run, 0); usleep(20000); syscall(SYS_exit, 0); return 0; }
+`;
+
+describe('a job whose thread-group leader exited while a thread runs', {
+  skip: canRunUnshare() ?? (spawnSync('cc', ['--version']).status !== 0 ? 'no C compiler here' : null) ?? false,
+}, () => {
+  test('is contained by the /proc scan (its leader in state Z): no byte written after, the rest untouched', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'latch-leader-'));
+    try {
+      writeFileSync(join(dir, 'leader.c'), LEADER_C);
+      const cc = spawnSync('cc', ['-O1', '-pthread', '-o', join(dir, 'leader'), join(dir, 'leader.c')], {
+        encoding: 'utf8',
+      });
+      assert.equal(cc.status, 0, cc.stderr);
+      const r = scene('leader', join(dir, 'leader'));
+      assert.ok(r.hopsBefore > 0, 'the thread never wrote');
+      assert.deepEqual(r.errors, []);
+      assert.ok(r.whys.includes('orphan_of_attempt'), `the job was not a candidate: ${JSON.stringify(r)}`);
+      assert.equal(r.grewAfter, 0, `the thread still wrote after containment: ${JSON.stringify(r)}`);
+      assert.ok(r.agentAlive && r.residentAlive && r.userAlive, 'containment harmed what it must not');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 
