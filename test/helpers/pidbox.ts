@@ -1,6 +1,7 @@
-// A pid namespace a test owns (`unshare --pid --fork --mount-proc --kill-child sleep 600`), for agents
-// and jobs that must not reach the machine's other processes: closing it ends every process in it.
-import { spawn, type ChildProcess } from 'node:child_process';
+// A pid namespace a test owns (`unshare --pid --fork --mount-proc --kill-child`, a reaping init), for
+// agents and jobs that must not reach the machine's other processes: closing it, or the test process
+// dying, ends every process in it.
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import { procStat } from '../../src/base/proc.js';
 
@@ -15,7 +16,25 @@ export const nsOf = (pid: number | 'self'): string | null => {
   }
 };
 
-export /** A pid namespace the test owns: `unshare --pid --fork --mount-proc --kill-child sleep 600`. */
+/**
+ * PID 1 of a box: reaps every orphan of the namespace at once (a job that forks its successor and exits,
+ * for ever, would otherwise fill the machine's whole pid table with zombies within seconds: every fork on
+ * the machine then fails), and leaves after ten minutes.
+ */
+const INIT = 'my $end = time + 600; while (time < $end) { select(undef, undef, undef, 0.01) if wait() < 0 }';
+
+/** Does this util-linux's setpriv know --pdeathsig (2.33 and later)? */
+const HAS_PDEATHSIG = (() => {
+  try {
+    return /--pdeathsig/.test(
+      execFileSync('setpriv', ['--help'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }),
+    );
+  } catch {
+    return false;
+  }
+})();
+
+export /** A pid namespace the test owns: `unshare --pid --fork --mount-proc --kill-child` over a reaping init. */
 class Box {
   private constructor(
     readonly unshare: ChildProcess,
@@ -25,9 +44,11 @@ class Box {
   ) {}
 
   static async open(): Promise<Box> {
-    const u = spawn('unshare', ['--pid', '--fork', '--mount-proc', '--kill-child', 'sleep', '600'], {
-      stdio: 'ignore',
-    });
+    // `setpriv --pdeathsig KILL`: the box dies with the test process, whatever kills it (its init is
+    // killed with the unshare, and every process of the namespace with its init).
+    const unshare = ['unshare', '--pid', '--fork', '--mount-proc', '--kill-child', 'perl', '-e', INIT];
+    const argv = HAS_PDEATHSIG ? ['setpriv', '--pdeathsig', 'KILL', '--', ...unshare] : unshare;
+    const u = spawn(argv[0]!, argv.slice(1), { stdio: 'ignore' });
     for (let i = 0; i < 200; i++) {
       const kids = (() => {
         try {
