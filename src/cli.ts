@@ -2,17 +2,15 @@
 import { resolve } from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { ExitError, EXIT, isLatchError } from './base/errors.js';
-import { processIo, type Io } from './commands/io.js';
+import { processIo, type Io } from './kit/io.js';
 import type { AgentCommandOptions, AgentCommands } from './agents/agent.js';
 import { AGENT_NAMES, isAgentName, loadAgent } from './agents/index.js';
-import { removeDeadGroupsHere } from './guard/contain/cgroup.js';
+import { removeDeadGroupsHere } from './contain/cgroup.js';
 import { addonHint } from './store/addon.js';
 
 // The agents' commands parts (light: each loads its module on first use), exported by the commands'
-// bundle as src/slow.ts exports their slow parts: where the hook bundle does not carry an agent's
-// `commands()` (scripts/build.mjs), it loads them from dist/cli.cjs.
-export { codexCommands } from './agents/codex/commands.js';
-export { claudeCommands } from './agents/claude/commands.js';
+// bundle as src/slow.ts exports their slow parts (src/agents/commands-parts.ts).
+export * from './agents/commands-parts.js';
 
 type Options = NonNullable<ParseArgsConfig['options']>;
 
@@ -86,7 +84,7 @@ export const COMMANDS: Record<string, Command> = {
     async run(io, v, p) {
       const code = await (await setupAgent(p, v, 'uninstall')).uninstall(io, setupOptions(v));
       // The empty cgroups Latch made for agents that have exited, in this shell's cgroup
-      // (src/guard/contain/cgroup.ts): nothing of Latch's stays behind there.
+      // (src/contain/cgroup.ts): nothing of Latch's stays behind there.
       if (!v['dry-run']) removeDeadGroupsHere();
       return code;
     },
@@ -341,8 +339,12 @@ export const COMMANDS: Record<string, Command> = {
       const agent = p[0] ?? 'all';
       if (p.length > 1 || (agent !== 'codex' && agent !== 'claude' && agent !== 'all'))
         throw new ExitError(EXIT.usage, 'usage: latch demo [codex|claude|all] [--keep] [--json]');
-      const { demo } = await import('./commands/demo.js');
-      return demo(io, { agent, keep: v.keep === true, json: v.json === true });
+      const [{ demo }, { status }, { verify }] = await Promise.all([
+        import('./commands/demo/index.js'),
+        import('./commands/status.js'),
+        import('./commands/verify.js'),
+      ]);
+      return demo(io, { agent, keep: v.keep === true, json: v.json === true, commands: { status, verify } });
     },
   },
 };

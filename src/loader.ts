@@ -59,7 +59,7 @@ function compileCached(path: string, cacheFile = `${path}.v8cache`): CompiledFn 
   const want = process.env.LATCH_WRITE_CODE_CACHE;
   // Build time (LATCH_WRITE_CODE_CACHE=1), or no cache at all. A cache this Node rejects (another
   // version) is not rewritten at run time: the code caches are part of the registration fingerprint
-  // (src/guard/tamper.ts), and a rewrite would read as a tamper. `npm run build` writes them anew.
+  // (src/tamper/index.ts), and a rewrite would read as a tamper. `npm run build` writes them anew.
   if (want === '1' || (cached === undefined && want !== '0' && writable(dirname(path)))) {
     process.once('exit', () => {
       try {

@@ -2,5 +2,4 @@
 // (src/guard/slow.ts) and for every agent's slow parts (AgentSlow). The hook bundle loads it lazily:
 // any `import('./slow.js')` in the hot path resolves to this file (scripts/build.mjs, lazy-slow).
 export * from './guard/slow.js';
-export { codexSlow } from './agents/codex/slow.js';
-export { claudeSlow } from './agents/claude/slow.js';
+export * from './agents/slow-parts.js';

@@ -6,8 +6,8 @@
 // every hook. Slow parts (brief capture, resume qualification, unwrapping a tool output) load on first use
 // through `slow()`, and the commands' parts (setup, uninstall, doctor checks) through `commands()`, so
 // the hook bundle stays small.
-import type { Io } from '../commands/io.js';
-import type { Check } from '../commands/shared/checks.js';
+import type { Io } from '../kit/io.js';
+import type { Check } from '../kit/checks.js';
 import type { Decision, LatchEvent, Observation, ToolCall } from '../guard/events.js';
 import type { ProtectedPath } from '../guard/held.js';
 import type { TranscriptReader } from '../session/transcript.js';

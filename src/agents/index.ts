@@ -4,7 +4,7 @@
 // bundle holds them all). Its process facts (./<name>/processes.ts, data only) load with the registry:
 // containment, `latch verify` and the resident hook need every agent's, and load no agent for them.
 import type { Agent, AgentName, AgentProcesses } from './agent.js';
-import { useAgentProcesses } from '../guard/contain/match.js';
+import { useAgentProcesses } from '../contain/match.js';
 import { claudeProcesses } from './claude/processes.js';
 import { codexProcesses } from './codex/processes.js';
 
@@ -52,5 +52,5 @@ export function registerTestAgentProcesses(facts: AgentProcesses): () => void {
   };
 }
 
-// The core (src/guard/contain/match.ts) imports no agent: the registry hands it the facts.
+// The core (src/contain/match.ts) imports no agent: the registry hands it the facts.
 useAgentProcesses(agentProcesses);

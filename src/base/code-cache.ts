@@ -1,5 +1,5 @@
 // The V8 code caches beside the bundles (dist/<bundle>.v8cache): src/loader.ts runs each bundle from
-// its cache, scripts/build.mjs writes them, and the registration fingerprint (src/guard/tamper/)
+// its cache, scripts/build.mjs writes them, and the registration fingerprint (src/tamper/)
 // covers every one, present or absent (a cache is code the hook runs).
 //
 // A cache holds the functions its warm-up run compiled. The hooks of different agents run different

@@ -1,5 +1,5 @@
 // The text of the fail-closed wrapper around a tool hook (PreToolUse), owned here once: setup writes
-// it (src/commands/shared/hook-command.ts), containment recognises it (src/guard/contain/match.ts),
+// it (src/base/hook-command.ts), containment recognises it (src/contain/match.ts),
 // each agent's doctor reads it back. It has two guards:
 //   - the entry is gone (the package removed without `latch uninstall`): one sentence that names the
 //     command removing the handlers, exit 2 (block), instead of Node's stack trace;

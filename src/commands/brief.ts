@@ -7,7 +7,7 @@ import { pageText, unescapeLine, type Brief, type BriefPatch, type HumanField } 
 import { ExitError, EXIT, errorMessage } from '../base/errors.js';
 import { getSession, sessionsIn, type SessionRow } from '../session/records.js';
 import { openStore, type Db } from '../store/store.js';
-import { homeOf, json, withStore, type Io } from './io.js';
+import { homeOf, json, withStore, type Io } from '../kit/io.js';
 import { resolveWorkspace, type TargetOptions } from './shared/target.js';
 
 const Text = v.pipe(v.string(), v.maxLength(20_000, 'is longer than 20,000 characters'));

@@ -14,15 +14,15 @@ import { inspectStore, type RepairRecord } from '../store/health.js';
 import { repairStore } from '../store/repair.js';
 import { addonFix, isAddonProblem, thisNode } from '../store/addon.js';
 import { openStore, SCHEMA_VERSION } from '../store/store.js';
-import { homeOf, json, type Io } from './io.js';
-import type { Check, CheckStatus } from './shared/checks.js';
+import { homeOf, json, type Io } from '../kit/io.js';
+import type { Check, CheckStatus } from '../kit/checks.js';
 import { listWatchers, type WatcherJson } from './shared/watchers.js';
 import { residentHooks } from '../resident/list.js';
-import { cgroup2Mount, cgroupOf, frozenGroups, mayMakeRoom } from '../guard/contain/cgroup.js';
-import { procSupported } from '../guard/contain/proc.js';
+import { cgroup2Mount, cgroupOf, frozenGroups, mayMakeRoom } from '../contain/cgroup.js';
+import { procSupported } from '../contain/proc.js';
 import { sleepSync } from '../base/clock.js';
 
-export type { Check, CheckStatus } from './shared/checks.js';
+export type { Check, CheckStatus } from '../kit/checks.js';
 export type { RepairResult } from '../store/repair.js';
 
 declare const __LATCH_VERSION__: string | undefined;
@@ -211,7 +211,7 @@ function checkResident(io: Io): Check {
 }
 
 // ---------------------------------------------------------------------------------------------
-// containment: whether an agent started from here gets a cgroup of Latch's own (src/guard/contain/cgroup.ts)
+// containment: whether an agent started from here gets a cgroup of Latch's own (src/contain/cgroup.ts)
 
 /** How long a frozen agent group may be a containment at work before the doctor calls it stuck. */
 const FROZEN_GRACE_MS = 3000;
@@ -315,7 +315,7 @@ function checkWatchers(io: Io): Check {
 }
 
 // ---------------------------------------------------------------------------------------------
-// the registration fingerprint (the check: src/commands/shared/checks.ts)
+// the registration fingerprint (the check: src/kit/checks.ts)
 
 /** ok | changed | unrecorded | unknown (the store could not be read). */
 export function registrationStatus(c: Check): string {

@@ -3,7 +3,7 @@ import { spawnSync } from 'node:child_process';
 import { constants } from 'node:os';
 import { ExitError, EXIT } from '../base/errors.js';
 import { blockers } from '../guard/guard.js';
-import { withStore, type Io } from './io.js';
+import { withStore, type Io } from '../kit/io.js';
 import { targetSessions } from './shared/target.js';
 
 export async function execGuarded(io: Io, opts: { cwd?: string; command: string[] }): Promise<number> {

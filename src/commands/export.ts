@@ -43,7 +43,7 @@ import { EXIT } from '../base/errors.js';
 import { gitState, runGit } from '../base/git.js';
 import { getSession, type SessionRow } from '../session/records.js';
 import type { Db } from '../store/store.js';
-import { json, withStore, type Io } from './io.js';
+import { json, withStore, type Io } from '../kit/io.js';
 import { resolveWorkspace, targetSessions } from './shared/target.js';
 
 declare const __LATCH_VERSION__: string | undefined;

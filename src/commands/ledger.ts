@@ -3,7 +3,7 @@
 import { isAbsolute, relative, resolve } from 'node:path';
 import { EXIT, ExitError } from '../base/errors.js';
 import type { AttemptRow } from '../ledger/ledger.js';
-import { json, withStore, type Io } from './io.js';
+import { json, withStore, type Io } from '../kit/io.js';
 import { resolveWorkspace, targetSessions, type TargetOptions } from './shared/target.js';
 import { changeJson, timeline, type ChangeJson, type ChangeRow } from './shared/timeline.js';
 

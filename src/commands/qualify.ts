@@ -22,8 +22,8 @@ import {
   runQualification,
   type ResolvedCodex,
 } from '../agents/codex/qualify/run.js';
-import { resolveOnPath } from '../guard/tamper/records.js';
-import { homeOf, json, type Io } from './io.js';
+import { resolveOnPath } from '../tamper/records.js';
+import { homeOf, json, type Io } from '../kit/io.js';
 
 export interface QualifyOptions {
   version?: string;

@@ -4,9 +4,9 @@ import type { Db } from '../store/store.js';
 import { readsReport } from '../agents/codex/sandbox.js';
 import { claudeReadsReport } from '../agents/claude/sandbox.js';
 import { latchHome } from '../base/paths.js';
-import { registrationLines, registrationReport, RERECORD_FIX, type RegistrationReport } from '../guard/tamper.js';
+import { registrationLines, registrationReport, RERECORD_FIX, type RegistrationReport } from '../tamper/index.js';
 import { pendingAnnouncements } from '../session/announce.js';
-import { json, withStore, type Io } from './io.js';
+import { json, withStore, type Io } from '../kit/io.js';
 import { sessionJson } from './shared/session.js';
 import { resolveWorkspace, targetSessions, type TargetOptions } from './shared/target.js';
 
@@ -99,7 +99,7 @@ export async function status(io: Io, opts: TargetOptions & { json?: boolean }): 
   );
 }
 
-/** The registration comparison (src/guard/tamper.ts); an error is reported, never thrown. */
+/** The registration comparison (src/tamper/index.ts); an error is reported, never thrown. */
 function safeRegistration(db: Db, workspace: string | null): RegistrationReport | { status: 'unknown'; error: string } {
   try {
     return registrationReport(db, workspace);

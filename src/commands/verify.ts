@@ -1,7 +1,7 @@
 // `latch verify` (restore authority on evidence + human confirmation) and `latch resume` (lift a pause).
 //
 // Who may confirm (issue 10): a process of the agent must not be able to restore authority.
-//  1. Ancestry (src/guard/contain.ts checkAncestry): refused (exit 77) when this process or an ancestor
+//  1. Ancestry (src/contain/index.ts checkAncestry): refused (exit 77) when this process or an ancestor
 //     is an agent process or its sandbox, runs in another pid namespace, was contained at a latch,
 //     or is an orphan / terminal multiplexer child that started inside an attempt window.
 //  2. Confirmation: interactively, the human types back a one-time code shown on /dev/tty (read
@@ -11,7 +11,7 @@
 import { closeSync, openSync, readSync, writeSync } from 'node:fs';
 import { randomInt } from 'node:crypto';
 import { mayMutate } from '../session/authority.js';
-import { checkAncestry, type AncestryReport, sameProcess } from '../guard/contain.js';
+import { checkAncestry, type AncestryReport, sameProcess } from '../contain/index.js';
 import { ExitError, EXIT } from '../base/errors.js';
 import { latestCompaction, readStatus } from '../continuity/continuity.js';
 import { announcedDir, pendingAnnouncements } from '../session/announce.js';
@@ -27,7 +27,7 @@ import {
   type SessionRow,
 } from '../session/records.js';
 import { immediate } from '../store/store.js';
-import { json, withStore, type Io } from './io.js';
+import { json, withStore, type Io } from '../kit/io.js';
 import { targetSessions, type TargetOptions } from './shared/target.js';
 
 export interface VerifyOptions extends TargetOptions {

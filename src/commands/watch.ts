@@ -1,8 +1,8 @@
 // `latch watch`: the workspace watchers (src/watch/daemon.ts) — list them, or stop them.
 import { EXIT } from '../base/errors.js';
-import { json, withStore, type Io } from './io.js';
+import { json, withStore, type Io } from '../kit/io.js';
 import { resolveWorkspace } from './shared/target.js';
-import { listWatchers, type WatcherJson } from './shared/watchers.js';
+import { listWatchers, stopWatchers, type WatcherJson } from './shared/watchers.js';
 
 export async function watch(
   io: Io,
@@ -19,16 +19,7 @@ export async function watch(
       : null;
   const list = withStore(io, (db) => listWatchers(db, workspace), { ifMissing: () => [] as WatcherJson[] });
   if (opts.action === 'stop') {
-    const stopped: string[] = [];
-    for (const w of list) {
-      if (!w.alive) continue;
-      try {
-        process.kill(w.pid, 'SIGTERM');
-        stopped.push(w.workspace);
-      } catch {
-        /* it exited meanwhile */
-      }
-    }
+    const stopped = stopWatchers(list);
     if (opts.json) json(io, { stopped });
     else
       io.out(

@@ -5,7 +5,7 @@ import { classifyCommand, type ClassifyContext, type CommandVerdict } from '../s
 import { classifierContext, heldShell } from './held.js';
 import { recordDenial, REPAIR_CODE, sessionsIn, type SessionRow } from '../session/records.js';
 import { type Db } from '../store/store.js';
-import { TAMPER_CODE } from './tamper/types.js';
+import { TAMPER_CODE } from '../tamper/types.js';
 import { summarizeCall, type Decision, type Observation, type Reason, type ToolCall } from './events.js';
 import type { ReadSandbox } from '../agents/agent.js';
 import { latchEntry, pageCommand } from '../base/command.js';

@@ -9,8 +9,14 @@ import { mayMutate } from '../session/authority.js';
 import type { ResolvedPolicy } from '../session/policy.js';
 import { errorMessage, NotServedError } from '../base/errors.js';
 import { patchTouchesLatch } from './held.js';
-import { guardRegistration, TAMPER_CODE } from './tamper.js';
-import { changeOrigin, containAfterTrip, enrollAgent, recordedSessionAgent, recordSessionAgent } from './contain.js';
+import { guardRegistration, TAMPER_CODE } from '../tamper/index.js';
+import {
+  changeOrigin,
+  containAfterTrip,
+  enrollAgent,
+  recordedSessionAgent,
+  recordSessionAgent,
+} from '../contain/index.js';
 import { recordedResidents } from '../resident/list.js';
 import {
   getSession,
@@ -244,7 +250,7 @@ async function handleWithDb(
   if (probing && !known) return { verdict: 'observe', reasons: [], message: null, state: null };
   let row = known ?? (await createSession(ctx, db, obs, ev));
   // The agent into a cgroup of Latch's own, at its first ordinary hook (a SessionStart comes first), so
-  // that a trip's containment can freeze every process it started since (src/guard/contain/cgroup.ts),
+  // that a trip's containment can freeze every process it started since (src/contain/cgroup.ts),
   // and its identity recorded for the session (a containment run by the watcher starts from it).
   // A PreToolUse of a session whose agent is recorded only looks when this hook was not born in such
   // a group (one read of its own cgroup).
@@ -474,7 +480,7 @@ async function handleWithDb(
 
   // Nothing the agent started before the trip acts after it: its leftover processes (live exec
   // sessions, background jobs, double forks started by its calls) are stopped, then killed, and
-  // recorded (src/guard/contain.ts; never throws; its own transaction, after the latch committed).
+  // recorded (src/contain/index.ts; never throws; its own transaction, after the latch committed).
   // Only what is provably the agent's is signalled: its descendants, and orphans carrying its
   // session's mark (ctx.agent.sessionMarks); any other orphan of a window is listed for the human.
   for (const seq of contained)

@@ -2,7 +2,7 @@
 // `latch uninstall`.
 import { readdirSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { argvOf } from '../guard/contain/proc.js';
+import { argvOf } from '../contain/proc.js';
 import { namedServer, readOrNull, SPOOL, serverAnswers } from './identity.js';
 
 export interface ResidentHook {
@@ -32,7 +32,7 @@ export function residentHooks(home: string): ResidentHook[] {
 /**
  * `pid:start` of the resident hooks the hooks of `home` recorded when they spawned them (each spool's
  * `spawned` file, written by the spawning hook: src/resident/start.ts). What containment spares as a
- * resident hook and src/guard/contain/jobs.ts does not count as a job; never the `server` file, which
+ * resident hook and src/contain/jobs.ts does not count as a job; never the `server` file, which
  * the serving process writes about itself. A malformed line is no identity.
  */
 export function recordedResidents(home: string): Set<string> {

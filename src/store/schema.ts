@@ -251,7 +251,7 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE tree_state ADD COLUMN watch_seq INTEGER;
   `,
   `
-  -- Process containment at a trip (src/guard/contain.ts): one containments row per trip (the agent
+  -- Process containment at a trip (src/contain/index.ts): one containments row per trip (the agent
   -- process found, rounds, time taken, notes and errors, the processes deliberately spared) and one
   -- contained_processes row per process stopped and killed (why: agent_descendant | orphan_of_attempt
   -- | orphan_during_containment; action: killed | gone | stop_failed: … | kill_failed: …). latch
@@ -292,7 +292,7 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX contained_processes_session ON contained_processes(session_id, compaction_seq);
   `,
   `
-  -- Tamper evidence for the registration (src/guard/tamper.ts), recorded by \`latch setup codex\`.
+  -- Tamper evidence for the registration (src/tamper/index.ts), recorded by \`latch setup codex\`.
   -- registrations: one row per hooks file Latch registered in (kind user | project: its Latch handlers
   -- as canonical JSON, digests of the file, the hook parts of each config.toml) and one row '*' (kind
   -- install: node, entry, PATH directories and what latch/node/codex resolved to; one row '~touched'
@@ -378,7 +378,7 @@ export const MIGRATIONS: readonly string[] = [
   `,
   `
   -- The bytes behind the sha256 of a fingerprinted file whose stat identity does not stand for its
-  -- content (src/guard/tamper/check.ts verifyContent): on tmpfs, overlayfs and the like, a hook compares
+  -- content (src/tamper/check.ts verifyContent): on tmpfs, overlayfs and the like, a hook compares
   -- the file with these bytes instead of hashing it, which would load node:crypto (~8 ms a hook). Only
   -- bytes Latch hashed itself are stored; small files only; rows no fingerprint names are dropped.
   CREATE TABLE registration_content (
@@ -387,7 +387,7 @@ export const MIGRATIONS: readonly string[] = [
   ) WITHOUT ROWID;
   `,
   `
-  -- Who could have made the registration change of the alarm (src/guard/contain/jobs.ts): 'agent' (a
+  -- Who could have made the registration change of the alarm (src/contain/jobs.ts): 'agent' (a
   -- tool call ran when the file changed, or a job one started was alive), which latches the sessions,
   -- or 'human' (neither), which denies tracked calls until \`latch setup\` re-records, latching nothing.
   -- JSON {origin, why?}. Alarms recorded before: null (read as 'agent', as they were handled).
@@ -427,11 +427,11 @@ export const MIGRATIONS: readonly string[] = [
   );
   `,
   `
-  -- The agent process a session's hooks last ran under (src/guard/contain/records.ts enrollAgent): its
+  -- The agent process a session's hooks last ran under (src/contain/records.ts enrollAgent): its
   -- pid and start time (/proc stat field 22), written by the hook from its own ancestry at SessionStart
   -- and at a PreToolUse that looked. A Latch process that is not the agent's hook (the watcher's
   -- out-of-band trip, src/watch/sentry.ts) contains that process's jobs by it, when it still runs.
-  -- cgroup: the group Latch made for that agent (src/guard/contain/cgroup.ts), as the enrolling hook
+  -- cgroup: the group Latch made for that agent (src/contain/cgroup.ts), as the enrolling hook
   -- made or found it: a trip freezes that one, not one found by name (a job can plant a decoy).
   CREATE TABLE session_agents (
     session_id  TEXT PRIMARY KEY,

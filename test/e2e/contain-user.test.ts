@@ -10,7 +10,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { cgroup2Mount, cgroupOf, mayMakeRoom } from '../../src/guard/contain/cgroup.js';
+import { cgroup2Mount, cgroupOf, mayMakeRoom } from '../../src/contain/cgroup.js';
 import { BIG, setupEnv } from '../helpers/e2e.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

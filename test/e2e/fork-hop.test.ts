@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { resolveCodexBin, runCodex } from '../../src/agents/codex/driver.js';
-import { cgroup2Mount, cgroupOf, mayMakeRoom } from '../../src/guard/contain/cgroup.js';
+import { cgroup2Mount, cgroupOf, mayMakeRoom } from '../../src/contain/cgroup.js';
 import { BIG, setupEnv } from '../helpers/e2e.js';
 import { Box } from '../helpers/pidbox.js';
 

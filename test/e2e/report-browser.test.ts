@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { pathToFileURL } from 'node:url';
 import { inflateSync } from 'node:zlib';
-import type { Io } from '../../src/commands/io.js';
+import type { Io } from '../../src/kit/io.js';
 import { report } from '../../src/commands/report/index.js';
 import { verify } from '../../src/commands/verify.js';
 import { runCodexHook } from '../../src/hook.js';

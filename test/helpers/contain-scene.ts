@@ -18,10 +18,10 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import { cgroupOf, enroll, groupOf } from '../../src/guard/contain/cgroup.js';
-import { contain } from '../../src/guard/contain/kill.js';
-import { argvOf, bootNs, readProc } from '../../src/guard/contain/proc.js';
-import type { AttemptWindow } from '../../src/guard/contain/windows.js';
+import { cgroupOf, enroll, groupOf } from '../../src/contain/cgroup.js';
+import { contain } from '../../src/contain/kill.js';
+import { argvOf, bootNs, readProc } from '../../src/contain/proc.js';
+import type { AttemptWindow } from '../../src/contain/windows.js';
 import { wallNs } from '../../src/base/clock.js';
 
 type Mode = 'group' | 'scan' | 'moved' | 'decoy' | 'decoy-search' | 'leader';

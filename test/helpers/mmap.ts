@@ -1,5 +1,5 @@
 // A python3 child holding a MAP_SHARED read-write mapping of a file, for the tamper tests' writes
-// through a memory map (src/guard/tamper/fingerprint.ts).
+// through a memory map (src/tamper/fingerprint.ts).
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { statfsSync } from 'node:fs';

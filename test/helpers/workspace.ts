@@ -1,5 +1,5 @@
 // Temp workspaces, Latch homes and Codex-shaped payloads for unit tests (the acceptance tests use the real Codex).
-import { cgroup2Mount, cgroupOf, removeDeadGroups } from '../../src/guard/contain/cgroup.js';
+import { cgroup2Mount, cgroupOf, removeDeadGroups } from '../../src/contain/cgroup.js';
 import { execFileSync } from 'node:child_process';
 import {
   appendFileSync,
@@ -61,7 +61,7 @@ export function sandbox(opts: { git?: boolean; store?: boolean } = {}): Sandbox 
  * removing the directories does not race with a watcher or a resident hook.
  */
 export function stopLatchProcesses(home: string, base?: string): void {
-  // The agents' cgroups Latch made (src/guard/contain/cgroup.ts) that are empty now: the test's agents
+  // The agents' cgroups Latch made (src/contain/cgroup.ts) that are empty now: the test's agents
   // ran in this process's cgroup.
   const mount = cgroup2Mount();
   const own = cgroupOf('self');
@@ -159,7 +159,7 @@ export function bash(sb: Sandbox, command: string, over: Record<string, unknown>
 export function captureIo(
   sb: Sandbox,
   over: { now?: string; interactive?: boolean } = {},
-): { io: import('../../src/commands/io.js').Io; out(): string; err(): string } {
+): { io: import('../../src/kit/io.js').Io; out(): string; err(): string } {
   let out = '';
   let err = '';
   const io = {

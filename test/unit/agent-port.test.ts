@@ -111,7 +111,7 @@ test("an agent's index (the hook path) imports its commands' modules only lazily
 
 test("Codex's setup and doctor modules are reached through the port outside src/agents/codex/", () => {
   // The demo (a command, which may import an agent's modules) installs Latch into its own CODEX_HOME.
-  const allowed = new Set(['src/commands/demo.ts']);
+  const allowed = new Set(['src/commands/demo/index.ts']);
   const bad: string[] = [];
   for (const p of SRC.filter((f) => !f.startsWith('src/agents/codex/') && !allowed.has(f)))
     for (const spec of staticImports(p)) if (/agents\/codex\/(setup|doctor)\.js$/.test(spec)) bad.push(`${p}: ${spec}`);

@@ -24,7 +24,7 @@ import {
   type BriefContent,
 } from '../../src/continuity/brief.js';
 import { briefPage, briefSet, briefShow, parseBriefMarkdown } from '../../src/commands/brief.js';
-import type { Io } from '../../src/commands/io.js';
+import type { Io } from '../../src/kit/io.js';
 import { ExitError } from '../../src/base/errors.js';
 import { insertSession } from '../../src/session/records.js';
 import { openStore, type Db } from '../../src/store/store.js';

@@ -23,7 +23,7 @@ import { join } from 'node:path';
 import { claude } from '../../src/agents/claude/index.js';
 import { isReplay } from '../../src/guard/replay.js';
 import { classifyTool } from '../../src/agents/claude/tools.js';
-import { isAgentProcess } from '../../src/guard/contain.js';
+import { isAgentProcess } from '../../src/contain/index.js';
 import { setupClaude } from '../../src/agents/claude/setup.js';
 import { runHook } from '../../src/hook.js';
 import { openStore } from '../../src/store/store.js';

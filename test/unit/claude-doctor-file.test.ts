@@ -17,7 +17,7 @@ import {
   type ClaudeDoctorReport,
 } from '../../src/agents/claude/doctor-file.js';
 import { cliMain } from '../../src/cli.js';
-import type { Io } from '../../src/commands/io.js';
+import type { Io } from '../../src/kit/io.js';
 import { report } from '../../src/commands/report/index.js';
 import { runHook } from '../../src/hook.js';
 import { openStore } from '../../src/store/store.js';

@@ -14,7 +14,7 @@ import { claudeReadSandbox } from '../../src/agents/claude/sandbox.js';
 import { setupClaude, TESTED_CLAUDE_VERSION } from '../../src/agents/claude/setup.js';
 import { mergeLatchHooks } from '../../src/agents/codex/setup.js';
 import { doctor, runChecks, type Check } from '../../src/commands/doctor.js';
-import type { Io } from '../../src/commands/io.js';
+import type { Io } from '../../src/kit/io.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const ENTRY = join(ROOT, 'dist', 'latch.cjs');

@@ -16,7 +16,7 @@ import { claude } from '../../src/agents/claude/index.js';
 import { scanClaudeTranscript } from '../../src/agents/claude/transcript.js';
 import { runHook } from '../../src/hook.js';
 import { status } from '../../src/commands/status.js';
-import type { Io } from '../../src/commands/io.js';
+import type { Io } from '../../src/kit/io.js';
 import { immediate, openStore } from '../../src/store/store.js';
 import { getSession, transition, type CompactionRow, type SessionRow } from '../../src/session/records.js';
 import { EMPTY_SCAN, type ScanState } from '../../src/session/transcript.js';

@@ -21,7 +21,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
 import { cliMain } from '../../src/cli.js';
-import type { Io } from '../../src/commands/io.js';
+import type { Io } from '../../src/kit/io.js';
 import {
   CLAUDE_EVENTS,
   claudeHookCommand,
@@ -37,9 +37,9 @@ import {
 } from '../../src/agents/claude/setup.js';
 import { hookCommand, mergeLatchHooks } from '../../src/agents/codex/setup.js';
 import { runChecks, type Check } from '../../src/commands/doctor.js';
-import { editJsonText, editJsonTextExact } from '../../src/commands/shared/json-text.js';
+import { editJsonText, editJsonTextExact } from '../../src/kit/json-text.js';
 import { openStore } from '../../src/store/store.js';
-import { parseHookText } from '../../src/guard/contain/match.js';
+import { parseHookText } from '../../src/contain/match.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const ENTRY = join(ROOT, 'dist', 'latch.cjs');

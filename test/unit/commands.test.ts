@@ -21,7 +21,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { cliMain } from '../../src/cli.js';
 import { execGuarded } from '../../src/commands/exec.js';
-import type { Io } from '../../src/commands/io.js';
+import type { Io } from '../../src/kit/io.js';
 import { status } from '../../src/commands/status.js';
 import { resume, verify } from '../../src/commands/verify.js';
 import { ExitError } from '../../src/base/errors.js';

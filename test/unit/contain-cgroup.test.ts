@@ -19,8 +19,8 @@ import {
   removeGroup,
   setFrozen,
   systemdManaged,
-} from '../../src/guard/contain/cgroup.js';
-import { bootNs, procSupported, readProc } from '../../src/guard/contain/proc.js';
+} from '../../src/contain/cgroup.js';
+import { bootNs, procSupported, readProc } from '../../src/contain/proc.js';
 import { checkContainment } from '../../src/commands/doctor.js';
 
 // PID 1 of the namespace: runs the scene and reaps every orphan (the job's hops), leaving with it.

@@ -1,4 +1,4 @@
-// Process containment at a trip (src/guard/contain.ts), with real processes: a fake agent (a copy of
+// Process containment at a trip (src/contain/index.ts), with real processes: a fake agent (a copy of
 // bash named `codex`, so /proc/PID/exe says codex) starts the jobs a hostile agent would leave behind
 // (a live shell loop, nohup, setsid -f, a double fork, python and perl daemons, delayed `latch
 // verify` jobs), attempt rows cover their starts, and the "hook" (test/fixtures/contain/runner.ts,
@@ -6,7 +6,7 @@
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { failClosed, latchHookRun } from '../../src/commands/shared/hook-command.js';
+import { failClosed, latchHookRun } from '../../src/base/hook-command.js';
 import {
   copyFileSync,
   chmodSync,
@@ -43,8 +43,8 @@ import {
   readProc,
   bootNs,
   type ContainResult,
-} from '../../src/guard/contain.js';
-import { isHookProcess, latchEntries } from '../../src/guard/contain/match.js';
+} from '../../src/contain/index.js';
+import { isHookProcess, latchEntries } from '../../src/contain/match.js';
 import { nowNs } from '../../src/ledger/ledger.js';
 import { openStore } from '../../src/store/store.js';
 

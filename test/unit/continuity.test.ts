@@ -10,7 +10,7 @@ import { pageText } from '../../src/continuity/brief.js';
 import { latestBrief } from '../../src/continuity/brief-store.js';
 import { openStore } from '../../src/store/store.js';
 import { verify } from '../../src/commands/verify.js';
-import type { Io } from '../../src/commands/io.js';
+import type { Io } from '../../src/kit/io.js';
 import { assertValidReply } from '../helpers/schemas.js';
 import { bash, payload, rolloutLine, sandbox, type Sandbox } from '../helpers/workspace.js';
 

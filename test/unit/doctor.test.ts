@@ -21,7 +21,7 @@ import { fileURLToPath } from 'node:url';
 import { doctor, runChecks, type Check } from '../../src/commands/doctor.js';
 import { leadingWords, parseHookCommand, trustKey } from '../../src/agents/codex/doctor.js';
 import { hookCommand, LATCH_EVENTS, setupCodex } from '../../src/agents/codex/setup.js';
-import type { Io } from '../../src/commands/io.js';
+import type { Io } from '../../src/kit/io.js';
 import { listCodexHooks, listCodexHooksIsolated, resolveCodex } from '../../src/agents/codex/app-server.js';
 import { openStore } from '../../src/store/store.js';
 

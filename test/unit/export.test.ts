@@ -11,7 +11,7 @@ import { pathToFileURL } from 'node:url';
 import Ajv2020 from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { changedLineIndices, exportAgentTrace, type TraceRecord } from '../../src/commands/export.js';
-import type { Io } from '../../src/commands/io.js';
+import type { Io } from '../../src/kit/io.js';
 import { ExitError } from '../../src/base/errors.js';
 import { openStore } from '../../src/store/store.js';
 import { runCodexHook } from '../../src/hook.js';

@@ -10,7 +10,7 @@ import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AGENT_NAMES, agentProcesses, loadAgent, registerTestAgentProcesses } from '../../src/agents/index.js';
-import { useAgentProcesses } from '../../src/guard/contain/match.js';
+import { useAgentProcesses } from '../../src/contain/match.js';
 import {
   bootNs,
   checkAncestry,
@@ -20,7 +20,7 @@ import {
   listCandidates,
   procSupported,
   readProc,
-} from '../../src/guard/contain.js';
+} from '../../src/contain/index.js';
 import { nowNs } from '../../src/ledger/ledger.js';
 import { FAKE_AGENT_EXE, FAKE_SANDBOX_EXE, fakeAgentProcesses } from '../fixtures/fake-agent/processes.js';
 

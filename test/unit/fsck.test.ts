@@ -11,7 +11,7 @@ import { decompress } from 'fzstd';
 import { fsckFile, MAX_KEEP, type FsckReport } from '../../src/agents/codex/fsck/fsck.js';
 import { openStore } from '../../src/store/store.js';
 import { transcriptDoctor } from '../../src/agents/codex/fsck/command.js';
-import type { Io } from '../../src/commands/io.js';
+import type { Io } from '../../src/kit/io.js';
 
 const DIR = join('test', 'fixtures', 'doctor');
 const REAL = join(DIR, 'hooked-session.jsonl');

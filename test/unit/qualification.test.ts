@@ -26,7 +26,7 @@ import { QUALIFIED_VERSIONS, qualifiedVersionsOfStore } from '../../src/agents/c
 import { fsckFile } from '../../src/agents/codex/fsck/fsck.js';
 import { transcriptDoctor } from '../../src/agents/codex/fsck/command.js';
 import { cliMain } from '../../src/cli.js';
-import type { Io } from '../../src/commands/io.js';
+import type { Io } from '../../src/kit/io.js';
 import { CHECKS } from '../../src/agents/codex/qualify/run.js';
 import {
   diffSchemas,

@@ -18,9 +18,9 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import { doctor, type Check, REPAIR_FIX } from '../../src/commands/doctor.js';
-import type { Io } from '../../src/commands/io.js';
+import type { Io } from '../../src/kit/io.js';
 import { verify } from '../../src/commands/verify.js';
-import { findAgent, procSupported } from '../../src/guard/contain.js';
+import { findAgent, procSupported } from '../../src/contain/index.js';
 import { runCodexHook } from '../../src/hook.js';
 import { dbPath } from '../../src/base/paths.js';
 import { inspectStore } from '../../src/store/health.js';

@@ -23,7 +23,7 @@ import { dirname, join } from 'node:path';
 import { claude } from '../../src/agents/claude/index.js';
 import { isLatchError } from '../../src/base/errors.js';
 import { handle } from '../../src/guard/guard.js';
-import { checkRegistration } from '../../src/guard/tamper/check.js';
+import { checkRegistration } from '../../src/tamper/check.js';
 import { procStat, runs } from '../../src/base/proc.js';
 import { residentSpool, SPOOL } from '../../src/resident/identity.js';
 import { recordedResidents } from '../../src/resident/list.js';

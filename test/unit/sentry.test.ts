@@ -8,7 +8,7 @@ import { resolve } from 'node:path';
 import { runCodexHook } from '../../src/hook.js';
 import { probeSession } from '../../src/guard/guard.js';
 import { codex } from '../../src/agents/codex/index.js';
-import { recordedSessionAgent, recordSessionAgent } from '../../src/guard/contain.js';
+import { recordedSessionAgent, recordSessionAgent } from '../../src/contain/index.js';
 import { procStat } from '../../src/base/proc.js';
 import { isoTime } from '../../src/base/clock.js';
 import { openStore, type Db } from '../../src/store/store.js';

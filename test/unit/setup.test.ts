@@ -19,7 +19,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
 import { cliMain } from '../../src/cli.js';
-import type { Io } from '../../src/commands/io.js';
+import type { Io } from '../../src/kit/io.js';
 import {
   hookCommand,
   isLatchHandler,
@@ -32,7 +32,7 @@ import {
 import { listCodexHooks, resolveCodex } from '../../src/agents/codex/app-server.js';
 import { TRACKED_TOOL_MATCHER } from '../../src/agents/codex/tools.js';
 import { openStore } from '../../src/store/store.js';
-import { loadRecorded } from '../../src/guard/tamper.js';
+import { loadRecorded } from '../../src/tamper/index.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const ENTRY = join(ROOT, 'dist', 'latch.cjs');
@@ -697,7 +697,7 @@ test("uninstall keeps an emptied Latch group as a placeholder when someone else'
   assert.equal(file.hooks!.PreToolUse, undefined, 'an event with only Latch groups is removed');
 });
 
-describe('setup records the registration fingerprint (src/guard/tamper.ts)', () => {
+describe('setup records the registration fingerprint (src/tamper/index.ts)', () => {
   test('user setup: the hooks file, config.toml, the installed files; the output says how to re-record', async () => {
     const b = box();
     assert.equal(await setupCodex(b.io, { codexHome: b.codexHome, entry: ENTRY }), 0);

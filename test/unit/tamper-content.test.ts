@@ -1,4 +1,4 @@
-// The kept bytes of tamper evidence (src/guard/tamper/check.ts verifyContent): on tmpfs no stat
+// The kept bytes of tamper evidence (src/tamper/check.ts verifyContent): on tmpfs no stat
 // identity is trusted, and each hook compares a fingerprinted file with the bytes the store keeps for
 // its recorded sha256 (registration_content) instead of hashing it. The cases a hostile agent would
 // try, on tmpfs, with real writes through a shared memory map (test/helpers/mmap.ts): each change is
@@ -10,7 +10,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { openStore, type Db } from '../../src/store/store.js';
-import { checkRegistration, recordRegistration, type Finding } from '../../src/guard/tamper.js';
+import { checkRegistration, recordRegistration, type Finding } from '../../src/tamper/index.js';
 import { hasPython, mapper, tmpfsDir } from '../helpers/mmap.js';
 
 const shm = tmpfsDir;
@@ -218,7 +218,7 @@ test('a FIFO swapped in between the stat and the read does not block the read', 
     dir,
   ]);
   const script = `
-    const { readNow } = await import(${JSON.stringify(new URL('../../src/guard/tamper/fingerprint.ts', import.meta.url).href)});
+    const { readNow } = await import(${JSON.stringify(new URL('../../src/tamper/fingerprint.ts', import.meta.url).href)});
     const kinds = {};
     for (let i = 0; i < 3000; i++) {
       const n = readNow(${JSON.stringify(target)}, { hash: i % 2 === 0 });

@@ -1,4 +1,4 @@
-// Tamper evidence for Latch's registration (src/guard/tamper.ts): what setup records, what each
+// Tamper evidence for Latch's registration (src/tamper/index.ts): what setup records, what each
 // tier notices, and what a tamper does to the workspace's sessions. Every test runs on a throwaway
 // install (a copy of dist/ layout with small files), CODEX_HOME, HOME and PATH.
 import { test, describe, after } from 'node:test';
@@ -23,7 +23,7 @@ import { randomUUID } from 'node:crypto';
 import { createRequire, syncBuiltinESMExports } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import type { Io } from '../../src/commands/io.js';
+import type { Io } from '../../src/kit/io.js';
 import { setupCodex, uninstallCodex } from '../../src/agents/codex/setup.js';
 import { status } from '../../src/commands/status.js';
 import { openStore, type Db } from '../../src/store/store.js';
@@ -56,7 +56,7 @@ import {
   type FileRow,
   type Finding,
   type Recorded,
-} from '../../src/guard/tamper.js';
+} from '../../src/tamper/index.js';
 import { HOOK_CACHE_AGENTS } from '../../src/base/code-cache.js';
 import { runCodexHook } from '../../src/hook.js';
 import { assertValidReply } from '../helpers/schemas.js';

@@ -12,12 +12,12 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse as parseToml } from 'smol-toml';
 import { runChecks, type Check } from '../../src/commands/doctor.js';
-import type { Io } from '../../src/commands/io.js';
+import type { Io } from '../../src/kit/io.js';
 import { LATCH_EVENTS, setupCodex, withTrustEntries } from '../../src/agents/codex/setup.js';
 import { listCodexHooks, resolveCodex, type CodexHookInfo } from '../../src/agents/codex/app-server.js';
 import { resolveCodexBin } from '../../src/agents/codex/driver.js';
 import { openStore } from '../../src/store/store.js';
-import { registrationReport } from '../../src/guard/tamper.js';
+import { registrationReport } from '../../src/tamper/index.js';
 import { BIG, setupEnv } from '../helpers/e2e.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');

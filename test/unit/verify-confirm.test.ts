@@ -9,7 +9,7 @@ import { spawnSync } from 'node:child_process';
 import { chmodSync, copyFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { verify, resume, type Confirmer } from '../../src/commands/verify.js';
-import { containAfterTrip, findAgent, procSupported } from '../../src/guard/contain.js';
+import { containAfterTrip, findAgent, procSupported } from '../../src/contain/index.js';
 import { nowNs } from '../../src/ledger/ledger.js';
 import { openStore } from '../../src/store/store.js';
 import { runCodexHook } from '../../src/hook.js';

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { verify, type Confirmer } from '../../src/commands/verify.js';
 import { lineDelta, splitLines } from '../../src/checkpoint/diffstat.js';
-import { procSupported, sameProcess } from '../../src/guard/contain.js';
+import { procSupported, sameProcess } from '../../src/contain/index.js';
 import { procStat } from '../../src/base/proc.js';
 import { openStore } from '../../src/store/store.js';
 import { runCodexHook } from '../../src/hook.js';

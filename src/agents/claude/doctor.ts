@@ -3,14 +3,14 @@
 // (its node and entry exist, it is what setup writes for this installation, and it fails closed end to
 // end), and the Claude Code version; after the generic checks (store, watchers, src/commands/doctor.ts),
 // what guards reads while a session is held (./sandbox.ts: bubblewrap + the pinned seccomp helper, as
-// the hooks' probe found them) and the registration fingerprint (src/guard/tamper.ts). Reached through
+// the hooks' probe found them) and the registration fingerprint (src/tamper/index.ts). Reached through
 // the agent port (`claude.commands()`, ./commands.ts). A handler's command is compared as text, never
 // run; the probe runs the command Latch builds itself; nothing here runs the sandbox probe.
 import { constants, existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { errorMessage } from '../../base/errors.js';
 import { packageRoot } from '../../base/paths.js';
-import { homeOf, type Io } from '../../commands/io.js';
+import { homeOf, type Io } from '../../kit/io.js';
 import {
   checkRegistration,
   fileProblem,
@@ -25,7 +25,7 @@ import {
   type CheckStatus,
   type Installation,
   type ProbeSpec,
-} from '../../commands/shared/checks.js';
+} from '../../kit/checks.js';
 import type { AgentDoctor } from '../agent.js';
 import { runBounded } from '../../base/bounded.js';
 import { claudeReadsReport } from './sandbox.js';

@@ -14,13 +14,13 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { ExitError, EXIT } from '../../base/errors.js';
-import { homeOf, type Io } from '../../commands/io.js';
+import { homeOf, type Io } from '../../kit/io.js';
 import { dismissResidentHooks, residentLine } from '../../resident/list.js';
-import { defaultEntry, failClosed, latchHookRun, writeConfigAtomic } from '../../commands/shared/hook-command.js';
-import { editJsonText } from '../../commands/shared/json-text.js';
+import { defaultEntry, failClosed, latchHookRun, writeConfigAtomic } from '../../base/hook-command.js';
+import { editJsonText } from '../../kit/json-text.js';
 import { openStore } from '../../store/store.js';
 import { claudeConfigDir } from './transcript.js';
-import { acceptedLines, forgetRegistrationIn, recordRegistration } from '../../guard/tamper.js';
+import { acceptedLines, forgetRegistrationIn, recordRegistration } from '../../tamper/index.js';
 import { withoutEntryGuard } from '../../base/hook-text.js';
 import { homedir } from 'node:os';
 
@@ -357,7 +357,7 @@ export async function setupClaude(io: Io, opts: ClaudeSetupOptions): Promise<num
     const db = openStore(home, { create: true });
     try {
       if (changed) writeConfigAtomic(file, text, opts.project ? {} : { dirMode: 0o700 });
-      // Tamper evidence, as for Codex (src/guard/tamper.ts): this settings file, Latch's installed
+      // Tamper evidence, as for Codex (src/tamper/index.ts): this settings file, Latch's installed
       // files, the shell startup files and PATH; every hook compares them, and a change latches.
       const project = opts.project ? resolve(io.cwd, opts.project) : null;
       const rec = recordRegistration(

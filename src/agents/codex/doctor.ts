@@ -13,7 +13,7 @@ import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parse as parseToml } from 'smol-toml';
 import { errorMessage } from '../../base/errors.js';
-import { homeOf, type Io } from '../../commands/io.js';
+import { homeOf, type Io } from '../../kit/io.js';
 import {
   checkRegistration,
   fileProblem,
@@ -28,7 +28,7 @@ import {
   type CheckStatus,
   type Installation,
   type ProbeSpec,
-} from '../../commands/shared/checks.js';
+} from '../../kit/checks.js';
 import type { AgentDoctor } from '../agent.js';
 import {
   codexVersion,
@@ -40,7 +40,7 @@ import {
   type HooksListEntry,
   type IsolatedCodexHome,
 } from './app-server.js';
-import { eachLatchHandler } from '../../guard/tamper/handlers.js';
+import { eachLatchHandler } from '../../tamper/handlers.js';
 import { readsReport } from './sandbox.js';
 import { withoutEntryGuard } from '../../base/hook-text.js';
 import { hookCommand, hooksFilePath, LATCH_EVENTS } from './setup.js';

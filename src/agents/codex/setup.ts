@@ -7,9 +7,9 @@ import { dirname, join, resolve } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { parse as parseToml } from 'smol-toml';
 import { errorMessage, ExitError, EXIT } from '../../base/errors.js';
-import { homeOf, type Io } from '../../commands/io.js';
+import { homeOf, type Io } from '../../kit/io.js';
 import { dismissResidentHooks, residentLine } from '../../resident/list.js';
-import { defaultEntry, failClosed, latchHookRun, writeConfigAtomic } from '../../commands/shared/hook-command.js';
+import { defaultEntry, failClosed, latchHookRun, writeConfigAtomic } from '../../base/hook-command.js';
 import {
   extraCodexConfigs,
   forgetRegistrationIn,
@@ -19,7 +19,7 @@ import {
   acceptedLines,
   rerecordCodeCachesAtExit,
   runningFrom,
-} from '../../guard/tamper.js';
+} from '../../tamper/index.js';
 import { openStore } from '../../store/store.js';
 import {
   isolatedCodexHome,

@@ -5,7 +5,7 @@
 // sessionJson() of shared/session.ts, the transitions' evidence, the attempts' columns and brief_reads.
 import { CLOSE_REASON } from '../../ledger/ledger.js';
 import type { Db } from '../../store/store.js';
-import type { Io } from '../io.js';
+import type { Io } from '../../kit/io.js';
 import { sessionJson } from '../shared/session.js';
 import { resolveWorkspace, targetSessions } from '../shared/target.js';
 import { timeline, type ChangeJson, type ChangeRow, type LogEntry } from '../shared/timeline.js';

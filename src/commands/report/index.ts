@@ -22,7 +22,7 @@
 import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { EXIT, ExitError } from '../../base/errors.js';
-import { withStore, type Io } from '../io.js';
+import { withStore, type Io } from '../../kit/io.js';
 import { collectReport } from './data.js';
 import { renderHtml } from './html.js';
 import { renderJson } from './json.js';

@@ -63,7 +63,7 @@ export function sessionJson(db: Db, row: SessionRow) {
   const reason =
     row.state_reason ??
     (held.length ? `held by the workspace-scoped latch of session ${held.map((h) => h.session_id).join(', ')}` : null);
-  // The processes the agent had left running, stopped and killed at a trip (src/guard/contain.ts).
+  // The processes the agent had left running, stopped and killed at a trip (src/contain/index.ts).
   const contained = db
     .prepare(
       'SELECT compaction_seq, pid, cmdline, why, action, at FROM contained_processes WHERE session_id = ? ORDER BY id',

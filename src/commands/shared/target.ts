@@ -5,7 +5,7 @@ import { ExitError, EXIT } from '../../base/errors.js';
 import { workspaceRoot } from '../../base/git.js';
 import { getSession, sessionsIn, type SessionRow } from '../../session/records.js';
 import type { Db } from '../../store/store.js';
-import type { Io } from '../io.js';
+import type { Io } from '../../kit/io.js';
 
 export interface TargetOptions {
   cwd?: string;

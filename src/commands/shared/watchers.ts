@@ -46,3 +46,18 @@ export function listWatchers(db: Db, workspace: string | null): WatcherJson[] {
     updated_at: r.updated_at,
   }));
 }
+
+/** Sends SIGTERM to the running watchers in `list`; the workspaces whose watcher was signalled. */
+export function stopWatchers(list: readonly WatcherJson[]): string[] {
+  const stopped: string[] = [];
+  for (const w of list) {
+    if (!w.alive) continue;
+    try {
+      process.kill(w.pid, 'SIGTERM');
+      stopped.push(w.workspace);
+    } catch {
+      /* it exited meanwhile */
+    }
+  }
+  return stopped;
+}

@@ -7,7 +7,7 @@
 export const KNOWN_LEAKS: ReadonlyArray<{ cause: string; keys: readonly string[] }> = [
   {
     // Outside heldShell's reach: the guard denies these calls, since the shell startup files are in
-    // the registration fingerprint (src/guard/tamper.ts; a change latches the workspace and denies
+    // the registration fingerprint (src/tamper/index.ts; a change latches the workspace and denies
     // tracked calls). This oracle runs heldShell's decision alone.
     cause:
       'shell startup files planted while mutable run before every call: Codex runs `bash -lc`, and BASH_ENV/ENV set there reach every inner shell (both modes); in a real session the registration fingerprint denies the call',
@@ -38,7 +38,7 @@ export const KNOWN_LEAKS: ReadonlyArray<{ cause: string; keys: readonly string[]
   },
   {
     // Outside heldShell's reach: in a real session the writer is a process the agent left running,
-    // stopped and killed at the trip (src/guard/contain.ts) before any read after it.
+    // stopped and killed at the trip (src/contain/index.ts) before any read after it.
     cause:
       'a background job started while mutable, blocked on a FIFO, acts once an allowed read opens the FIFO (both modes; timing-dependent, both modes listed); in a real session containment kills the writer at the trip',
     keys: [

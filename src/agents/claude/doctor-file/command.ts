@@ -1,5 +1,5 @@
 // The command: `latch doctor FILE` on a Claude Code transcript.
-import { homeOf, type Io, json } from '../../../commands/io.js';
+import { homeOf, type Io, json } from '../../../kit/io.js';
 import { doctorClaudeFile } from './analyse.js';
 import { renderClaudeReport } from './render.js';
 import type { ClaudeDoctorOptions } from './types.js';

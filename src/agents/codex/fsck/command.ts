@@ -4,7 +4,7 @@
 // qualified (NOTE findings only: age, not damage).
 import { statSync } from 'node:fs';
 import { fsckFile, type FsckReport, type OutcomeCounts } from './fsck.js';
-import { homeOf, json, type Io } from '../../../commands/io.js';
+import { homeOf, json, type Io } from '../../../kit/io.js';
 import { renderFindings } from '../../shared/file-doctor.js';
 
 export interface TranscriptDoctorOptions {

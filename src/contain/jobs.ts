@@ -1,9 +1,9 @@
 // Who could have changed a file: an agent, or only the human (issue 23, "a human's edit is not an
-// attack"). Asked once per registration change (src/guard/tamper/check.ts), never on the hot path.
+// attack"). Asked once per registration change (src/tamper/check.ts), never on the hot path.
 //
 // A change is the agent's possible doing when
 //   - the file's ctime (which no process can set back) lies inside an attempt window of any session
-//     of any workspace (a tool call was running: src/guard/contain/windows.ts), or
+//     of any workspace (a tool call was running: src/contain/windows.ts), or
 //   - a process started inside such a window, before the change, that carries a session's mark (an
 //     environment value that is the id of a session the store knows, in any variable an agent names
 //     as its mark: Agent.sessionMarks), still runs: a job a tool call left behind,
@@ -17,7 +17,7 @@
 // denied) until the human re-records it with `latch setup`, which shows what changed.
 import { lstatSync } from 'node:fs';
 import { dirname } from 'node:path';
-import type { Db } from '../../store/store.js';
+import type { Db } from '../store/store.js';
 import {
   ancestry,
   bootNs,

@@ -28,7 +28,7 @@ import {
 import { type AttemptWindow, windowOf } from './windows.js';
 import { members } from './cgroup.js';
 import { join } from 'node:path';
-import { monoMs } from '../../base/clock.js';
+import { monoMs } from '../base/clock.js';
 
 export type Why =
   | 'agent_descendant'
@@ -118,7 +118,7 @@ export interface ScanInput {
    */
   marks?: readonly string[];
   /**
-   * The agent's cgroup of Latch's own (src/guard/contain/cgroup.ts), where the agent is in one: every
+   * The agent's cgroup of Latch's own (src/contain/cgroup.ts), where the agent is in one: every
    * process in its `agent` part was born under the agent, so an orphan there is the agent's whatever
    * its mark says (`agent_cgroup`). Read while the group is frozen, the list is complete.
    */

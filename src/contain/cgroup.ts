@@ -9,7 +9,7 @@
 //                                                                          itself before it freezes `agent`
 //
 // and the trip's containment freezes that group, so no member can fork or exit while the members are
-// read (src/guard/contain/kill.ts). Membership is inherited at fork and survives reparenting, a removed
+// read (src/contain/kill.ts). Membership is inherited at fork and survives reparenting, a removed
 // session mark, a new session (setsid) and any number of fork-and-exit hops: what a /proc scan cannot
 // follow. A process leaves only by writing its pid into another cgroup's cgroup.procs, which the same
 // delegation allows (docs/containment.md says so); the scan by ancestry and marks still runs beside it.
@@ -19,7 +19,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, statSync, 
 import { basename, join } from 'node:path';
 import type { AgentInfo } from './match.js';
 import { sameProcess } from './proc.js';
-import { sleepSync } from '../../base/clock.js';
+import { sleepSync } from '../base/clock.js';
 
 /** The agent's group directory (absolute, under the cgroup2 mount), or why there is none. */
 export type Group = { dir: string } | { none: string };

@@ -1,5 +1,5 @@
 // The comparison as `latch status` and `latch doctor` show it (read-only: no refresh, no alarm).
-import type { Db } from '../../store/store.js';
+import type { Db } from '../store/store.js';
 import { fullCheck, setupCommandOf } from './check.js';
 import { loadRecorded } from './quick.js';
 import type { Accepted } from './records.js';

@@ -1,16 +1,16 @@
 // `latch demo [codex|claude|all]`: a real agent session over a loopback fake model crosses an
 // auto-compaction; Latch checkpoints, latches, denies the post-compaction writes, and a verify restores
-// authority. `all` (the default) tells the Codex story, then Claude Code's (src/commands/demo-claude.ts).
+// authority. `all` (the default) tells the Codex story, then Claude Code's (src/commands/demo/claude.ts).
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { codexCommandFor, codexVersion, resolveCodex, type CodexCommand } from '../agents/codex/app-server.js';
-import { resolveCodexBin, runCodex, writeCodexConfig } from '../agents/codex/driver.js';
-import { ExitError, EXIT, isLatchError } from '../base/errors.js';
-import { itemText, startFakeModel, type FakeStep } from '../agents/codex/fake-model.js';
-import { claudeDemoPart, demoClaude } from './demo-claude.js';
-import type { Io } from './io.js';
-import { setupCodex } from '../agents/codex/setup.js';
+import { codexCommandFor, codexVersion, resolveCodex, type CodexCommand } from '../../agents/codex/app-server.js';
+import { resolveCodexBin, runCodex, writeCodexConfig } from '../../agents/codex/driver.js';
+import { ExitError, EXIT, isLatchError } from '../../base/errors.js';
+import { itemText, startFakeModel, type FakeStep } from '../../agents/codex/fake-model.js';
+import { claudeDemoPart, demoClaude } from './claude.js';
+import type { Io } from '../../kit/io.js';
+import { setupCodex } from '../../agents/codex/setup.js';
 import {
   capture,
   conclusion,
@@ -23,7 +23,7 @@ import {
   sessionStory,
   teller,
   verifyStep,
-} from './shared/demo.js';
+} from './shared.js';
 
 export type DemoAgent = 'codex' | 'claude' | 'all';
 
@@ -132,7 +132,7 @@ async function codexDemoPart(
       return { ok: false, json: { ok: false, dir: base, error: `codex exec failed (exit ${first.code})` } };
     }
     const compactions = fake.requests.filter((r) => r.isCompaction).length;
-    const statusJson = await demoStatus(sub, work);
+    const statusJson = await demoStatus(sub, work, opts.commands);
     const session = statusJson.sessions[0];
     const modelSaw = fake.requests
       .flatMap((r) => (r.body?.input ?? []) as unknown[])
@@ -148,7 +148,7 @@ async function codexDemoPart(
     say(`   task brief re-delivered to the model after the compaction: ${briefDelivered ? 'yes' : 'no'}`);
     say(`   progress.txt is still: ${JSON.stringify(readFileSync(join(work, 'progress.txt'), 'utf8'))}`);
 
-    const verifyCode = await verifyStep(say, sub, work, 3);
+    const verifyCode = await verifyStep(say, sub, work, 3, opts.commands);
 
     say('4. The session resumes (`codex exec resume`) and may write again:');
     const second = await runCodex({

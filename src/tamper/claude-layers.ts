@@ -5,7 +5,7 @@
 import { type BigIntStats, lstatSync, readdirSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
-import { immediate, type Db } from '../../store/store.js';
+import { immediate, type Db } from '../store/store.js';
 import {
   canonicalJson,
   type FileNow,

@@ -63,7 +63,7 @@
 // reuse); the remaining race between that read and kill(2) is microseconds (Node has no pidfd).
 // Every function here returns errors as data and never throws.
 //
-// The parts (src/guard/contain/, imported in this order, none imports a later one):
+// The parts (src/contain/, imported in this order, none imports a later one):
 //   proc.ts      process listing and identity from /proc
 //   match.ts     which process is what: agents and sandboxes (the registry's facts), reapers;
 //                hook invocations (spared)
@@ -79,8 +79,8 @@ export {
   type AncestryReport,
   checkAncestry,
   type Refusal,
-} from './contain/ancestry.js';
-export { contain } from './contain/kill.js';
+} from './ancestry.js';
+export { contain } from './kill.js';
 export {
   type AgentInfo,
   findAgent,
@@ -89,7 +89,7 @@ export {
   isHookInvocation,
   isSandboxProcess,
   parseHookText,
-} from './contain/match.js';
+} from './match.js';
 export {
   ancestry,
   argvOf,
@@ -103,7 +103,7 @@ export {
   procSupported,
   readProc,
   sameProcess,
-} from './contain/proc.js';
+} from './proc.js';
 export {
   containAfterTrip,
   enrollAgent,
@@ -112,7 +112,7 @@ export {
   recordContainment,
   recordedSessionAgent,
   recordSessionAgent,
-} from './contain/records.js';
-export { type ChangeOrigin, changeOrigin } from './contain/jobs.js';
-export { type Candidate, type ContainResult, listCandidates, type ScanInput, type Why } from './contain/scan.js';
-export { type AttemptWindow, attemptWindows, WINDOW_AFTER_NS, WINDOW_BEFORE_NS, windowOf } from './contain/windows.js';
+} from './records.js';
+export { type ChangeOrigin, changeOrigin } from './jobs.js';
+export { type Candidate, type ContainResult, listCandidates, type ScanInput, type Why } from './scan.js';
+export { type AttemptWindow, attemptWindows, WINDOW_AFTER_NS, WINDOW_BEFORE_NS, windowOf } from './windows.js';

@@ -1,6 +1,6 @@
 // Attempt windows and exclusions from the store: when a tool call may have started a process (each
 // attempt's start - 50 ms to its end + 2 s) and which processes are Latch's own watchers.
-import type { Db } from '../../store/store.js';
+import type { Db } from '../store/store.js';
 import { bootNs, wallNs } from './proc.js';
 
 export const WINDOW_BEFORE_NS = 50_000_000n;

@@ -1,7 +1,7 @@
 // The store's side of the fingerprint and the quick tier: load what setup and the sessions recorded, and
 // on the hook hot path compare every recorded file's lstat identity (one SELECT, one lstat each).
 import { join } from 'node:path';
-import type { Db } from '../../store/store.js';
+import type { Db } from '../store/store.js';
 import { markAt, parseStoredSig, statSig } from './fingerprint.js';
 import {
   type FileRow,

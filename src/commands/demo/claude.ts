@@ -1,11 +1,11 @@
-// `latch demo claude`: the Codex story (src/commands/demo.ts) told on the real Claude Code CLI. A temp
+// `latch demo claude`: the Codex story (src/commands/demo/index.ts) told on the real Claude Code CLI. A temp
 // git workspace, a temp CLAUDE_CONFIG_DIR holding Latch's hooks (written by `latch setup claude`'s own
 // code), and `claude -p` against a loopback fake of the Messages API (src/agents/claude/fake-model.ts)
 // whose script writes, reports a context that makes Claude Code auto-compact, then tries to write
 // again and reads. Latch checkpoints and latches; the writes are denied while `cat` runs (inside the
 // read-only sandbox where one works); `latch verify --yes` restores authority, and the session resumed
 // with `--resume` writes again. Nothing leaves the machine.
-import { isReplay } from '../guard/replay.js';
+import { isReplay } from '../../guard/replay.js';
 import { spawn } from 'node:child_process';
 import {
   accessSync,
@@ -27,11 +27,11 @@ import {
   toolResultsSeen,
   type ClaudeFakeModel,
   type ClaudeTurn,
-} from '../agents/claude/fake-model.js';
-import { setupClaude, TESTED_CLAUDE_VERSION } from '../agents/claude/setup.js';
-import { runBounded } from '../base/bounded.js';
-import { ExitError, EXIT } from '../base/errors.js';
-import type { Io } from './io.js';
+} from '../../agents/claude/fake-model.js';
+import { setupClaude, TESTED_CLAUDE_VERSION } from '../../agents/claude/setup.js';
+import { runBounded } from '../../base/bounded.js';
+import { ExitError, EXIT } from '../../base/errors.js';
+import { type Io, withStore } from '../../kit/io.js';
 import {
   capture,
   conclusion,
@@ -45,8 +45,9 @@ import {
   sessionStory,
   teller,
   verifyStep,
-} from './shared/demo.js';
-import { watch } from './watch.js';
+} from './shared.js';
+import { listWatchers, stopWatchers } from '../shared/watchers.js';
+import { resolveWorkspace } from '../shared/target.js';
 
 /** The Claude Code the demo drives; pinned and tested: the package's devDependency. */
 const DEMO_CLAUDE = TESTED_CLAUDE_VERSION;
@@ -350,7 +351,7 @@ export async function claudeDemoPart(io: Io, opts: DemoOptions, claude: DemoClau
     if (first.code !== 0 || first.timedOut || !first.sessionId) return failed('claude -p', first);
     const firstUnused = queue.length;
     const compactions = fake.requests.filter((r) => r.kind === 'compact').length;
-    const statusJson = await demoStatus(sub, work);
+    const statusJson = await demoStatus(sub, work, opts.commands);
     const session: DemoSession | undefined =
       statusJson.sessions.find((s) => s.session_id === first.sessionId) ?? statusJson.sessions[0];
     const results = toolResultsSeen(fake.requests);
@@ -383,7 +384,7 @@ export async function claudeDemoPart(io: Io, opts: DemoOptions, claude: DemoClau
     say(`   task brief re-delivered to the model after the compaction: ${briefDelivered ? 'yes' : 'no'}`);
     say(`   progress.txt is still: ${JSON.stringify(fileText(join(work, 'progress.txt')))}`);
 
-    const verifyCode = await verifyStep(say, sub, work, 3);
+    const verifyCode = await verifyStep(say, sub, work, 3, opts.commands);
 
     say('4. The session resumes (`claude -p --resume`) and may write again:');
     const before = fake.requests.length;
@@ -432,7 +433,8 @@ export async function claudeDemoPart(io: Io, opts: DemoOptions, claude: DemoClau
     await fake.close();
     // The workspace watcher a hook started: stopped now rather than when it notices the files gone.
     try {
-      await watch(capture(sub).io, { action: 'stop', cwd: work, json: true });
+      const io = capture(sub).io;
+      withStore(io, (db) => stopWatchers(listWatchers(db, resolveWorkspace(io, work))), { ifMissing: () => [] });
     } catch {
       /* no store, no watcher */
     }

@@ -17,8 +17,8 @@ import {
 } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
-import { nodeCrypto } from '../../base/lazy.js';
-import { moduleFile } from '../../base/paths.js';
+import { nodeCrypto } from '../base/lazy.js';
+import { moduleFile } from '../base/paths.js';
 import type { Role, Verify } from './types.js';
 
 // ---------------------------------------------------------------------------------------------

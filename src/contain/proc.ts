@@ -2,7 +2,7 @@
 // namespace; a snapshot of every process with its children; a pid's ancestry; whether a pid still
 // names the process it named (pid reuse). Every reader returns null / [] instead of throwing.
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
-import { wallNs } from '../../base/clock.js';
+import { wallNs } from '../base/clock.js';
 
 /** USER_HZ: /proc/PID/stat start times are in these ticks (100 on every mainstream Linux). */
 const CLK_TCK = 100n;

@@ -2,9 +2,9 @@
 // (checkRegistration: quick, then full on a change, refresh or alarm), what a tamper does (latch the
 // workspace's sessions, deny reasons), and the guard's one call (guardRegistration, never throws).
 import { basename, join } from 'node:path';
-import { sessionsIn, transition } from '../../session/records.js';
-import { immediate, type Db } from '../../store/store.js';
-import { isLatchError, NotServedError } from '../../base/errors.js';
+import { sessionsIn, transition } from '../session/records.js';
+import { immediate, type Db } from '../store/store.js';
+import { isLatchError, NotServedError } from '../base/errors.js';
 import {
   describeLayerChange,
   dropinDigest,
@@ -364,7 +364,7 @@ export function checkRegistration(
     workspace?: string | null;
     now: string;
     resident?: boolean;
-    /** Times a new tamper (its changed files): the hook asks src/guard/contain/jobs.ts. Default: agent. */
+    /** Times a new tamper (its changed files): the hook asks src/contain/jobs.ts. Default: agent. */
     originOf?: (paths: string[]) => ChangeOrigin;
   },
 ): RegistrationCheck {
@@ -571,7 +571,7 @@ export interface GuardRegistration {
   reasons: { code: string; message: string }[];
   /** Sessions this call latched (their rows must be re-read). */
   latched: string[];
-  /** Of a tamper: `human` latches nothing (src/guard/contain/jobs.ts). */
+  /** Of a tamper: `human` latches nothing (src/contain/jobs.ts). */
   origin?: ChangeOrigin['origin'];
   /** This call found the change (not the cached alarm of an earlier one). */
   fresh?: boolean;

@@ -1,4 +1,4 @@
-// The fingerprint's data (src/guard/tamper.ts): file roles, findings, the rows of registration_files and
+// The fingerprint's data (src/tamper/index.ts): file roles, findings, the rows of registration_files and
 // the JSON of registrations, and the scope names (the installation, the touch log, a workspace's rows).
 
 export type Role =
@@ -16,7 +16,7 @@ export type Role =
 export type Severity = 'tamper' | 'warn';
 
 /**
- * Who could have made a registration change (src/guard/contain/jobs.ts): `agent` latches the sessions;
+ * Who could have made a registration change (src/contain/jobs.ts): `agent` latches the sessions;
  * `human` (no tool call ran and no job of one was alive when the files changed) only refuses tracked
  * calls until `latch setup` re-records it.
  */

@@ -4,7 +4,7 @@ import { accessSync, constants, readdirSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { delimiter, dirname, isAbsolute, join, resolve } from 'node:path';
 import { existsSync } from 'node:fs';
-import { immediate, openStore, type Db } from '../../store/store.js';
+import { immediate, openStore, type Db } from '../store/store.js';
 import { rebaselineClaudeLayers } from './claude-layers.js';
 import { configPart } from './codex-config.js';
 import {
@@ -35,7 +35,7 @@ import {
   type Role,
   TOUCH_SCOPE,
 } from './types.js';
-import { bundleOfCache, codeCacheNames } from '../../base/code-cache.js';
+import { bundleOfCache, codeCacheNames } from '../base/code-cache.js';
 
 // ---------------------------------------------------------------------------------------------
 // PATH

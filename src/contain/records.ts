@@ -1,15 +1,15 @@
 // The trip: contain, then record (each its own step; errors become data). Also what containment
 // would stop now for a session (`latch status`), and the record's one writer.
 import { dirname } from 'node:path';
-import type { Db } from '../../store/store.js';
-import { recordedResidents } from '../../resident/list.js';
+import type { Db } from '../store/store.js';
+import { recordedResidents } from '../resident/list.js';
 import { contain } from './kill.js';
 import { cgroupOf, enroll, type Group, groupOf } from './cgroup.js';
 import { type AgentInfo, findAgent } from './match.js';
 import { bootNs, exeOf, nsOf, type Proc, procSupported, readProc, sameProcess } from './proc.js';
 import { type ContainResult, failed, listCandidates, type ScanInput, unsupported } from './scan.js';
 import { attemptWindows, watcherIds } from './windows.js';
-import { monoMs } from '../../base/clock.js';
+import { monoMs } from '../base/clock.js';
 
 /**
  * Called by the guard after the trip's transaction committed: contains the processes of the
@@ -62,7 +62,7 @@ export function containAfterTrip(
       // agent this file does not know) there is nobody to contain for sure: list, do not signal.
       const agent = opts.recordedAgent ? liveSessionAgent(db, sessionId) : findAgent();
       input.agent = agent;
-      // The agent's cgroup of Latch's own, where its first hook could make one (src/guard/contain/cgroup.ts).
+      // The agent's cgroup of Latch's own, where its first hook could make one (src/contain/cgroup.ts).
       const group = agent ? groupOf(agent, process.env, recordedGroup(db, sessionId, agent)) : null;
       if (group && 'dir' in group) input.group = group.dir;
       if (mode === 'list' || !agent) {
@@ -192,7 +192,7 @@ export function recordContainment(
 }
 
 /**
- * The hook's part in atomic containment (src/guard/contain/cgroup.ts): puts the agent that runs this
+ * The hook's part in atomic containment (src/contain/cgroup.ts): puts the agent that runs this
  * hook into a cgroup of Latch's own, once, so that every process it starts later is born there. Where
  * no agent runs this hook (by hand, a test in process), or the cgroup is not this user's: no group.
  * Returns the agent found among this hook's ancestors too (null when it did not look: `unlessBornInGroup`

@@ -29,7 +29,7 @@
 // A change is accepted only by a human re-running `latch setup codex` / `latch setup claude` (which
 // re-records everything, the settings layers the sessions recorded included).
 //
-// The parts (src/guard/tamper/, imported in this order, none imports a later one):
+// The parts (src/tamper/, imported in this order, none imports a later one):
 //   types.ts          the data: roles, findings, rows, scopes
 //   fingerprint.ts    lstat identity, bytes and sha256, canonical JSON, the TOML parser
 //   quick.ts          the store's rows and the quick tier (quickCheck)
@@ -58,7 +58,7 @@ export {
   type Touch,
   TOUCH_SCOPE,
   type Verify,
-} from './tamper/types.js';
+} from './types.js';
 export {
   canonicalJson,
   CTIME_SETTLE_MS,
@@ -70,10 +70,10 @@ export {
   userCanChange,
   verifyOf,
   WRITTEN_BACK_MS,
-} from './tamper/fingerprint.js';
-export { loadRecorded, quickCheck, type QuickResult } from './tamper/quick.js';
-export { isLatchHandler, latchHandlersOf, trustKeysOf } from './tamper/handlers.js';
-export { configPart } from './tamper/codex-config.js';
+} from './fingerprint.js';
+export { loadRecorded, quickCheck, type QuickResult } from './quick.js';
+export { isLatchHandler, latchHandlersOf, trustKeysOf } from './handlers.js';
+export { configPart } from './codex-config.js';
 export {
   CLAUDE_SECURITY_KEYS,
   claudeConfigDirOf,
@@ -83,7 +83,7 @@ export {
   layerDigest,
   type LayerSession,
   recordClaudeLayers,
-} from './tamper/claude-layers.js';
+} from './claude-layers.js';
 export {
   type Accepted,
   extraCodexConfigs,
@@ -97,7 +97,7 @@ export {
   resolveOnPath,
   runningFrom,
   shellStartupFiles,
-} from './tamper/records.js';
+} from './records.js';
 export {
   checkRegistration,
   fullCheck,
@@ -110,11 +110,11 @@ export {
   summarize,
   TAMPER_CODE,
   tamperReasons,
-} from './tamper/check.js';
+} from './check.js';
 export {
   acceptedLines,
   registrationLines,
   type RegistrationReport,
   registrationReport,
   RERECORD_FIX,
-} from './tamper/report.js';
+} from './report.js';

@@ -3,15 +3,15 @@
 // atomic write of a user's configuration file (through a symlink, keeping its mode).
 import { chmodSync, lstatSync, mkdirSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { installedEntry, moduleDir } from '../../base/paths.js';
-import { shq, wrapFailClosed } from '../../base/hook-text.js';
+import { installedEntry, moduleDir } from './paths.js';
+import { shq, wrapFailClosed } from './hook-text.js';
 
 /** The bundled hook entry: dist/latch.cjs beside the running bundle, else in the package root. */
 export function defaultEntry(): string {
   return installedEntry() ?? join(moduleDir, 'latch.cjs');
 }
 
-export { shq } from '../../base/hook-text.js';
+export { shq } from './hook-text.js';
 
 /** What a Claude Code handler's command starts with (latchHookRun). */
 export const CLEAR_CA_PREFIX = 'NODE_EXTRA_CA_CERTS= ';
@@ -22,7 +22,7 @@ export const CLEAR_CA_PREFIX = 'NODE_EXTRA_CA_CERTS= ';
  * a corporate proxy) Node loads certificates at every start, 35–80 ms here, and the hook makes no TLS
  * connection. Claude Code runs every handler with /bin/sh -c; Codex runs them with `$SHELL -lc`,
  * where an assignment prefix is not portable (csh), so Codex's text has none.
- * src/guard/contain/match.ts (hookCommandText) builds the same text.
+ * src/contain/match.ts (hookCommandText) builds the same text.
  */
 export function latchHookRun(agent: string, event: string, node: string, entry: string): string {
   return `${agent === 'claude' ? CLEAR_CA_PREFIX : ''}${shq(node)} ${shq(entry)} hook ${agent} --event ${event}`;

@@ -6,11 +6,21 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ExitError, EXIT } from '../../base/errors.js';
 import { snapshotTree } from '../../tree/snapshot.js';
-import type { Io } from '../io.js';
-import { status } from '../status.js';
-import { verify } from '../verify.js';
+import type { Io } from '../../kit/io.js';
+import type { status } from '../status.js';
+import type { verify } from '../verify.js';
+
+/**
+ * The commands the demo runs in process, as a human would type them: handed in by the CLI (no command
+ * imports another).
+ */
+export interface DemoCommands {
+  status: typeof status;
+  verify: typeof verify;
+}
 
 export interface DemoOptions {
+  commands: DemoCommands;
   keep?: boolean;
   json?: boolean;
   /** Where to build the demo (a fresh temp dir by default). */
@@ -86,9 +96,9 @@ export function initDemoWorkspace(work: string): void {
 }
 
 /** `latch status --json` of the workspace, run in-process. */
-export async function demoStatus(sub: Io, work: string): Promise<DemoStatus> {
+export async function demoStatus(sub: Io, work: string, commands: DemoCommands): Promise<DemoStatus> {
   const st = capture(sub);
-  await status(st.io, { cwd: work, json: true });
+  await commands.status(st.io, { cwd: work, json: true });
   return JSON.parse(st.text()) as DemoStatus;
 }
 
@@ -115,10 +125,16 @@ export function quoteDenial(say: (t: string) => void, text: string | undefined):
 }
 
 /** Step 3 of both stories: `latch verify --yes`, run in-process (a plain process tree: the demo's). */
-export async function verifyStep(say: (t: string) => void, sub: Io, work: string, n: number): Promise<number> {
+export async function verifyStep(
+  say: (t: string) => void,
+  sub: Io,
+  work: string,
+  n: number,
+  commands: DemoCommands,
+): Promise<number> {
   say(`${n}. A human runs \`latch verify --yes\`:`);
   const ver = capture(sub);
-  const code = await verify(ver.io, { cwd: work, yes: true });
+  const code = await commands.verify(ver.io, { cwd: work, yes: true });
   for (const line of ver.text().trimEnd().split('\n')) say(`   ${line}`);
   return code;
 }

@@ -11,9 +11,9 @@
 // ancestry check refuses, containment records the failure.
 import { readFileSync, realpathSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import type { AgentProcesses } from '../../agents/agent.js';
-import { builtEntry, moduleDir } from '../../base/paths.js';
-import { shq, withoutEntryGuard, wrapFailClosed } from '../../base/hook-text.js';
+import type { AgentProcesses } from '../agents/agent.js';
+import { builtEntry, moduleDir } from '../base/paths.js';
+import { shq, withoutEntryGuard, wrapFailClosed } from '../base/hook-text.js';
 import { ancestry, argvOf, baseName as base, bootNs, cmdlineText, environOf, exeOf, procSelfPid } from './proc.js';
 
 /** Runtimes that run an agent's script (argv[1]), and a hook's entry. */
@@ -110,7 +110,7 @@ export function findAgent(pid: number = procSelfPid(), boot: bigint = bootNs()):
 
 // ---------------------------------------------------------------------------
 // Hook invocations (spared): the exact command text `latch setup <agent>` writes
-// (src/commands/shared/hook-command.ts; test/unit/contain.test.ts checks the two agree), for any agent
+// (src/base/hook-command.ts; test/unit/contain.test.ts checks the two agree), for any agent
 // name Latch has (a plain word: the hook entry refuses any other).
 
 export function hookCommandText(

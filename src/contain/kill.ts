@@ -6,7 +6,7 @@
 // start time first (pid reuse); the remaining race between that read and kill(2) is microseconds
 // (Node has no pidfd).
 //
-// Where the agent is in a cgroup of Latch's own (src/guard/contain/cgroup.ts), the stopping and the
+// Where the agent is in a cgroup of Latch's own (src/contain/cgroup.ts), the stopping and the
 // last kill happen while that group is frozen: first this process leaves it, then the group is frozen,
 // so no member can fork or exit while the candidates are read and stopped; it is thawed for the grace
 // (the stopped candidates stay stopped until SIGTERM and SIGCONT), frozen again for the last scan and
@@ -26,7 +26,7 @@ import {
   toCandidate,
   unsupported,
 } from './scan.js';
-import { monoMs, sleepSync } from '../../base/clock.js';
+import { monoMs, sleepSync } from '../base/clock.js';
 
 const MAX_ROUNDS = 8;
 /** How long a stopped candidate may run its exit handlers after SIGTERM before SIGKILL. */

@@ -16,9 +16,9 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
-import { runBounded } from '../../base/bounded.js';
-import { errorMessage } from '../../base/errors.js';
-import { dbPath } from '../../base/paths.js';
+import { runBounded } from '../base/bounded.js';
+import { errorMessage } from '../base/errors.js';
+import { dbPath } from '../base/paths.js';
 import {
   INSTALL_SCOPE,
   RERECORD_FIX,
@@ -27,10 +27,10 @@ import {
   type Finding,
   type InstallScope,
   type RegistrationReport,
-} from '../../guard/tamper.js';
-import { openStore } from '../../store/store.js';
-import { homeOf, type Io } from '../io.js';
-import { defaultEntry } from './hook-command.js';
+} from '../tamper/index.js';
+import { openStore } from '../store/store.js';
+import { homeOf, type Io } from './io.js';
+import { defaultEntry } from '../base/hook-command.js';
 
 export type CheckStatus = 'ok' | 'warn' | 'fail';
 
@@ -200,7 +200,7 @@ export async function probePreToolUse(io: Io, command: string, timeoutMs: number
 }
 
 // ---------------------------------------------------------------------------------------------
-// the registration fingerprint (src/guard/tamper.ts)
+// the registration fingerprint (src/tamper/index.ts)
 
 export function registrationOf(io: Io, workspace: string | null): RegistrationReport | { error: string } {
   const home = homeOf(io);

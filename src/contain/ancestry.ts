@@ -1,7 +1,7 @@
 // Who may confirm: the ancestry of a `latch verify` / `latch resume` process (no agent, sandbox,
 // contained process, or orphan of an attempt among its ancestors).
 import { readFileSync } from 'node:fs';
-import type { Db } from '../../store/store.js';
+import type { Db } from '../store/store.js';
 import { isAgentProcess, isMultiplexerExe, isReaperExe, isSandboxProcess, isSchedulerExe } from './match.js';
 import { ancestry, argvOf, bootNs, cmdlineText, exeOf, nsOf, type Proc, procSelfPid, procSupported } from './proc.js';
 import { attemptWindows, windowOf } from './windows.js';
