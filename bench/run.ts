@@ -248,7 +248,7 @@ if (want('claude'))
   );
 
 // The same on tmpfs (/dev/shm), where no file's stat identity is trusted: every hook compares the
-// fingerprinted settings with the bytes the store keeps (src/guard/tamper/check.ts verifyContent).
+// fingerprinted settings with the bytes the store keeps (src/tamper/check.ts verifyContent).
 const TMPFS_MAGIC = 0x01021994;
 if (want('claude-tmpfs')) {
   let shm: string | null = null;
