@@ -22,8 +22,17 @@ import { errorMessage } from '../base/errors.js';
 import { announcedDir, sessionKey } from '../session/announce.js';
 import { openStore, type Db } from '../store/store.js';
 
-/** How soon after a change the look runs (a transcript grows by several writes at a time). */
-const SETTLE_MS = 25;
+/**
+ * How long after a change the look runs. The agent's own hooks count a compaction within a moment of its
+ * transcript line when they run (and tell the human: the trip notice is the hook's); the look is for
+ * when they do not, so it leaves them that moment. LATCH_SENTRY_SETTLE_MS overrides it.
+ */
+const SETTLE_MS = 2000;
+
+function settleMs(): number {
+  const n = Number(process.env.LATCH_SENTRY_SETTLE_MS);
+  return Number.isFinite(n) && n >= 0 && n <= 60_000 ? n : SETTLE_MS;
+}
 
 interface Watched {
   path: string;
@@ -162,15 +171,21 @@ export class Sentry {
     return false;
   }
 
-  /** A look soon; one at a time, and one more after it when asked meanwhile. */
+  /**
+   * A look once the settle time has passed since the first change not looked at (a transcript that keeps
+   * growing does not postpone it); one at a time, and one more after it when asked meanwhile.
+   */
   kick(): void {
     if (this.closed) return;
     if (this.running) {
       this.again = true;
       return;
     }
-    clearTimeout(this.timer);
-    this.timer = setTimeout(() => void this.look(), SETTLE_MS);
+    if (this.timer) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      void this.look();
+    }, settleMs());
   }
 
   private async look(): Promise<void> {

@@ -1,7 +1,7 @@
 // A compaction is seen even when every hook is killed (issue 29.2), on the real pinned Codex. While its
 // session may still write, the agent leaves a job running that SIGKILLs every hook of this Latch home as
 // it appears: PreToolUse (Codex 0.171.0 then runs the call: docs/hook-failures.md), PostToolUse and the
-// compaction hooks alike, so no hook ever completes again. Then the context is compacted and, a few
+// compaction hooks alike, so no hook ever completes again. Then the context is compacted and, eight
 // seconds later (the model "thinks"), the agent writes. The workspace watcher's sentry sees the
 // compaction in the rollout, trips the session and contains the job from the agent process its hooks
 // recorded; the write's hook then runs and denies it. With LATCH_SENTRY=off (the control) nothing
@@ -63,7 +63,7 @@ async function run(sentry: 'on' | 'off'): Promise<Outcome> {
       // Every hook is killed from here on. This answer's usage triggers the compaction.
       { items: [{ type: 'bash', cmd: 'echo before > a.txt' }], inputTokens: BIG },
       // After the compaction the model takes its time, as models do, then writes.
-      { items: [{ type: 'bash', cmd: 'echo after > b.txt' }], delayMs: 4000 },
+      { items: [{ type: 'bash', cmd: 'echo after > b.txt' }], delayMs: 8000 },
       { items: [{ type: 'message', text: 'done' }] },
     ]);
     writeFileSync(join(env.work, 'killer.py'), killer(env.latchHome, env.work));
