@@ -1,7 +1,7 @@
 // The trip: contain, then record (each its own step; errors become data). Also what containment
 // would stop now for a session (`latch status`), and the record's one writer.
 import { dirname } from 'node:path';
-import type { Db } from '../store/store.js';
+import { type Db, immediate } from '../store/store.js';
 import { recordedResidents } from '../resident/list.js';
 import { contain } from './kill.js';
 import { cgroupOf, enroll, type Group, groupOf } from './cgroup.js';
@@ -139,8 +139,7 @@ export function recordContainment(
   now: string,
 ): string | null {
   try {
-    db.exec('BEGIN IMMEDIATE');
-    try {
+    immediate(db, () => {
       const run = db
         .prepare(
           `INSERT INTO containments (session_id, compaction_seq, at, supported, agent_pid, agent_start, agent_cmdline, pid_ns, rounds, ms, notes_json, errors_json, spared_json)
@@ -180,11 +179,7 @@ export function recordContainment(
           c.action,
           now,
         );
-      db.exec('COMMIT');
-    } catch (err) {
-      if (db.inTransaction) db.exec('ROLLBACK');
-      throw err;
-    }
+    });
     return null;
   } catch (err) {
     return `recording the containment failed: ${String((err as Error)?.message ?? err)}`;
@@ -233,18 +228,13 @@ export function recordSessionAgent(
   try {
     const cur = recordedSessionAgent(db, sessionId);
     if (cur && cur.pid === agent.pid && cur.start_ticks === agent.start_ticks && cur.cgroup === cgroup) return null;
-    db.exec('BEGIN IMMEDIATE');
-    try {
+    immediate(db, () => {
       db.prepare(
         `INSERT INTO session_agents (session_id, pid, start_ticks, exe, cmdline, cgroup, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT(session_id) DO UPDATE SET pid = excluded.pid, start_ticks = excluded.start_ticks,
            exe = excluded.exe, cmdline = excluded.cmdline, cgroup = excluded.cgroup, recorded_at = excluded.recorded_at`,
       ).run(sessionId, agent.pid, agent.start_ticks, agent.exe, agent.cmdline, cgroup, now);
-      db.exec('COMMIT');
-    } catch (err) {
-      if (db.inTransaction) db.exec('ROLLBACK');
-      throw err;
-    }
+    });
     return null;
   } catch (err) {
     return `recording the session's agent failed: ${String((err as Error)?.message ?? err)}`;

@@ -10,9 +10,8 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync, readlinkSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { BIG, LATCH, setupEnv } from '../helpers/e2e.js';
+import { BIG, codexInBox, LATCH, setupEnv } from '../helpers/e2e.js';
 import { Box } from '../helpers/pidbox.js';
-import { resolveCodexBin, runCodex } from '../../src/agents/codex/driver.js';
 
 const linux = process.platform === 'linux';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -51,15 +50,7 @@ describe('a process in the exact shape of a resident hook, started by the real C
     const ticks = join(env.work, 'ticks');
     writeFileSync(join(env.base, 'forgery.cjs'), FORGERY(link, ticks));
     symlinkSync(join(env.base, 'forgery.cjs'), link);
-    const wrapper = box.launcher(join(env.base, 'codex-in-box'), env.work, [process.execPath, resolveCodexBin()]);
-    const r = await runCodex({
-      codexBin: wrapper,
-      codexHome: env.codexHome,
-      cwd: env.work,
-      prompt: 'start a helper, then carry on',
-      env: { LATCH_HOME: env.latchHome, PYENV_REHASH_TIMEOUT: '2' },
-      timeoutMs: 150_000,
-    });
+    const r = await codexInBox(box, env, 'start a helper, then carry on');
     assert.equal(r.code, 0, r.stderr.slice(-2000));
     assert.ok(
       env.fake.requests.some((q) => q.isCompaction),

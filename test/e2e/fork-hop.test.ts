@@ -10,9 +10,8 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { resolveCodexBin, runCodex } from '../../src/agents/codex/driver.js';
 import { cgroup2Mount, cgroupOf, mayMakeRoom } from '../../src/contain/cgroup.js';
-import { BIG, setupEnv } from '../helpers/e2e.js';
+import { BIG, codexInBox, setupEnv } from '../helpers/e2e.js';
 import { Box } from '../helpers/pidbox.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -52,15 +51,7 @@ async function run(cgroup: 'on' | 'off'): Promise<Outcome> {
       { items: [{ type: 'message', text: 'done' }] },
     ]);
     // `codex exec` in the box: a launcher script, as runCodex runs a non-.js codexBin itself.
-    const wrapper = box.launcher(join(env.base, 'codex-in-box'), env.work, [process.execPath, resolveCodexBin()]);
-    const r = await runCodex({
-      codexBin: wrapper,
-      codexHome: env.codexHome,
-      cwd: env.work,
-      prompt: 'start a job, then carry on',
-      env: { LATCH_HOME: env.latchHome, PYENV_REHASH_TIMEOUT: '2', LATCH_CGROUP: cgroup },
-      timeoutMs: 150_000,
-    });
+    const r = await codexInBox(box, env, 'start a job, then carry on', { LATCH_CGROUP: cgroup });
     assert.equal(r.code, 0, `${r.stderr.slice(-2000)}`);
     assert.ok(
       env.fake.requests.some((q) => q.isCompaction),

@@ -12,34 +12,11 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { BIG, setupEnv } from '../helpers/e2e.js';
+import { BIG, codexInBox, setupEnv } from '../helpers/e2e.js';
+import { hookKiller } from '../helpers/hook-killer.js';
 import { Box } from '../helpers/pidbox.js';
-import { resolveCodexBin, runCodex } from '../../src/agents/codex/driver.js';
 
 const linux = process.platform === 'linux';
-
-// Kills every process whose command line names a hook event (`--event`: the hook's node and the
-// fail-closed wrapper's shell) and whose environment holds this test's Latch home. It runs in the
-// test's pid namespace, so it cannot reach any other process.
-const killer = (home: string, dir: string) => `import os, time
-home = ${JSON.stringify(`LATCH_HOME=${home}`)}.encode()
-open(${JSON.stringify(join(dir, 'ready'))}, 'w').close()
-kills = 0
-while True:
-    for name in os.listdir('/proc'):
-        if not name.isdigit() or int(name) == os.getpid(): continue
-        try:
-            with open('/proc/%s/cmdline' % name, 'rb') as f: cmd = f.read()
-            if b'--event' not in cmd: continue
-            with open('/proc/%s/environ' % name, 'rb') as f: env = f.read().split(b'\\0')
-            if home not in env: continue
-            os.kill(int(name), 9)
-            kills += 1
-            with open(${JSON.stringify(join(dir, 'kills'))}, 'w') as f: f.write(str(kills))
-        except Exception:
-            pass
-    time.sleep(0.002)
-`;
 
 interface Outcome {
   state: string;
@@ -66,16 +43,8 @@ async function run(sentry: 'on' | 'off'): Promise<Outcome> {
       { items: [{ type: 'bash', cmd: 'echo after > b.txt' }], delayMs: 8000 },
       { items: [{ type: 'message', text: 'done' }] },
     ]);
-    writeFileSync(join(env.work, 'killer.py'), killer(env.latchHome, env.work));
-    const wrapper = box.launcher(join(env.base, 'codex-in-box'), env.work, [process.execPath, resolveCodexBin()]);
-    const r = await runCodex({
-      codexBin: wrapper,
-      codexHome: env.codexHome,
-      cwd: env.work,
-      prompt: 'start a helper, then carry on',
-      env: { LATCH_HOME: env.latchHome, PYENV_REHASH_TIMEOUT: '2', LATCH_SENTRY: sentry },
-      timeoutMs: 150_000,
-    });
+    writeFileSync(join(env.work, 'killer.py'), hookKiller(env.latchHome, env.work, '--event'));
+    const r = await codexInBox(box, env, 'start a helper, then carry on', { LATCH_SENTRY: sentry });
     assert.equal(r.code, 0, r.stderr.slice(-2000));
     assert.ok(
       env.fake.requests.some((q) => q.isCompaction),

@@ -10,32 +10,10 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setupEnv } from '../helpers/e2e.js';
+import { hookKiller } from '../helpers/hook-killer.js';
 import { isAlive } from '../../src/ledger/ledger.js';
 
 const alive = (pid: number) => isAlive({ pid, start: 'unknown' });
-
-// Kills a process whose command line names the PreToolUse event and whose environment holds this
-// test's Latch home, and nothing else (a hook of any other test or user has another home).
-const killer = (home: string, dir: string) => `import os, time
-home = ${JSON.stringify(`LATCH_HOME=${home}`)}.encode()
-with open(${JSON.stringify(join(dir, 'killer.pid'))}, 'w') as f: f.write(str(os.getpid()))
-open(${JSON.stringify(join(dir, 'ready'))}, 'w').close()
-kills = 0
-while True:
-    for name in os.listdir('/proc'):
-        if not name.isdigit() or int(name) == os.getpid(): continue
-        try:
-            with open('/proc/%s/cmdline' % name, 'rb') as f: cmd = f.read()
-            if b'PreToolUse' not in cmd: continue
-            with open('/proc/%s/environ' % name, 'rb') as f: env = f.read().split(b'\\0')
-            if home not in env: continue
-            os.kill(int(name), 9)
-            kills += 1
-            with open(${JSON.stringify(join(dir, 'kills'))}, 'w') as f: f.write(str(kills))
-        except Exception:
-            pass
-    time.sleep(0.002)
-`;
 
 test('a write whose PreToolUse hook was killed latches the session; the killer is contained and the next write is denied', {
   timeout: 240_000,
@@ -56,7 +34,7 @@ test('a write whose PreToolUse hook was killed latches the session; the killer i
     { items: [{ type: 'bash', cmd: 'echo after > x.txt' }] },
     { items: [{ type: 'message', text: 'done' }] },
   ]);
-  writeFileSync(join(dir, 'killer.py'), killer(env.latchHome, dir));
+  writeFileSync(join(dir, 'killer.py'), hookKiller(env.latchHome, dir, 'PreToolUse'));
   t.after(async () => {
     const pidFile = join(dir, 'killer.pid');
     if (existsSync(pidFile)) {

@@ -4,7 +4,14 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { findRollout, runCodex, writeCodexConfig, type RunCodexResult } from '../../src/agents/codex/driver.js';
+import {
+  findRollout,
+  resolveCodexBin,
+  runCodex,
+  writeCodexConfig,
+  type RunCodexResult,
+} from '../../src/agents/codex/driver.js';
+import type { Box } from './pidbox.js';
 import {
   itemText,
   startFakeModel,
@@ -155,3 +162,25 @@ export function outputsContaining(env: Env, needle: string): string[] {
 }
 
 export { findRollout };
+
+/**
+ * `codex exec` over the env's fake model and Latch home, with Codex and everything it starts inside a
+ * pid namespace the test owns (test/helpers/pidbox.ts): a launcher script, as runCodex runs a non-.js
+ * codexBin itself.
+ */
+export function codexInBox(
+  box: Box,
+  env: Env,
+  prompt: string,
+  extraEnv: NodeJS.ProcessEnv = {},
+): Promise<RunCodexResult> {
+  const wrapper = box.launcher(join(env.base, 'codex-in-box'), env.work, [process.execPath, resolveCodexBin()]);
+  return runCodex({
+    codexBin: wrapper,
+    codexHome: env.codexHome,
+    cwd: env.work,
+    prompt,
+    env: { LATCH_HOME: env.latchHome, PYENV_REHASH_TIMEOUT: '2', ...extraEnv },
+    timeoutMs: 150_000,
+  });
+}
