@@ -1,7 +1,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
-import { COMPACTION_MARKER, isCompactionRequest, startFakeModel } from '../../src/agents/codex/fake-model.js';
+import {
+  BASH_YIELD_MS,
+  COMPACTION_MARKER,
+  isCompactionRequest,
+  startFakeModel,
+} from '../../src/agents/codex/fake-model.js';
 
 type Sse = { event: string; data: any };
 
@@ -56,7 +61,7 @@ test('serves scripted steps as Responses API SSE, in order', async () => {
     const [bash, patch] = items(r1.events);
     assert.equal(bash.type, 'function_call');
     assert.equal(bash.name, 'exec_command');
-    assert.deepEqual(JSON.parse(bash.arguments), { cmd: 'echo hi > a.txt' });
+    assert.deepEqual(JSON.parse(bash.arguments), { cmd: 'echo hi > a.txt', yield_time_ms: BASH_YIELD_MS });
     assert.equal(patch.type, 'custom_tool_call');
     assert.equal(patch.name, 'apply_patch');
     assert.equal(patch.input, '*** Begin Patch\n*** End Patch\n');

@@ -7,10 +7,18 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { jsonBody, pathOf, readBody, sseEvent, startLoopback, startSse } from '../../base/loopback.js';
 
 export type FakeItem =
+  /**
+   * A shell call (exec_command). It asks Codex to wait up to BASH_YIELD_MS for the command to finish
+   * (Codex's default is 10 s): on a busy machine a scripted command, with its login shell, can take
+   * longer, and Codex would then answer with what it printed so far while the command runs on.
+   */
   | { type: 'bash'; cmd: string; workdir?: string }
   | { type: 'patch'; patch: string }
   | { type: 'message'; text: string }
   | { type: 'raw'; item: unknown };
+
+/** How long a scripted shell call asks Codex to wait for its command (exec_command's yield_time_ms). */
+export const BASH_YIELD_MS = 30_000;
 
 /** One model response. */
 export interface FakeStep {
@@ -97,7 +105,11 @@ export async function startFakeModel(opts: FakeModelOptions): Promise<FakeModel>
           type: 'function_call',
           name: 'exec_command',
           call_id: newId('call'),
-          arguments: JSON.stringify(item.workdir ? { cmd: item.cmd, workdir: item.workdir } : { cmd: item.cmd }),
+          arguments: JSON.stringify({
+            cmd: item.cmd,
+            ...(item.workdir ? { workdir: item.workdir } : {}),
+            yield_time_ms: BASH_YIELD_MS,
+          }),
         };
       case 'patch':
         return { type: 'custom_tool_call', name: 'apply_patch', call_id: newId('call'), input: item.patch };
