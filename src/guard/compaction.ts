@@ -349,7 +349,11 @@ export function countHookObservations(
       now,
     );
   }
-  if (hookSource && !ownCounted) countHook(c, hookSource, null, triggerOf(ev), obs.turnId);
+  // Its own observation, unless another process (the watcher's look, a concurrent hook of the session)
+  // counted its announcement meanwhile and removed the file: then it is counted, once.
+  const countedElsewhere =
+    !ownCounted && ownAnnouncement !== null && recordedAnnouncements(db, [ownAnnouncement]).has(ownAnnouncement);
+  if (hookSource && !ownCounted && !countedElsewhere) countHook(c, hookSource, null, triggerOf(ev), obs.turnId);
   return again?.problem ?? null;
 }
 

@@ -168,9 +168,22 @@ async function handleEvent(ctx: GuardContext, obs: Observation, ev: LatchEvent):
   const own = source
     ? announce(ctx.home, obs.sessionId, source, { trigger: triggerOf(ev), turnId: obs.turnId }, Date.parse(ctx.now()))
     : null;
+  return handleAnnounced(ctx, obs, ev, own && 'id' in own ? own.id : null);
+}
+
+/**
+ * The rest of a hook after its announcement (`own`: its file's name, or null when it could not write
+ * one). Exported for the tests that put another process's count between the two.
+ */
+export async function handleAnnounced(
+  ctx: GuardContext,
+  obs: Observation,
+  ev: LatchEvent,
+  own: string | null,
+): Promise<Decision> {
   const db = ctx.openDb();
   try {
-    return await handleWithDb(ctx, db, obs, ev, own && 'id' in own ? own.id : null);
+    return await handleWithDb(ctx, db, obs, ev, own);
   } finally {
     release(ctx, db);
     // A window this hook ended (a Close, an Abandon): what anyone changes from now on is stamped after it.

@@ -6,7 +6,8 @@ import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { resolve } from 'node:path';
 import { runCodexHook } from '../../src/hook.js';
-import { probeSession } from '../../src/guard/guard.js';
+import { handleAnnounced, probeSession } from '../../src/guard/guard.js';
+import { announce } from '../../src/session/announce.js';
 import { codex } from '../../src/agents/codex/index.js';
 import { recordedSessionAgent, recordSessionAgent } from '../../src/contain/index.js';
 import { procStat } from '../../src/base/proc.js';
@@ -127,6 +128,27 @@ describe('probeSession: the out-of-band look', { skip: !linux && 'Linux /proc on
         notes_json: string;
       };
       assert.equal(k.agent_pid, null);
+    });
+  });
+
+  test('a compaction hook whose announcement a look counted meanwhile does not count it again', async (t) => {
+    const sb = sandbox();
+    t.after(() => sb.cleanup());
+    await started(sb);
+    // A PreCompact hook announces (its first act) ...
+    const own = announce(sb.home, 'S', 'pre_compact', { trigger: 'auto', turnId: null }, Date.now());
+    assert.ok('id' in own, JSON.stringify(own));
+    // ... the watcher's look counts the announcement and removes its file while the hook takes its
+    // evidence ...
+    await probeSession(ctxOf(sb), 'S');
+    // ... and the hook goes on: its compaction is the one already counted.
+    const parsed = codex.parse(JSON.stringify(payload('pre-compact-auto', sb)));
+    assert.ok(parsed.ok && parsed.event);
+    await handleAnnounced(ctxOf(sb), parsed.obs, parsed.event, own.id);
+    withDb(sb, (db) => {
+      const n = (sql: string) => (db.prepare(sql).get() as { n: number }).n;
+      assert.equal(n("SELECT COUNT(*) AS n FROM compactions WHERE session_id = 'S'"), 1, 'counted twice');
+      assert.equal(n("SELECT COUNT(*) AS n FROM checkpoints WHERE session_id = 'S'"), 1);
     });
   });
 
