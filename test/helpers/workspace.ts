@@ -57,8 +57,9 @@ export function sandbox(opts: { git?: boolean; store?: boolean } = {}): Sandbox 
  * Stops the workspace watchers a test's hooks started under this Latch home, and any watcher process
  * for a workspace under `base` (one a killed hook started may not have registered yet), and any
  * resident hook working under `base` (one a hook started just before may not have named itself yet,
- * and would make its spool directory again), and waits (up to 3 s) for them to exit, so that
- * removing the directories does not race with a watcher or a resident hook.
+ * and would make its spool directory again), and waits (up to 15 s) for them to exit, so that
+ * removing the directories does not race with a watcher or a resident hook. What has not left after
+ * 15 s is killed.
  */
 export function stopLatchProcesses(home: string, base?: string): void {
   // The agents' cgroups Latch made (src/contain/cgroup.ts) that are empty now: the test's agents
@@ -83,7 +84,11 @@ export function stopLatchProcesses(home: string, base?: string): void {
   const alive = (r: { pid: number; pid_start: string }) => isAlive({ pid: r.pid, start: r.pid_start });
   for (const r of rows) if (alive(r)) process.kill(r.pid, 'SIGTERM');
   const sleeper = new Int32Array(new SharedArrayBuffer(4));
-  for (let waited = 0; waited < 3000 && rows.some(alive); waited += 20) Atomics.wait(sleeper, 0, 0, 20);
+  // A busy machine can take seconds to schedule an exit: up to 15 s, then SIGKILL for what still runs
+  // (each one this test's own, by its row in the test's store or its root or directory under `base`).
+  for (let waited = 0; waited < 15_000 && rows.some(alive); waited += 20) Atomics.wait(sleeper, 0, 0, 20);
+  for (const r of rows) if (alive(r)) process.kill(r.pid, 'SIGKILL');
+  for (let waited = 0; waited < 2000 && rows.some(alive); waited += 20) Atomics.wait(sleeper, 0, 0, 20);
 }
 
 /**
