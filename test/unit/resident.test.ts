@@ -627,15 +627,25 @@ test('a PATH directory whose entries changed: answered without recording it; a s
       db.close();
     }
   };
-  const before = sigOf();
-  assert.ok(before, 'setup recorded the PATH directory');
+  assert.ok(sigOf(), 'setup recorded the PATH directory');
   // An entry came (a version manager's rehash does this at every login shell): answered, not recorded.
-  const later = new Date(Date.now() + 2000);
-  writeFileSync(join(bin, 'python3'), '#!/bin/sh\n', { mode: 0o755 });
-  utimesSync(bin, later, later);
-  const { run } = servedCall(b, 'echo p > p.txt');
-  assert.equal(run.notAnswered, null);
-  assert.equal(sigOf(), before, 'the resident hook recorded nothing');
+  // Each try moves the directory again: on a busy machine the resident hook may decline a call for
+  // another reason, and the ordinary hook that takes it then records the directory as it is.
+  const whys: string[] = [];
+  for (let i = 0; ; i++) {
+    const later = new Date(Date.now() + 2000 + i * 1000);
+    writeFileSync(join(bin, `tool${i}`), '#!/bin/sh\n', { mode: 0o755 });
+    utimesSync(bin, later, later);
+    const before = sigOf();
+    const run = hook(b, bash(b, 'echo p > p.txt'));
+    assert.equal(run.status, 0, run.stderr);
+    if (run.notAnswered === null) {
+      assert.equal(sigOf(), before, 'the resident hook recorded nothing');
+      break;
+    }
+    whys.push(run.notAnswered);
+    if (i === 2) assert.fail(`not answered in three calls: ${whys.join('; ')}`);
+  }
   // A `latch` on that PATH now resolves to something else: declined, and the ordinary hook denies.
   writeFileSync(join(bin, 'latch'), '#!/bin/sh\n', { mode: 0o755 });
   const shim = hook(b, bash(b, 'echo q > q.txt'));
