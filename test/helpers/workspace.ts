@@ -15,6 +15,7 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isAlive } from '../../src/ledger/ledger.js';
+import { recordedResidents } from '../../src/resident/list.js';
 import { procStat } from '../../src/base/proc.js';
 import { openStore } from '../../src/store/store.js';
 
@@ -54,7 +55,8 @@ export function sandbox(opts: { git?: boolean; store?: boolean } = {}): Sandbox 
 }
 
 /**
- * Stops the workspace watchers a test's hooks started under this Latch home, and any watcher process
+ * Stops the workspace watchers a test's hooks started under this Latch home, the resident hooks they
+ * spawned (recorded in the home's spools), and any watcher process
  * for a workspace under `base` (one a killed hook started may not have registered yet), and any
  * resident hook working under `base` (one a hook started just before may not have named itself yet,
  * and would make its spool directory again), and waits (up to 15 s) for them to exit, so that
@@ -81,6 +83,12 @@ export function stopLatchProcesses(home: string, base?: string): void {
     }
   }
   if (base) rows.push(...latchProcessesUnder(base));
+  // The resident hooks this home's hooks spawned, as each spawning hook recorded them (their working
+  // directory is the hook's, which need not lie under `base`).
+  for (const id of recordedResidents(home)) {
+    const [pid, start] = id.split(':');
+    rows.push({ pid: Number(pid), pid_start: start! });
+  }
   const alive = (r: { pid: number; pid_start: string }) => isAlive({ pid: r.pid, start: r.pid_start });
   for (const r of rows) if (alive(r)) process.kill(r.pid, 'SIGTERM');
   const sleeper = new Int32Array(new SharedArrayBuffer(4));
@@ -93,7 +101,7 @@ export function stopLatchProcesses(home: string, base?: string): void {
 
 /**
  * `latch __watch ROOT` processes whose ROOT is under base, and `latch __serve AGENT` processes whose
- * working directory is (from /proc; Linux only).
+ * working directory or Latch home is (from /proc; Linux only).
  */
 function latchProcessesUnder(base: string): { pid: number; pid_start: string }[] {
   const out: { pid: number; pid_start: string }[] = [];
@@ -108,7 +116,14 @@ function latchProcessesUnder(base: string): { pid: number; pid_start: string }[]
       const argv = readFileSync(`/proc/${n}/cmdline`, 'utf8').split('\0');
       const i = argv.indexOf('__watch');
       const watcher = i >= 0 && argv[i + 1]?.startsWith(base + '/');
-      const resident = argv.includes('__serve') && `${readlinkSync(`/proc/${n}/cwd`)}/`.startsWith(base + '/');
+      // A resident hook works under `base`, or serves a Latch home there (its spawning hook's working
+      // directory may be anywhere: the environment names the home).
+      const resident =
+        argv.includes('__serve') &&
+        (`${readlinkSync(`/proc/${n}/cwd`)}/`.startsWith(base + '/') ||
+          readFileSync(`/proc/${n}/environ`, 'utf8')
+            .split('\0')
+            .some((e) => e.startsWith(`LATCH_HOME=${base}/`)));
       if (!watcher && !resident) continue;
       out.push({ pid: Number(n), pid_start: procStat(Number(n))?.start ?? 'unknown' });
     } catch {
