@@ -1424,6 +1424,8 @@ describe('a settings layer a later session is the first to read', () => {
       claudeSessionAt(db, b, 'S1', b.work, b.work, at());
       checkRegistration(db, { workspace: b.work, now: at() });
     });
+    // Later than S1 by more than the kernel's coarse file clock lags (see the test above).
+    await new Promise((r) => setTimeout(r, 30));
     mkdirSync(join(b.cwd, '.git'));
     mkdirSync(join(b.cwd, '.claude'));
     const planted = join(b.cwd, '.claude', 'settings.local.json');
