@@ -215,8 +215,12 @@ export function enrollAgent(
 
 /**
  * Records the agent process a session's hook runs under (session_agents), when it is not the one
- * recorded: from the hook's own ancestry, never from anything the agent's jobs can name. Own
- * transaction; errors are returned, never thrown (the hook goes on without it).
+ * recorded: from the hook's own ancestry, never from anything the agent's jobs can name. A recorded
+ * agent that still runs keeps the record (only its group is updated): a job of the agent can run
+ * Latch's hook with the session's payload under an executable it named `codex`, and an agent recorded
+ * from there, once it exits, would leave the watcher looking at no agent. A resumed session's new
+ * agent process is recorded once the old one has exited. `known`: the record, when the caller read it.
+ * Own transaction; errors are returned, never thrown (the hook goes on without it).
  */
 export function recordSessionAgent(
   db: Db,
@@ -224,10 +228,13 @@ export function recordSessionAgent(
   agent: AgentInfo,
   now: string,
   cgroup: string | null = null,
+  known: (AgentInfo & { cgroup: string | null }) | undefined | 'read' = 'read',
 ): string | null {
   try {
-    const cur = recordedSessionAgent(db, sessionId);
-    if (cur && cur.pid === agent.pid && cur.start_ticks === agent.start_ticks && cur.cgroup === cgroup) return null;
+    const cur = known === 'read' ? recordedSessionAgent(db, sessionId) : known;
+    const same = cur !== undefined && cur.pid === agent.pid && cur.start_ticks === agent.start_ticks;
+    if (same && cur.cgroup === cgroup) return null;
+    if (!same && cur !== undefined && sameProcess(cur.pid, cur.start_ticks)) return null;
     immediate(db, () => {
       db.prepare(
         `INSERT INTO session_agents (session_id, pid, start_ticks, exe, cmdline, cgroup, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?)

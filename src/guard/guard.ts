@@ -268,9 +268,12 @@ async function handleWithDb(
   // A PreToolUse of a session whose agent is recorded only looks when this hook was not born in such
   // a group (one read of its own cgroup).
   if (!ctx.resident && (ev.type === 'session_start' || ev.type === 'pre_tool')) {
-    const look = ev.type === 'session_start' || recordedSessionAgent(db, row.session_id) === undefined;
-    const { agent, group } = enrollAgent({ unlessBornInGroup: !look }, ctx.env);
-    if (agent) recordSessionAgent(db, row.session_id, agent, ctx.now(), 'dir' in group ? group.dir : null);
+    const recorded = recordedSessionAgent(db, row.session_id);
+    const { agent, group } = enrollAgent(
+      { unlessBornInGroup: ev.type === 'pre_tool' && recorded !== undefined },
+      ctx.env,
+    );
+    if (agent) recordSessionAgent(db, row.session_id, agent, ctx.now(), 'dir' in group ? group.dir : null, recorded);
   }
   // Tamper evidence: Latch's registration (handlers, trust, feature flags), installed files and the
   // shell startup files against the fingerprint `latch setup` recorded (one lstat each; hashes only

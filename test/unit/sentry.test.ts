@@ -3,8 +3,9 @@
 // with the real Codex and a job that kills every hook is test/e2e/sentry.test.ts.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { resolve } from 'node:path';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { chmodSync, copyFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { runCodexHook } from '../../src/hook.js';
 import { handleAnnounced, probeSession } from '../../src/guard/guard.js';
 import { announce } from '../../src/session/announce.js';
@@ -150,6 +151,36 @@ describe('probeSession: the out-of-band look', { skip: !linux && 'Linux /proc on
       assert.equal(n("SELECT COUNT(*) AS n FROM compactions WHERE session_id = 'S'"), 1, 'counted twice');
       assert.equal(n("SELECT COUNT(*) AS n FROM checkpoints WHERE session_id = 'S'"), 1);
     });
+  });
+
+  test('a SessionStart run under a stand-in agent of the agent’s own does not take over a running agent’s record', async (t) => {
+    // A job of the agent (while its session may write) runs Latch's hook itself, with the session's
+    // payload, under an executable it named `codex`, which then exits: were that recorded, the watcher
+    // would watch an agent that no longer runs, and stop looking at the session.
+    const sb = sandbox();
+    const { child, agent } = stand_in();
+    t.after(() => {
+      child.kill('SIGKILL');
+      sb.cleanup();
+    });
+    await started(sb);
+    withDb(sb, (db) => recordSessionAgent(db, 'S', agent, isoTime()));
+    const fake = join(sb.base, 'codex');
+    copyFileSync('/bin/sh', fake);
+    chmodSync(fake, 0o755);
+    const input = join(sb.base, 'start.json');
+    writeFileSync(input, JSON.stringify(payload('session-start-resume', sb)));
+    const r = spawnSync(
+      fake,
+      ['-c', `"$0" "$1" hook codex --event SessionStart < "$2"`, process.execPath, resolve('dist', 'latch.cjs'), input],
+      {
+        env: sb.env,
+        encoding: 'utf8',
+        timeout: 60_000,
+      },
+    );
+    assert.equal(r.status, 0, r.stderr);
+    withDb(sb, (db) => assert.equal(recordedSessionAgent(db, 'S')?.pid, agent.pid, 'the stand-in took the record'));
   });
 
   test('a session the store never saw is not created by a look', async (t) => {
