@@ -16,9 +16,7 @@
 // watch (the watcher gives up above LATCH_WATCH_MAX_DIRS), LATCH_WATCH=off, and a session whose agent
 // its hooks never recorded (it is not watched). LATCH_SENTRY=off turns it off.
 import { existsSync, type FSWatcher, readdirSync, statSync, watch } from 'node:fs';
-import type { AgentName } from '../agents/agent.js';
 import { isoTime } from '../base/clock.js';
-import { errorMessage } from '../base/errors.js';
 import { announcedDir, sessionKey } from '../session/announce.js';
 import { openStore, type Db } from '../store/store.js';
 
@@ -57,11 +55,6 @@ export class Sentry {
   private running = false;
   private again = false;
   private closed = false;
-  /** The last error of a look (`latch watch` could show it; tests read it). */
-  lastError: string | null = null;
-  /** How many looks ran (tests). */
-  looks = 0;
-
   constructor(
     private readonly home: string,
     private readonly root: string,
@@ -89,9 +82,8 @@ export class Sentry {
             WHERE s.workspace = ? AND s.state = 'mutable' AND s.transcript_path IS NOT NULL`,
         )
         .all(this.root) as Row[];
-    } catch (err) {
-      this.lastError = `listing the sessions: ${errorMessage(err)}`;
-      return;
+    } catch {
+      return; // the store is busy or gone: the next turn looks again (a gone store stops the watcher)
     }
     const keep = new Set<string>();
     let pending = false;
@@ -199,20 +191,28 @@ export class Sentry {
       ]);
       for (const [id, w] of [...this.sessions]) {
         if (this.closed) break;
-        const agent = await loadAgent(w.agent as AgentName);
-        if (!agent) continue;
-        this.looks++;
-        const db = this.store();
-        const d = await probeSession({ home: this.home, openDb: () => db, closeDb: () => {}, now: isoTime, agent }, id);
-        // Latched or paused: nothing more for the watcher to see in that session.
-        if (d.state !== null && d.state !== 'mutable') {
-          w.handle?.close();
-          this.sessions.delete(id);
+        // One session's failure (the store busy past its timeout) does not keep the others unseen; it
+        // is looked at again at the next change or housekeeping turn (its transcript is still ahead of
+        // the scan).
+        try {
+          const agent = await loadAgent(w.agent);
+          if (!agent) continue;
+          const db = this.store();
+          const d = await probeSession(
+            { home: this.home, openDb: () => db, closeDb: () => {}, now: isoTime, agent },
+            id,
+          );
+          // Latched or paused: nothing more for the watcher to see in that session.
+          if (d.state !== null && d.state !== 'mutable') {
+            w.handle?.close();
+            this.sessions.delete(id);
+          }
+        } catch {
+          /* again later */
         }
       }
-      this.lastError = null;
-    } catch (err) {
-      this.lastError = errorMessage(err);
+    } catch {
+      /* the modules did not load: again later */
     } finally {
       this.running = false;
     }
