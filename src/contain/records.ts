@@ -216,7 +216,7 @@ export function enrollAgent(
 /**
  * Records the agent process a session's hook runs under (session_agents), when it is not the one
  * recorded: from the hook's own ancestry, never from anything the agent's jobs can name. A recorded
- * agent that still runs keeps the record (only its group is updated): a job of the agent can run
+ * agent that still runs keeps the record: a job of the agent can run
  * Latch's hook with the session's payload under an executable it named `codex`, and an agent recorded
  * from there, once it exits, would leave the watcher looking at no agent. A resumed session's new
  * agent process is recorded once the old one has exited. `known`: the record, when the caller read it.
@@ -233,7 +233,10 @@ export function recordSessionAgent(
   try {
     const cur = known === 'read' ? recordedSessionAgent(db, sessionId) : known;
     const same = cur !== undefined && cur.pid === agent.pid && cur.start_ticks === agent.start_ticks;
-    if (same && cur.cgroup === cgroup) return null;
+    // The group Latch made for this agent process is made once: a later hook may fill in a group the
+    // first could not make, never replace one (a job can move the agent into a decoy of the group's
+    // name, or into a cgroup Latch may not divide, where a hook would find another group or none).
+    if (same && (cur.cgroup !== null || cgroup === null)) return null;
     if (!same && cur !== undefined && sameProcess(cur.pid, cur.start_ticks)) return null;
     immediate(db, () => {
       db.prepare(

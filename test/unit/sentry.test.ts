@@ -191,16 +191,23 @@ describe('probeSession: the out-of-band look', { skip: !linux && 'Linux /proc on
     assert.equal(state(sb, 'never-seen'), undefined);
   });
 
-  test('the session agent record: one row a session, replaced when another agent process resumes it', (t) => {
+  test('the session agent record: one row a session, replaced when another agent process resumes it; its group made once', (t) => {
     const sb = sandbox();
     t.after(() => sb.cleanup());
     withDb(sb, (db) => {
       const a = { pid: 100, start_ticks: '5', exe: '/usr/bin/node', cmdline: 'node codex' };
       assert.equal(recordSessionAgent(db, 'S', a, isoTime()), null);
       assert.deepEqual(recordedSessionAgent(db, 'S'), { ...a, cgroup: null });
+      // A group a later hook could make is filled in.
+      recordSessionAgent(db, 'S', a, isoTime(), '/sys/fs/cgroup/x/latch-100-5');
+      assert.equal(recordedSessionAgent(db, 'S')?.cgroup, '/sys/fs/cgroup/x/latch-100-5');
       const b = { ...a, pid: 200, start_ticks: '9' };
       recordSessionAgent(db, 'S', b, isoTime(), '/sys/fs/cgroup/x/latch-200-9');
       assert.deepEqual(recordedSessionAgent(db, 'S'), { ...b, cgroup: '/sys/fs/cgroup/x/latch-200-9' });
+      // The same agent process's group is never replaced, by another group (a decoy) or by none.
+      recordSessionAgent(db, 'S', b, isoTime(), '/sys/fs/cgroup/x/decoy/latch-200-9');
+      recordSessionAgent(db, 'S', b, isoTime(), null);
+      assert.equal(recordedSessionAgent(db, 'S')?.cgroup, '/sys/fs/cgroup/x/latch-200-9');
       assert.equal((db.prepare('SELECT COUNT(*) AS n FROM session_agents').get() as { n: number }).n, 1);
     });
   });
